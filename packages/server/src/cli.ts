@@ -1,0 +1,272 @@
+#!/usr/bin/env node
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
+import { APP_KEY_PATTERN } from './apps/defaults.js';
+import { newApp, newSecret } from './apps/generate.js';
+import { readConfigFile } from './config/config-file.js';
+import { UsageError } from './config/usage-error.js';
+import { checkWebhookUrl } from './config/webhook-url.js';
+import { SqliteAppStore } from './engines/sqlite/apps.js';
+import { openDb } from './engines/sqlite/db.js';
+import type { App } from './engines/types.js';
+import { startServer } from './lifecycle.js';
+import type { LogLevel } from './log.js';
+
+const USAGE = `Usage:
+  realtime serve [--host H] [--port P] [--data DIR] [--config FILE] [--allow-private-webhooks] [--log-level L]
+  realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [--data DIR] [--json]
+  realtime apps list [--data DIR] [--json]
+  realtime apps rotate-secret KEY [--data DIR]
+  realtime apps set-webhook KEY URL|"" [--data DIR] [--allow-private-webhooks]
+  realtime keygen`;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Flags = Record<string, { type: 'string' | 'boolean' }>;
+
+function parse(args: string[], options: Flags, positionals: number) {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0] ?? 'bad arguments');
+  }
+  if (parsed.positionals.length > positionals) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
+  }
+  return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+}
+
+function str(values: Record<string, string | boolean | undefined>, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function dataDir(values: Record<string, string | boolean | undefined>): string {
+  return resolve(str(values, 'data') ?? './data');
+}
+
+function parsePort(text: string | undefined): number {
+  if (text === undefined) return 4000;
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535) {
+    throw new UsageError(`--port must be a whole number from 0 to 65535 (got ${JSON.stringify(text)})`);
+  }
+  return Number(text);
+}
+
+function parseFeatures(text: string | undefined): Feature[] | undefined {
+  if (text === undefined) return undefined;
+  const list = text.split(',').filter((f) => f !== '');
+  for (const feature of list) {
+    if (!isFeature(feature)) {
+      throw new UsageError(`--features: unknown feature ${JSON.stringify(feature)} (known: ${FEATURES.join(', ')})`);
+    }
+  }
+  return [...new Set(list as Feature[])];
+}
+
+function printDevelopmentApp(app: App, url: string): void {
+  process.stdout.write(
+    [
+      '',
+      'No app was configured, so a development app was created:',
+      `  key:    ${app.key}`,
+      `  secret: ${app.secret}`,
+      '',
+      'Send an event (in another terminal, from this folder):',
+      `  REALTIME_URL=${url} REALTIME_KEY=${app.key} REALTIME_SECRET=${app.secret} node examples/emit.mjs`,
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parse(
+    args,
+    {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      data: { type: 'string' },
+      config: { type: 'string' },
+      'allow-private-webhooks': { type: 'boolean' },
+      redis: { type: 'string' },
+      'log-level': { type: 'string' },
+    },
+    0,
+  );
+  if (values.redis !== undefined) {
+    throw new UsageError('--redis: the Redis engine is not available in this version; leave it out to run embedded');
+  }
+  const logLevel = str(values, 'log-level') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  const port = parsePort(str(values, 'port'));
+  const allowPrivateWebhooks = values['allow-private-webhooks'] === true;
+  const configPath = str(values, 'config');
+  const configApps = configPath ? readConfigFile(resolve(configPath), allowPrivateWebhooks) : [];
+  const dir = dataDir(values);
+
+  // Apps are in place before the port opens, so no early request meets a missing app.
+  const created = withStore({ data: dir }, (store) => {
+    for (const app of configApps) store.upsert(app);
+    if (store.list().length > 0) return undefined;
+    const app = newApp({ name: 'development' });
+    store.upsert(app);
+    return app;
+  });
+
+  const server = await startServer({
+    host: str(values, 'host') ?? '127.0.0.1',
+    port,
+    dataDir: dir,
+    allowPrivateWebhooks,
+    logLevel: logLevel as LogLevel,
+  });
+  server.log.info({ data: dir }, `listening on ${server.url}`);
+  if (created) {
+    server.log.info({ key: created.key }, 'created a development app');
+    printDevelopmentApp(created, server.url);
+  }
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    server.log.info({ signal }, 'draining and stopping');
+    server.close().then(
+      () => {
+        server.log.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        server.log.error({ err: error }, 'failed to stop cleanly');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function withStore<T>(values: Record<string, string | boolean | undefined>, use: (store: SqliteAppStore) => T): T {
+  const db = openDb(dataDir(values));
+  try {
+    return use(new SqliteAppStore(db));
+  } finally {
+    db.close();
+  }
+}
+
+function apps(args: string[]): void {
+  const [command, ...rest] = args;
+  const common: Flags = { data: { type: 'string' } };
+  switch (command) {
+    case 'create': {
+      const { values } = parse(
+        rest,
+        {
+          ...common,
+          name: { type: 'string' },
+          key: { type: 'string' },
+          features: { type: 'string' },
+          webhook: { type: 'string' },
+          json: { type: 'boolean' },
+          'allow-private-webhooks': { type: 'boolean' },
+        },
+        0,
+      );
+      const key = str(values, 'key');
+      if (key !== undefined && !APP_KEY_PATTERN.test(key)) {
+        throw new UsageError('--key must be 1 to 64 characters of A-Z a-z 0-9 . _ -');
+      }
+      const webhook = checkWebhookUrl(str(values, 'webhook') ?? '', values['allow-private-webhooks'] === true, '--webhook');
+      const fields: Partial<App> = { name: str(values, 'name') ?? 'app', webhook };
+      if (key !== undefined) fields.key = key;
+      const features = parseFeatures(str(values, 'features'));
+      if (features) fields.features = features;
+      const app = newApp(fields);
+      withStore(values, (store) => {
+        if (store.get(app.key)) throw new UsageError(`an app with the key ${JSON.stringify(app.key)} exists already`);
+        store.upsert(app);
+      });
+      if (values.json) process.stdout.write(`${JSON.stringify(app)}\n`);
+      else process.stdout.write(`key:    ${app.key}\nsecret: ${app.secret}\n`);
+      return;
+    }
+    case 'list': {
+      const { values } = parse(rest, { ...common, json: { type: 'boolean' } }, 0);
+      const list = withStore(values, (store) => store.list());
+      if (values.json) {
+        process.stdout.write(`${JSON.stringify(list.map(({ secret: _secret, ...app }) => app))}\n`);
+        return;
+      }
+      for (const app of list) {
+        process.stdout.write(`${app.key}\t${app.name}\t${app.features.join(',')}\t${app.webhook || '-'}\n`);
+      }
+      return;
+    }
+    case 'rotate-secret': {
+      const { values, positionals } = parse(rest, common, 1);
+      const key = positionals[0];
+      if (key === undefined) throw new UsageError('apps rotate-secret needs the app key');
+      const secret = newSecret();
+      const found = withStore(values, (store) => store.setSecret(key, secret));
+      if (!found) throw new UsageError(`no app has the key ${JSON.stringify(key)}`);
+      process.stdout.write(`secret: ${secret}\n`);
+      return;
+    }
+    case 'set-webhook': {
+      const { values, positionals } = parse(rest, { ...common, 'allow-private-webhooks': { type: 'boolean' } }, 2);
+      const [key, url] = positionals;
+      if (key === undefined || url === undefined) throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
+      checkWebhookUrl(url, values['allow-private-webhooks'] === true, 'set-webhook');
+      const found = withStore(values, (store) => store.setWebhook(key, url));
+      if (!found) throw new UsageError(`no app has the key ${JSON.stringify(key)}`);
+      process.stdout.write(url === '' ? 'webhook cleared\n' : `webhook: ${url}\n`);
+      return;
+    }
+    default:
+      throw new UsageError(command === undefined ? 'apps needs a command: create, list, rotate-secret, set-webhook' : `unknown apps command ${JSON.stringify(command)}`);
+  }
+}
+
+function keygen(args: string[]): void {
+  parse(args, {}, 0);
+  // 32 random bytes: the app's local sealing key. The service never sees it.
+  process.stdout.write(`${randomBytes(32).toString('base64url')}\n`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'apps':
+      return apps(rest);
+    case 'keygen':
+      return keygen(rest);
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      throw new UsageError(command === undefined ? 'a command is needed' : `unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`realtime: ${error.message} (see "realtime help")\n`);
+    process.exit(2);
+  }
+  const err = error as NodeJS.ErrnoException;
+  if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') {
+    process.stderr.write(`realtime: cannot listen: ${err.message}\n`);
+    process.exit(1);
+  }
+  process.stderr.write(`realtime: ${err.stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import { type Feature, isFeature } from '@realtime/protocol';
+import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
+import type { App, RateLimit } from '../engines/types.js';
+import { UsageError } from './usage-error.js';
+import { checkWebhookUrl } from './webhook-url.js';
+
+const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
+const TOP_FIELDS = new Set(['apps']);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function unknownField(value: Record<string, unknown>, allowed: Set<string>, where: string): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.has(key)) throw new UsageError(`${where}: unknown field ${JSON.stringify(key)}`);
+  }
+}
+
+function rateLimit(value: unknown, where: string): RateLimit {
+  if (value === undefined) return { ...DEFAULT_RATE_LIMIT };
+  if (!isObject(value)) throw new UsageError(`${where}.rateLimit must be { "perSecond": n, "burst": n }`);
+  unknownField(value, new Set(['perSecond', 'burst']), `${where}.rateLimit`);
+  const { perSecond, burst } = value;
+  if (typeof perSecond !== 'number' || !(perSecond > 0)) {
+    throw new UsageError(`${where}.rateLimit.perSecond must be a number above 0`);
+  }
+  if (burst !== undefined && (typeof burst !== 'number' || !(burst >= 1))) {
+    throw new UsageError(`${where}.rateLimit.burst must be a number of at least 1`);
+  }
+  return { perSecond, burst: burst ?? perSecond };
+}
+
+/** Checks one app entry of a config file. */
+export function parseAppEntry(value: unknown, where: string, allowPrivateWebhooks: boolean): App {
+  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  unknownField(value, APP_FIELDS, where);
+  const { key, secret, name, webhook, features } = value;
+  if (typeof key !== 'string' || !APP_KEY_PATTERN.test(key)) {
+    throw new UsageError(`${where}.key must be 1 to 64 characters of A-Z a-z 0-9 . _ -`);
+  }
+  if (typeof secret !== 'string' || secret.length < MIN_SECRET_LENGTH) {
+    throw new UsageError(`${where}.secret must be a string of at least ${MIN_SECRET_LENGTH} characters`);
+  }
+  if (name !== undefined && typeof name !== 'string') throw new UsageError(`${where}.name must be a string`);
+  if (webhook !== undefined && typeof webhook !== 'string') throw new UsageError(`${where}.webhook must be a string`);
+  let plan: Feature[] = [...ALL_FEATURES];
+  if (features !== undefined) {
+    if (!Array.isArray(features)) throw new UsageError(`${where}.features must be an array`);
+    for (const feature of features) {
+      if (!isFeature(feature)) {
+        throw new UsageError(`${where}.features: unknown feature ${JSON.stringify(feature)} (known: ${ALL_FEATURES.join(', ')})`);
+      }
+    }
+    plan = [...new Set(features as Feature[])];
+  }
+  return {
+    key,
+    secret,
+    name: name ?? key,
+    webhook: checkWebhookUrl(webhook ?? '', allowPrivateWebhooks, `${where}.webhook`),
+    features: plan,
+    rateLimit: rateLimit(value.rateLimit, where),
+  };
+}
+
+/** Reads `{ "apps": [ ... ] }`; every problem is one line naming the file and the field. */
+export function readConfigFile(path: string, allowPrivateWebhooks: boolean): App[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`config ${path}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`config ${path}: not JSON (${(error as Error).message})`);
+  }
+  if (!isObject(value)) throw new UsageError(`config ${path}: must be a JSON object with "apps"`);
+  unknownField(value, TOP_FIELDS, `config ${path}`);
+  const entries = value.apps ?? [];
+  if (!Array.isArray(entries)) throw new UsageError(`config ${path}: "apps" must be an array`);
+  const apps = entries.map((entry, i) => parseAppEntry(entry, `config ${path}: apps[${i}]`, allowPrivateWebhooks));
+  const keys = new Set<string>();
+  for (const app of apps) {
+    if (keys.has(app.key)) throw new UsageError(`config ${path}: the key ${JSON.stringify(app.key)} appears twice`);
+    keys.add(app.key);
+  }
+  return apps;
+}

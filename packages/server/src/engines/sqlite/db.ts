@@ -1,0 +1,51 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS apps (
+  key TEXT PRIMARY KEY,
+  secret TEXT NOT NULL,
+  name TEXT NOT NULL,
+  webhook TEXT NOT NULL DEFAULT '',
+  features TEXT NOT NULL,
+  rate_per_second REAL NOT NULL,
+  rate_burst REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rooms (
+  app TEXT NOT NULL,
+  room TEXT NOT NULL,
+  last_ms INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  dropped_ms INTEGER NOT NULL DEFAULT -1,
+  dropped_seq INTEGER NOT NULL DEFAULT -1,
+  PRIMARY KEY (app, room)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history (
+  app TEXT NOT NULL,
+  room TEXT NOT NULL,
+  ms INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  event TEXT NOT NULL,
+  data TEXT NOT NULL,
+  sender TEXT,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (app, room, ms, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_expiry ON history (expires_at);
+`;
+
+/** Opens (creating when needed) the service database in the data folder: WAL, one file. */
+export function openDb(dataDir: string): Db {
+  mkdirSync(dataDir, { recursive: true });
+  const db = new Database(join(dataDir, 'realtime.db'));
+  db.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode is durable across process crashes; only an OS crash may lose the last commits.
+  db.pragma('synchronous = NORMAL');
+  // The CLI may write while the server runs.
+  db.pragma('busy_timeout = 5000');
+  db.exec(SCHEMA);
+  return db;
+}

@@ -1,0 +1,157 @@
+import type { HistoryRule } from '@realtime/protocol';
+import { type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
+import type { HistoryStore, KeptEvent, ResumeResult } from '../types.js';
+import type { Db } from './db.js';
+
+interface RoomRow {
+  last_ms: number;
+  last_seq: number;
+  dropped_ms: number;
+  dropped_seq: number;
+}
+
+interface EventRow {
+  ms: number;
+  seq: number;
+  event: string;
+  data: string;
+  sender: string | null;
+}
+
+const HOUR_MS = 3_600_000;
+
+function toKept(row: EventRow): KeptEvent {
+  const kept: KeptEvent = { id: `${row.ms}-${row.seq}`, event: row.event, data: row.data };
+  if (row.sender !== null) kept.from = row.sender;
+  return kept;
+}
+
+/**
+ * Room history in SQLite. Each append is one transaction: next id from the room row, insert,
+ * trim to the rule. The room row remembers the newest id dropped, which tells `since` about gaps.
+ */
+export class SqliteHistoryStore implements HistoryStore {
+  readonly #db: Db;
+  readonly #room;
+  readonly #insertRoom;
+  readonly #setLast;
+  readonly #insert;
+  readonly #overLimit;
+  readonly #expired;
+  readonly #deleteUpTo;
+  readonly #setDropped;
+  readonly #after;
+  readonly #newest;
+  readonly #expiredRooms;
+  readonly #appendTx;
+  readonly #readTx;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#room = db.prepare<[string, string], RoomRow>(
+      'SELECT last_ms, last_seq, dropped_ms, dropped_seq FROM rooms WHERE app = ? AND room = ?',
+    );
+    this.#insertRoom = db.prepare('INSERT INTO rooms (app, room, last_ms, last_seq) VALUES (?, ?, ?, ?)');
+    this.#setLast = db.prepare('UPDATE rooms SET last_ms = ?, last_seq = ? WHERE app = ? AND room = ?');
+    this.#insert = db.prepare(
+      'INSERT INTO history (app, room, ms, seq, event, data, sender, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    // The newest event beyond the `limit` newest: everything up to it goes.
+    this.#overLimit = db.prepare<[string, string, number], { ms: number; seq: number }>(
+      'SELECT ms, seq FROM history WHERE app = ? AND room = ? ORDER BY ms DESC, seq DESC LIMIT 1 OFFSET ?',
+    );
+    this.#expired = db.prepare<[string, string, number], { ms: number; seq: number }>(
+      'SELECT ms, seq FROM history WHERE app = ? AND room = ? AND expires_at <= ? ORDER BY ms DESC, seq DESC LIMIT 1',
+    );
+    this.#deleteUpTo = db.prepare(
+      'DELETE FROM history WHERE app = ? AND room = ? AND (ms < ? OR (ms = ? AND seq <= ?))',
+    );
+    this.#setDropped = db.prepare(
+      `UPDATE rooms SET dropped_ms = ?, dropped_seq = ? WHERE app = ? AND room = ?
+         AND (dropped_ms < ? OR (dropped_ms = ? AND dropped_seq < ?))`,
+    );
+    this.#after = db.prepare<[string, string, number, number, number], EventRow>(
+      `SELECT ms, seq, event, data, sender FROM history WHERE app = ? AND room = ?
+         AND (ms > ? OR (ms = ? AND seq > ?)) ORDER BY ms, seq`,
+    );
+    this.#newest = db.prepare<[string, string, number], EventRow>(
+      `SELECT ms, seq, event, data, sender FROM history WHERE app = ? AND room = ?
+         ORDER BY ms DESC, seq DESC LIMIT ?`,
+    );
+    this.#expiredRooms = db.prepare<[number], { app: string; room: string }>(
+      'SELECT DISTINCT app, room FROM history WHERE expires_at <= ?',
+    );
+    this.#appendTx = db.transaction(
+      (app: string, room: string, entry: { event: string; data: string; from?: string }, rule: HistoryRule, now: number) => {
+        const row = this.#room.get(app, room);
+        const id = nextEventId(row ? { ms: row.last_ms, seq: row.last_seq } : undefined, now);
+        if (row) this.#setLast.run(id.ms, id.seq, app, room);
+        else this.#insertRoom.run(app, room, id.ms, id.seq);
+        const [limit, hours] = rule;
+        this.#insert.run(app, room, id.ms, id.seq, entry.event, entry.data, entry.from ?? null, now + hours * HOUR_MS);
+        const beyond = this.#overLimit.get(app, room, limit);
+        if (beyond) this.#drop(app, room, beyond);
+        this.#dropExpired(app, room, now);
+        return formatEventId(id);
+      },
+    );
+    this.#readTx = db.transaction((app: string, room: string, now: number) => {
+      this.#dropExpired(app, room, now);
+      return this.#room.get(app, room);
+    });
+  }
+
+  #drop(app: string, room: string, upTo: EventId): void {
+    this.#deleteUpTo.run(app, room, upTo.ms, upTo.ms, upTo.seq);
+    this.#setDropped.run(upTo.ms, upTo.seq, app, room, upTo.ms, upTo.ms, upTo.seq);
+  }
+
+  #dropExpired(app: string, room: string, now: number): void {
+    const newestExpired = this.#expired.get(app, room, now);
+    if (newestExpired) this.#drop(app, room, newestExpired);
+  }
+
+  append(app: string, room: string, entry: { event: string; data: string; from?: string }, rule: HistoryRule, nowMs: number): string {
+    return this.#appendTx(app, room, entry, rule, nowMs);
+  }
+
+  since(app: string, room: string, afterId: string, nowMs: number): ResumeResult {
+    const after = parseEventId(afterId) ?? { ms: -1, seq: -1 };
+    const row = this.#keptRoom(app, room, nowMs);
+    if (!row) return { events: [], truncated: false };
+    const events = this.#after.all(app, room, after.ms, after.ms, after.seq).map(toKept);
+    const truncated = row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
+    return { events, truncated };
+  }
+
+  /** Drops what aged out (always a prefix, so kept events never have a hole), then reads the room row. */
+  #keptRoom(app: string, room: string, nowMs: number): RoomRow | undefined {
+    return this.#readTx(app, room, nowMs);
+  }
+
+  last(app: string, room: string, count: number, nowMs: number): KeptEvent[] {
+    if (count <= 0) return [];
+    if (!this.#keptRoom(app, room, nowMs)) return [];
+    return this.#newest.all(app, room, count).reverse().map(toKept);
+  }
+
+  prune(nowMs: number): number {
+    let removed = 0;
+    const tx = this.#db.transaction(() => {
+      for (const { app, room } of this.#expiredRooms.all(nowMs)) {
+        const newest = this.#expired.get(app, room, nowMs);
+        if (newest) {
+          const result = this.#deleteUpTo.run(app, room, newest.ms, newest.ms, newest.seq);
+          this.#setDropped.run(newest.ms, newest.seq, app, room, newest.ms, newest.ms, newest.seq);
+          removed += result.changes;
+        }
+      }
+    });
+    tx();
+    return removed;
+  }
+
+  close(): void {
+    // The database handle is owned by whoever opened it.
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The storage seams. Each has an embedded implementation (memory or SQLite) and, later, a Redis one;
+ * engines/contract holds one test suite per seam that every implementation must pass.
+ * HTTP and gateway code depend only on these interfaces.
+ */
+import type { Feature, HistoryRule } from '@realtime/protocol';
+
+/** Requests per second an app may make, refilled continuously, with a burst allowance. */
+export interface RateLimit {
+  perSecond: number;
+  burst: number;
+}
+
+export interface App {
+  /** The `X-Service-Site` value. */
+  key: string;
+  secret: string;
+  name: string;
+  /** Webhook address; empty string when none is set. */
+  webhook: string;
+  /** The plan: what the app may do. */
+  features: Feature[];
+  rateLimit: RateLimit;
+}
+
+/**
+ * Apps and their secrets. Reads are on every API request, so `get` must be cheap;
+ * writes come from the CLI or the config file, possibly from another process.
+ */
+export interface AppStore {
+  get(key: string): Promise<App | undefined> | App | undefined;
+  list(): Promise<App[]> | App[];
+  /** Creates or replaces the app with this key. */
+  upsert(app: App): Promise<void> | void;
+  /** Replaces the secret; false when no app has the key. */
+  setSecret(key: string, secret: string): Promise<boolean> | boolean;
+  /** Sets the webhook address ('' clears it); false when no app has the key. */
+  setWebhook(key: string, url: string): Promise<boolean> | boolean;
+  close(): Promise<void> | void;
+}
+
+/** One event kept in a room's history. `data` is its JSON text, stored and sent as is. */
+export interface KeptEvent {
+  id: string;
+  event: string;
+  data: string;
+  /** The user id of the page that sent it, for page sends. */
+  from?: string;
+}
+
+export interface ResumeResult {
+  events: KeptEvent[];
+  /** True when events after the given id were dropped (limit or age), so the list has a gap. */
+  truncated: boolean;
+}
+
+/**
+ * Room history. Contract:
+ * - `append` gives the event an id `<ms>-<seq>` strictly greater than every id the room gave before,
+ *   stores it, then drops what the rule no longer keeps (beyond `limit` newest, older than `hours`).
+ *   Id assignment and storage are atomic: two appends never get the same id.
+ * - `since` returns the kept events after `afterId`, oldest first, and whether some were dropped.
+ * - `last` returns the newest `count` kept events, oldest first.
+ */
+export interface HistoryStore {
+  append(
+    app: string,
+    room: string,
+    entry: { event: string; data: string; from?: string },
+    rule: HistoryRule,
+    nowMs: number,
+  ): Promise<string> | string;
+  since(app: string, room: string, afterId: string, nowMs: number): Promise<ResumeResult> | ResumeResult;
+  last(app: string, room: string, count: number, nowMs: number): Promise<KeptEvent[]> | KeptEvent[];
+  /** Removes events past their age everywhere; returns how many went. */
+  prune(nowMs: number): Promise<number> | number;
+  close(): Promise<void> | void;
+}
+
+/** An event on its way to pages: to a room (with its id when kept) or to a user's pages. */
+export interface Publication {
+  app: string;
+  /** Exactly one of room or user is set. */
+  room?: string;
+  user?: string;
+  event: string;
+  /** JSON text of the data, encoded once by the emitter. */
+  data: string;
+  id?: string;
+  from?: string;
+}
+
+export type PublicationHandler = (publication: Publication) => void;
+
+/**
+ * Fan-out between processes. The memory broker calls handlers inline; the Redis broker calls them
+ * from its subscriber loop. Handlers never touch storage: they hand publications to the hub.
+ * Publications from one publisher to one room arrive in the order published.
+ */
+export interface Broker {
+  publish(publication: Publication): Promise<void> | void;
+  /** Starts receiving every publication of the given topic (see topicOf); returns a stop function. */
+  subscribe(topic: string, handler: PublicationHandler): () => void;
+  close(): Promise<void> | void;
+}
+
+/** Topic of a publication: one per room and one per user, per app. App keys hold no ':'. */
+export function topicOf(app: string, target: { room?: string; user?: string }): string {
+  return target.room !== undefined ? `r:${app}:${target.room}` : `u:${app}:${target.user ?? ''}`;
+}
+
+/**
+ * Who is online. A user is online from their first open page until `user.offline` would be sent:
+ * the offline delay after their last page closed, unless a page came back in between.
+ */
+export interface PresenceStore {
+  pageOpened(app: string, user: string, nowMs: number): Promise<void> | void;
+  pageClosed(app: string, user: string, nowMs: number): Promise<void> | void;
+  /** For each id, whether the user is online now. */
+  online(app: string, users: readonly string[], nowMs: number): Promise<boolean[]> | boolean[];
+  close(): Promise<void> | void;
+}

@@ -1,0 +1,29 @@
+import type { Logger } from 'pino';
+import type { RateLimiter } from '../apps/rate-limit.js';
+import type { AskService } from '../core/ask.js';
+import type { Emitter } from '../core/emit.js';
+import type { App, AppStore, PresenceStore } from '../engines/types.js';
+
+/** What the API handlers need; passed explicitly, never the whole server. */
+export interface ApiDeps {
+  apps: AppStore;
+  emitter: Emitter;
+  ask: AskService;
+  presence: PresenceStore;
+  limiter: RateLimiter;
+  log: Logger;
+  now: () => number;
+}
+
+/** One verified request, handed to its route's handler. */
+export interface ApiRequest {
+  app: App;
+  /** Path parameters, percent-decoded. */
+  params: string[];
+  /** The raw query string (after '?'), not decoded. */
+  query: string;
+  body: Buffer;
+}
+
+/** A handler returns the answer's fields; `ok: true` is added by the pipeline. */
+export type Handler = (request: ApiRequest, deps: ApiDeps) => Promise<Record<string, unknown>>;

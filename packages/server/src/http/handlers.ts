@@ -1,0 +1,151 @@
+import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
+import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
+import { ApiError, quote } from './api-error.js';
+import type { ApiRequest, Handler } from './context.js';
+import { batchDataBytes, dataBytes } from './json-span.js';
+import { decodeComponent, parseQuery } from './query.js';
+
+function requireFeature(request: ApiRequest, feature: Feature, what: string): void {
+  if (!request.app.features.includes(feature)) {
+    throw new ApiError('not_included', `the app's plan does not include ${feature} (${what})`);
+  }
+}
+
+function noQuery(request: ApiRequest): void {
+  parseQuery(request.query, []);
+}
+
+/** Parses a JSON object body; names what is wrong. */
+function jsonObject(body: Buffer, what: string): Record<string, unknown> {
+  if (body.length === 0) throw new ApiError('bad_request', `the body must be a JSON object (${what})`);
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? error.message : 'unreadable';
+    throw new ApiError('bad_request', `the body is not JSON: ${reason}`);
+  }
+  if (!isPlainObject(value)) throw new ApiError('bad_request', `the body must be a JSON object (${what})`);
+  return value;
+}
+
+/** Measures `data` as sent only when the body could hold more than the limit. */
+function needsSpan(body: Buffer): boolean {
+  return body.length > LIMITS.dataBytes;
+}
+
+export const emit: Handler = async (request, deps) => {
+  noQuery(request);
+  const body = jsonObject(request.body, 'an event to send');
+  const event = validateEvent(body, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
+  if (event.history.size > 0) requireFeature(request, 'history', 'history on emit');
+  return { ids: await deps.emitter.emit(request.app.key, event) };
+};
+
+const BATCH_FIELDS = new Set(['events']);
+
+export const emitBatch: Handler = async (request, deps) => {
+  noQuery(request);
+  const body = jsonObject(request.body, '{ events: [...] }');
+  refuseUnknownFields(body, BATCH_FIELDS, '');
+  const raw = body.events;
+  if (!Array.isArray(raw)) throw new ApiError('bad_request', 'events must be an array of events to send');
+  if (raw.length === 0) throw new ApiError('bad_request', 'events must hold at least one event');
+  if (raw.length > LIMITS.eventsPerBatch) {
+    throw new ApiError('too_many', `more than ${LIMITS.eventsPerBatch} events in one batch (${raw.length})`);
+  }
+  const sizes = needsSpan(request.body) ? batchDataBytes(request.body) : undefined;
+  // The whole batch is checked before any event is sent: one bad event refuses the batch.
+  const events = raw.map((item, i) => validateEvent(item, `events[${i}]: `, sizes?.[i]));
+  events.forEach((event, i) => {
+    if (event.history.size > 0) requireFeature(request, 'history', `history on events[${i}]`);
+  });
+  const ids = [];
+  for (const event of events) ids.push(await deps.emitter.emit(request.app.key, event));
+  return { ids };
+};
+
+const ASK_FIELDS = new Set(['event', 'data', 'timeout', 'all']);
+
+export const ask: Handler = async (request, deps) => {
+  noQuery(request);
+  const user = request.params[0] ?? '';
+  const userProblem = userIdProblem(user);
+  if (userProblem) throw new ApiError('bad_request', `${userProblem}: ${quote(user)}`);
+  const body = jsonObject(request.body, '{ event, data, timeout, all }');
+  refuseUnknownFields(body, ASK_FIELDS, '');
+  const event = checkEventName(body.event, '', 'bad_event');
+  const data = encodeData(body.data, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
+  const timeout = body.timeout ?? LIMITS.askTimeoutDefaultMs;
+  if (
+    typeof timeout !== 'number' ||
+    !Number.isInteger(timeout) ||
+    timeout < LIMITS.askTimeoutMinMs ||
+    timeout > LIMITS.askTimeoutMaxMs
+  ) {
+    throw new ApiError(
+      'bad_request',
+      `timeout must be a whole number of milliseconds from ${LIMITS.askTimeoutMinMs} to ${LIMITS.askTimeoutMaxMs}`,
+    );
+  }
+  const all = body.all ?? false;
+  if (typeof all !== 'boolean') throw new ApiError('bad_request', 'all must be a boolean');
+  requireFeature(request, 'ask', 'ask');
+  return { replies: await deps.ask.ask(request.app.key, user, { event, data, timeout, all }) };
+};
+
+export const online: Handler = async (request, deps) => {
+  const query = parseQuery(request.query, ['ids']);
+  const raw = query.get('ids');
+  if (raw === undefined || raw === '') throw new ApiError('bad_request', 'ids must list 1 to 1,000 user ids');
+  const parts = raw.split(',');
+  if (parts.length > LIMITS.onlineIdsPerRequest) {
+    throw new ApiError('too_many', `more than ${LIMITS.onlineIdsPerRequest} ids (${parts.length})`);
+  }
+  const ids: string[] = [];
+  const seen = new Set<string>();
+  for (const part of parts) {
+    const id = decodeComponent(part, 'ids');
+    const problem = userIdProblem(id);
+    if (problem) throw new ApiError('bad_request', `ids: ${problem}: ${quote(id)}`);
+    if (!seen.has(id)) {
+      seen.add(id);
+      ids.push(id);
+    }
+  }
+  if (request.body.length > 0) throw new ApiError('bad_request', 'GET takes no body');
+  requireFeature(request, 'presence', 'online');
+  const flags = await deps.presence.online(request.app.key, ids, deps.now());
+  return { online: ids.filter((_, i) => flags[i]) };
+};
+
+/** The webhook endpoints take no body; an empty JSON object is tolerated. */
+function noBody(request: ApiRequest): void {
+  if (request.body.length === 0) return;
+  const body = jsonObject(request.body, 'no body');
+  refuseUnknownFields(body, new Set(), '');
+}
+
+function webhookPreconditions(request: ApiRequest): void {
+  noQuery(request);
+  noBody(request);
+  requireFeature(request, 'webhooks', 'webhooks');
+}
+
+export const webhookTest: Handler = async (request) => {
+  webhookPreconditions(request);
+  if (request.app.webhook === '') throw new ApiError('no_webhook', 'the app has no webhook address set');
+  // Delivery arrives with the webhooks issue; until then no webhook is ever sent.
+  throw new ApiError('no_webhook', 'webhook delivery is not available in this version of the service');
+};
+
+export const webhookList: Handler = async (request) => {
+  webhookPreconditions(request);
+  // No batch is ever stored before webhook delivery exists, so the listing is truthfully empty.
+  return { deliveries: [] };
+};
+
+export const webhookResend: Handler = async (request) => {
+  webhookPreconditions(request);
+  throw new ApiError('not_found', `no webhook batch has the id ${quote(request.params[0] ?? '')}`);
+};

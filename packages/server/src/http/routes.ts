@@ -1,0 +1,37 @@
+import { API_BASE } from '@realtime/protocol';
+import type { Handler } from './context.js';
+import * as handlers from './handlers.js';
+
+export interface Route {
+  method: 'GET' | 'POST';
+  /** Matches the path (without query); groups are raw (still percent-encoded) parameters. */
+  pattern: RegExp;
+  handler: Handler;
+}
+
+const base = API_BASE.replaceAll('/', '\\/');
+const segment = '([^/]+)';
+
+export const ROUTES: Route[] = [
+  { method: 'POST', pattern: new RegExp(`^${base}\\/emit$`), handler: handlers.emit },
+  { method: 'POST', pattern: new RegExp(`^${base}\\/emit\\/batch$`), handler: handlers.emitBatch },
+  { method: 'POST', pattern: new RegExp(`^${base}\\/users\\/${segment}\\/ask$`), handler: handlers.ask },
+  { method: 'GET', pattern: new RegExp(`^${base}\\/online$`), handler: handlers.online },
+  { method: 'POST', pattern: new RegExp(`^${base}\\/webhooks\\/test$`), handler: handlers.webhookTest },
+  { method: 'GET', pattern: new RegExp(`^${base}\\/webhooks$`), handler: handlers.webhookList },
+  { method: 'POST', pattern: new RegExp(`^${base}\\/webhooks\\/${segment}\\/resend$`), handler: handlers.webhookResend },
+];
+
+export type RouteMatch = { route: Route; params: string[] } | { allowed: string[] } | undefined;
+
+/** Finds the route of a path: a match, the methods the path takes (for 405), or nothing (404). */
+export function matchRoute(method: string, path: string): RouteMatch {
+  const allowed: string[] = [];
+  for (const route of ROUTES) {
+    const found = route.pattern.exec(path);
+    if (!found) continue;
+    if (route.method === method) return { route, params: found.slice(1) };
+    allowed.push(route.method);
+  }
+  return allowed.length > 0 ? { allowed } : undefined;
+}

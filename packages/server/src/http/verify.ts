@@ -1,0 +1,70 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { EMPTY_BODY_SHA256, KEY_LABELS, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
+import type { App, AppStore } from '../engines/types.js';
+import { ApiError } from './api-error.js';
+
+/**
+ * Signature checks of section 5.2 with node:crypto (the protocol package's pure-JS HMAC is for
+ * browsers; here it would be the slowest step). The protocol test vectors check both agree.
+ */
+
+const publishKeys = new Map<string, Buffer>();
+
+/** Publish key of a secret, derived once per secret. */
+export function publishKeyOf(secret: string): Buffer {
+  let key = publishKeys.get(secret);
+  if (!key) {
+    if (publishKeys.size >= 10_000) publishKeys.clear();
+    key = createHmac('sha256', secret).update(KEY_LABELS.publish).digest();
+    publishKeys.set(secret, key);
+  }
+  return key;
+}
+
+export function bodySha256(body: Buffer): string {
+  return body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(body).digest('hex');
+}
+
+const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * Checks in the order of the contract: missing_signature, stale_signature, unknown_site,
+ * bad_signature. `url` is the path with its query exactly as sent.
+ */
+export async function verifyRequest(
+  req: IncomingMessage,
+  url: string,
+  body: Buffer,
+  apps: AppStore,
+  nowMs: number,
+): Promise<App> {
+  const site = header(req, 'x-service-site');
+  const timestamp = header(req, 'x-service-timestamp');
+  const signature = header(req, 'x-service-signature');
+  if (site === undefined) throw new ApiError('missing_signature', 'the X-Service-Site header is missing');
+  if (timestamp === undefined) throw new ApiError('missing_signature', 'the X-Service-Timestamp header is missing');
+  if (signature === undefined) throw new ApiError('missing_signature', 'the X-Service-Signature header is missing');
+  if (!TIMESTAMP_PATTERN.test(timestamp)) {
+    throw new ApiError('missing_signature', 'X-Service-Timestamp must be Unix seconds: 1 to 12 digits');
+  }
+  if (Math.abs(Number(timestamp) - Math.floor(nowMs / 1000)) > LIMITS.clockSkewSeconds) {
+    throw new ApiError('stale_signature', 'X-Service-Timestamp is more than 300 seconds from the server clock');
+  }
+  const app = await apps.get(site);
+  if (!app) throw new ApiError('unknown_site', 'no app has the key given in X-Service-Site');
+  if (!SIGNATURE_PATTERN.test(signature)) {
+    throw new ApiError('bad_signature', 'X-Service-Signature must be 64 lowercase hex digits');
+  }
+  const message = `${timestamp}\n${req.method}\n${url}\n${bodySha256(body)}`;
+  const expected = createHmac('sha256', publishKeyOf(app.secret)).update(message).digest();
+  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
+    throw new ApiError('bad_signature', 'the signature does not match this method, path, query and body');
+  }
+  return app;
+}

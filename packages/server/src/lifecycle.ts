@@ -1,0 +1,120 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RateLimiter } from './apps/rate-limit.js';
+import { AskService } from './core/ask.js';
+import { Emitter } from './core/emit.js';
+import { MemoryBroker } from './engines/memory/broker.js';
+import { MemoryPresenceStore } from './engines/memory/presence.js';
+import { SqliteAppStore } from './engines/sqlite/apps.js';
+import { type Db, openDb } from './engines/sqlite/db.js';
+import { SqliteHistoryStore } from './engines/sqlite/history.js';
+import type { App } from './engines/types.js';
+import type { ApiDeps } from './http/context.js';
+import { handleApiRequest } from './http/pipeline.js';
+import { type LogLevel, type Logger, createLogger } from './log.js';
+
+export interface ServerOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Folder of the SQLite file. */
+  dataDir: string;
+  /** Apps to create or replace at start. */
+  apps?: App[];
+  allowPrivateWebhooks?: boolean;
+  logLevel?: LogLevel;
+  logger?: Logger;
+  /** Clock, for tests. */
+  now?: () => number;
+  /** How long a graceful stop waits for requests in flight. */
+  drainMs?: number;
+}
+
+export interface RunningServer {
+  /** `http://host:port` of the API. */
+  url: string;
+  host: string;
+  port: number;
+  log: Logger;
+  /** Stops taking requests, waits for those in flight, closes storage. */
+  close(): Promise<void>;
+}
+
+const HISTORY_PRUNE_MS = 60_000;
+
+/** Starts the embedded service: SQLite file in the data folder, fan-out in memory. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.logger ?? createLogger(options.logLevel ?? 'info');
+  const now = options.now ?? Date.now;
+  const db: Db = openDb(options.dataDir);
+  const apps = new SqliteAppStore(db);
+  const history = new SqliteHistoryStore(db);
+  const broker = new MemoryBroker();
+  const presence = new MemoryPresenceStore();
+  for (const app of options.apps ?? []) apps.upsert(app);
+  if (options.allowPrivateWebhooks) {
+    log.warn('--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.');
+  }
+
+  const deps: ApiDeps = {
+    apps,
+    emitter: new Emitter({ history, broker, now }),
+    ask: new AskService({ now }),
+    presence,
+    limiter: new RateLimiter(),
+    log,
+    now,
+  };
+
+  const server: Server = createServer({ keepAliveTimeout: 30_000, requireHostHeader: false }, (req, res) => {
+    void handleApiRequest(req, res, deps);
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    // Malformed HTTP never reaches a handler: answer in the same JSON shape when the socket still can.
+    if (socket.writable && !socket.writableEnded) {
+      const body = JSON.stringify({ ok: false, error: 'bad_request', message: 'the request is not valid HTTP' });
+      const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      socket.end(
+        `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    } else {
+      socket.destroy();
+    }
+  });
+
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 4000, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${urlHost}:${address.port}`;
+
+  const pruner = setInterval(() => history.prune(now()), HISTORY_PRUNE_MS);
+  pruner.unref();
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      clearInterval(pruner);
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      deps.ask.closeAll();
+      const drainMs = options.drainMs ?? 10_000;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await broker.close();
+      presence.close();
+      db.close();
+    })();
+    return closing;
+  };
+
+  return { url, host: address.address, port: address.port, log, close };
+}
