@@ -76,7 +76,7 @@ export const ask: Handler = async (request, deps) => {
   refuseUnknownFields(body, ASK_FIELDS, '');
   const event = checkEventName(body.event, '', 'bad_event');
   const data = encodeData(body.data, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
-  const timeout = body.timeout ?? LIMITS.askTimeoutDefaultMs;
+  const timeout = body.timeout === undefined ? LIMITS.askTimeoutDefaultMs : body.timeout;
   if (
     typeof timeout !== 'number' ||
     !Number.isInteger(timeout) ||
@@ -88,7 +88,7 @@ export const ask: Handler = async (request, deps) => {
       `timeout must be a whole number of milliseconds from ${LIMITS.askTimeoutMinMs} to ${LIMITS.askTimeoutMaxMs}`,
     );
   }
-  const all = body.all ?? false;
+  const all = body.all === undefined ? false : body.all;
   if (typeof all !== 'boolean') throw new ApiError('bad_request', 'all must be a boolean');
   requireFeature(request, 'ask', 'ask');
   return { replies: await deps.ask.ask(request.app.key, user, { event, data, timeout, all }) };
