@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type RunningServer, newApp, startServer } from '@realtime/server';
+import { newApp, type RunningServer, startServer } from '@realtime/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Realtime, RealtimeError, roomLabel } from './index.js';
 
@@ -14,7 +14,12 @@ describe('@realtime/node against the real server', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'realtime-sdk-'));
     server = await startServer({ host: '127.0.0.1', port: 0, dataDir, apps: [app], logLevel: 'silent' });
-    realtime = new Realtime({ url: server.url, key: app.key, secret: app.secret, localKey: new Uint8Array(32).fill(7) });
+    realtime = new Realtime({
+      url: server.url,
+      key: app.key,
+      secret: app.secret,
+      localKey: new Uint8Array(32).fill(7),
+    });
   });
   afterAll(async () => {
     await realtime.close();
@@ -24,7 +29,12 @@ describe('@realtime/node against the real server', () => {
 
   it('emits, with ids for the rooms that keep the event', async () => {
     expect(await realtime.emit({ rooms: ['lobby'], event: 'hello', data: { text: 'hi' } })).toEqual({});
-    const ids = await realtime.emit({ rooms: ['kept', 'other'], users: ['alice'], event: 'e', history: { kept: [5, 1] } });
+    const ids = await realtime.emit({
+      rooms: ['kept', 'other'],
+      users: ['alice'],
+      event: 'e',
+      history: { kept: [5, 1] },
+    });
     expect(Object.keys(ids)).toEqual(['kept']);
   });
 
@@ -66,7 +76,10 @@ describe('@realtime/node against the real server', () => {
     const many = Array.from({ length: 101 }, () => ({ rooms: ['a'], event: 'e' }));
     await expect(realtime.emitBatch(many)).rejects.toMatchObject({ code: 'too_many', status: 413 });
     const wrong = new Realtime({ url: server.url, key: app.key, secret: 'a-wrong-secret-entirely' });
-    await expect(wrong.emit({ rooms: ['a'], event: 'e' })).rejects.toMatchObject({ code: 'bad_signature', status: 401 });
+    await expect(wrong.emit({ rooms: ['a'], event: 'e' })).rejects.toMatchObject({
+      code: 'bad_signature',
+      status: 401,
+    });
     await wrong.close();
   });
 });

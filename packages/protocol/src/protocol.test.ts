@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import names from '../vectors/names.json' with { type: 'json' };
 import vectors from '../vectors/v1.json' with { type: 'json' };
 import {
-  type KeyName,
   checkWebhookSignature,
   deriveKey,
   eventNameProblem,
@@ -10,6 +9,7 @@ import {
   fromHex,
   isReservedEvent,
   isSealed,
+  type KeyName,
   open,
   openWithKey,
   roomNameProblem,
@@ -122,18 +122,22 @@ describe('base64url', () => {
 });
 
 describe('names (decisions.md)', () => {
-  for (const name of names.rooms.good) it(`accepts room ${JSON.stringify(name).slice(0, 30)}`, () => {
-    expect(roomNameProblem(name)).toBeUndefined();
-  });
-  for (const name of names.rooms.bad) it(`refuses room ${JSON.stringify(name).slice(0, 30)}`, () => {
-    expect(roomNameProblem(name)).toBeTypeOf('string');
-  });
-  for (const name of names.events.good) it(`accepts event ${JSON.stringify(name).slice(0, 30)}`, () => {
-    expect(eventNameProblem(name)).toBeUndefined();
-  });
-  for (const name of names.events.bad) it(`refuses event ${JSON.stringify(name).slice(0, 30)}`, () => {
-    expect(eventNameProblem(name)).toBeTypeOf('string');
-  });
+  for (const name of names.rooms.good)
+    it(`accepts room ${JSON.stringify(name).slice(0, 30)}`, () => {
+      expect(roomNameProblem(name)).toBeUndefined();
+    });
+  for (const name of names.rooms.bad)
+    it(`refuses room ${JSON.stringify(name).slice(0, 30)}`, () => {
+      expect(roomNameProblem(name)).toBeTypeOf('string');
+    });
+  for (const name of names.events.good)
+    it(`accepts event ${JSON.stringify(name).slice(0, 30)}`, () => {
+      expect(eventNameProblem(name)).toBeUndefined();
+    });
+  for (const name of names.events.bad)
+    it(`refuses event ${JSON.stringify(name).slice(0, 30)}`, () => {
+      expect(eventNameProblem(name)).toBeTypeOf('string');
+    });
   it('knows the reserved event names', () => {
     for (const name of names.events.reserved) expect(isReservedEvent(name)).toBe(true);
     expect(isReservedEvent('hello')).toBe(false);

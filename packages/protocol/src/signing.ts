@@ -19,7 +19,12 @@ export function sha256Hex(body: string | Uint8Array): string {
 }
 
 /** The message of section 5.2: four lines joined by a line feed, no trailing line feed. */
-export function signingMessage(timestamp: string, method: string, pathWithQuery: string, bodySha256Hex: string): string {
+export function signingMessage(
+  timestamp: string,
+  method: string,
+  pathWithQuery: string,
+  bodySha256Hex: string,
+): string {
   return `${timestamp}\n${method.toUpperCase()}\n${pathWithQuery}\n${bodySha256Hex}`;
 }
 

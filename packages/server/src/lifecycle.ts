@@ -1,5 +1,6 @@
-import { type Server, createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
@@ -11,7 +12,7 @@ import { SqliteHistoryStore } from './engines/sqlite/history.js';
 import type { App } from './engines/types.js';
 import type { ApiDeps } from './http/context.js';
 import { handleApiRequest } from './http/pipeline.js';
-import { type LogLevel, type Logger, createLogger } from './log.js';
+import { createLogger, type Logger, type LogLevel } from './log.js';
 
 export interface ServerOptions {
   host?: string;
@@ -47,13 +48,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const log = options.logger ?? createLogger(options.logLevel ?? 'info');
   const now = options.now ?? Date.now;
   const db: Db = openDb(options.dataDir);
-  const apps = new SqliteAppStore(db);
+  const sqliteApps = new SqliteAppStore(db);
   const history = new SqliteHistoryStore(db);
   const broker = new MemoryBroker();
   const presence = new MemoryPresenceStore();
-  for (const app of options.apps ?? []) apps.upsert(app);
+  for (const app of options.apps ?? []) sqliteApps.upsert(app);
+  const apps = new CachedAppStore(sqliteApps, { now });
   if (options.allowPrivateWebhooks) {
-    log.warn('--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.');
+    log.warn(
+      '--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.',
+    );
   }
 
   const deps: ApiDeps = {
@@ -72,10 +76,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Malformed HTTP never reaches a handler: answer in the same JSON shape when the socket still can.
     if (socket.writable && !socket.writableEnded) {
-      const body = JSON.stringify({ ok: false, error: 'bad_request', message: 'the request is not valid HTTP' });
-      const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      const message =
+        error.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are over 16 KB' : 'the request is not valid HTTP';
+      const body = JSON.stringify({ ok: false, error: 'bad_request', message });
       socket.end(
-        `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     } else {
       socket.destroy();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API, type TestServer, post, send, startTestServer } from './helpers.js';
+import { API, post, send, startTestServer, type TestServer } from './helpers.js';
 
 describe('POST /users/{id}/ask', () => {
   let server: TestServer;

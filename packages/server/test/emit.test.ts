@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API, type TestServer, post, send, startTestServer } from './helpers.js';
+import { API, post, send, startTestServer, type TestServer } from './helpers.js';
 
 const EMIT = `${API}/emit`;
 const BATCH = `${API}/emit/batch`;
@@ -44,7 +44,12 @@ describe('POST /emit', () => {
   });
 
   it('sends a duplicated room once (one id)', async () => {
-    const a = await post(server, EMIT, { rooms: ['dup', 'dup'], users: ['u', 'u'], event: 'e', history: { dup: [5, 1] } });
+    const a = await post(server, EMIT, {
+      rooms: ['dup', 'dup'],
+      users: ['u', 'u'],
+      event: 'e',
+      history: { dup: [5, 1] },
+    });
     expect(a.status).toBe(200);
     expect(Object.keys(a.json.ids as object)).toEqual(['dup']);
   });
@@ -53,7 +58,10 @@ describe('POST /emit', () => {
     const exact = `"${'x'.repeat(MB - 2)}"`;
     const ok = await send(server, { path: EMIT, body: `{"rooms":["big"],"event":"e","data":${exact}}` });
     expect(ok.status).toBe(200);
-    const over = await send(server, { path: EMIT, body: `{"rooms":["big"],"event":"e","data":"${'x'.repeat(MB - 1)}"}` });
+    const over = await send(server, {
+      path: EMIT,
+      body: `{"rooms":["big"],"event":"e","data":"${'x'.repeat(MB - 1)}"}`,
+    });
     expect([over.status, over.json.error]).toEqual([413, 'too_large']);
     // The same value padded with spaces inside an array: its text as sent is over the limit.
     const padded = await send(server, {
@@ -231,7 +239,9 @@ describe('POST /emit/batch', () => {
       ['not an object', 400, 'bad_request'],
     ];
     for (const [bad, status, code] of cases) {
-      const a = await post(server, BATCH, { events: [{ rooms: ['ok'], event: 'e' }, { rooms: ['ok'], event: 'e' }, bad] });
+      const a = await post(server, BATCH, {
+        events: [{ rooms: ['ok'], event: 'e' }, { rooms: ['ok'], event: 'e' }, bad],
+      });
       expect([a.status, a.json.error]).toEqual([status, code]);
       expect(a.json.message).toContain('events[2]');
     }
@@ -265,7 +275,12 @@ describe('plans', () => {
   it('answers not_included for history outside the plan, and sends plain events', async () => {
     const a = await post(server, EMIT, { rooms: ['a'], event: 'e', history: { a: [1, 1] } });
     expect([a.status, a.json.error]).toEqual([403, 'not_included']);
-    const b = await post(server, BATCH, { events: [{ rooms: ['a'], event: 'e' }, { rooms: ['a'], event: 'e', history: { a: [1, 1] } }] });
+    const b = await post(server, BATCH, {
+      events: [
+        { rooms: ['a'], event: 'e' },
+        { rooms: ['a'], event: 'e', history: { a: [1, 1] } },
+      ],
+    });
     expect([b.status, b.json.error]).toEqual([403, 'not_included']);
     const c = await post(server, EMIT, { rooms: ['a'], event: 'e' });
     expect(c.json).toEqual({ ok: true, ids: {} });

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveKey, sign } from '@realtime/protocol';
-import { type App, type RunningServer, type ServerOptions, newApp, startServer } from '../src/index.js';
+import { type App, newApp, type RunningServer, type ServerOptions, startServer } from '../src/index.js';
 
 export interface TestServer extends RunningServer {
   app: App;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API, type TestServer, send, startTestServer } from './helpers.js';
+import { API, send, startTestServer, type TestServer } from './helpers.js';
 
 const body = JSON.stringify({ rooms: ['lobby'], event: 'hello', data: 1 });
 const path = `${API}/emit`;
@@ -125,7 +125,13 @@ describe('signature checks (section 5.2), in order', () => {
   it('checks missing before stale before unknown site before bad signature', async () => {
     const stale = String(Math.floor(Date.now() / 1000) - 1000);
     // Missing signature and stale and unknown site: missing wins.
-    const a = await send(server, { path, body, site: 'nobody', timestamp: stale, headers: [['X-Service-Signature', '']] });
+    const a = await send(server, {
+      path,
+      body,
+      site: 'nobody',
+      timestamp: stale,
+      headers: [['X-Service-Signature', '']],
+    });
     expect(a.json.error).toBe('missing_signature');
     // Stale and unknown site and bad signature: stale wins.
     const b = await send(server, { path, body, site: 'nobody', timestamp: stale, secret: 'wrong-secret-wrong' });
@@ -137,7 +143,14 @@ describe('signature checks (section 5.2), in order', () => {
 
   it('refuses a repeated signature header with bad_request', async () => {
     for (const header of ['X-Service-Site', 'X-Service-Timestamp', 'X-Service-Signature', 'Content-Type']) {
-      const a = await send(server, { path, body, headers: [[header, 'x'], [header, 'y']] });
+      const a = await send(server, {
+        path,
+        body,
+        headers: [
+          [header, 'x'],
+          [header, 'y'],
+        ],
+      });
       expect([a.status, a.json.error]).toEqual([400, 'bad_request']);
       expect(a.json.message).toContain('more than once');
     }

@@ -17,7 +17,7 @@ export const NO_PAGES: UserPages = { askTargets: () => [] };
 interface PendingAsk {
   replies: Reply[];
   all: boolean;
-  /** Pages that have not answered or declined yet. */
+  /** Pages that have not answered or declined yet: without `all`, none left means no reply can come. */
   waiting: number;
   finish: () => void;
 }
@@ -75,7 +75,8 @@ export class AskService {
     if (!pending) return;
     pending.replies.push({ data, at: this.#now() });
     pending.waiting--;
-    if (!pending.all || pending.waiting <= 0) pending.finish();
+    // With `all` the answer comes when the timeout is over, whoever has answered (section 4.3 rule 3).
+    if (!pending.all) pending.finish();
   }
 
   /** A page that will not answer (no handler, or it closed): the ask ends early once nobody is left. */
@@ -83,7 +84,7 @@ export class AskService {
     const pending = this.#pending.get(askId);
     if (!pending) return;
     pending.waiting--;
-    if (pending.waiting <= 0) pending.finish();
+    if (!pending.all && pending.waiting <= 0) pending.finish();
   }
 
   /** Ends every pending ask with what it has (server shutdown). */

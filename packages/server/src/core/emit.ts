@@ -22,16 +22,21 @@ export class Emitter {
     const now = this.#now();
     for (const room of event.rooms) {
       const rule = event.history.get(room);
-      const id = rule ? await this.#history.append(app, room, { event: event.event, data: event.data }, rule, now) : undefined;
+      const appended = rule
+        ? this.#history.append(app, room, { event: event.event, data: event.data }, rule, now)
+        : undefined;
+      const id = appended instanceof Promise ? await appended : appended;
       if (id !== undefined) ids[room] = id;
-      await this.#broker.publish(
+      const published = this.#broker.publish(
         id === undefined
           ? { app, room, event: event.event, data: event.data }
           : { app, room, event: event.event, data: event.data, id },
       );
+      if (published instanceof Promise) await published;
     }
     for (const user of event.users) {
-      await this.#broker.publish({ app, user, event: event.event, data: event.data });
+      const published = this.#broker.publish({ app, user, event: event.event, data: event.data });
+      if (published instanceof Promise) await published;
     }
     return ids;
   }

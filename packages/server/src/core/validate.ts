@@ -1,8 +1,8 @@
 import {
-  type HistoryRule,
-  LIMITS,
   eventNameProblem,
+  type HistoryRule,
   isReservedEvent,
+  LIMITS,
   roomNameProblem,
   userIdProblem,
 } from '@realtime/protocol';
@@ -62,7 +62,8 @@ export function encodeData(value: unknown, at: string, sentBytes?: number): stri
 function historyRules(value: unknown, rooms: Set<string>, at: string): Map<string, HistoryRule> {
   const rules = new Map<string, HistoryRule>();
   if (value === undefined) return rules;
-  if (!isPlainObject(value)) throw new ApiError('bad_request', `${at}history must be an object of room to [limit, hours]`);
+  if (!isPlainObject(value))
+    throw new ApiError('bad_request', `${at}history must be an object of room to [limit, hours]`);
   for (const [room, rule] of Object.entries(value)) {
     const where = `${at}history[${quote(room)}]`;
     if (!rooms.has(room)) throw new ApiError('bad_request', `${where}: the room is not one of the event's rooms`);
@@ -74,7 +75,10 @@ function historyRules(value: unknown, rooms: Set<string>, at: string): Map<strin
       throw new ApiError('bad_request', `${where}: limit must be a whole number from 1 to ${LIMITS.historyMaxEvents}`);
     }
     if (typeof hours !== 'number' || !Number.isFinite(hours) || hours <= 0 || hours > LIMITS.historyMaxHours) {
-      throw new ApiError('bad_request', `${where}: hours must be a number above 0 and at most ${LIMITS.historyMaxHours}`);
+      throw new ApiError(
+        'bad_request',
+        `${where}: hours must be a number above 0 and at most ${LIMITS.historyMaxHours}`,
+      );
     }
     rules.set(room, [limit, hours]);
   }

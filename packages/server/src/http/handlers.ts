@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
 import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
 import { ApiError, quote } from './api-error.js';
@@ -18,6 +19,8 @@ function noQuery(request: ApiRequest): void {
 /** Parses a JSON object body; names what is wrong. */
 function jsonObject(body: Buffer, what: string): Record<string, unknown> {
   if (body.length === 0) throw new ApiError('bad_request', `the body must be a JSON object (${what})`);
+  // Invalid UTF-8 would be read as U+FFFD: a name could then pass as other than what was sent.
+  if (!isUtf8(body)) throw new ApiError('bad_request', 'the body is not valid UTF-8');
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

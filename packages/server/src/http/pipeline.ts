@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, quote } from './api-error.js';
 import { sendError, sendJson } from './answer.js';
+import { ApiError, quote } from './api-error.js';
 import { readBody } from './body.js';
 import type { ApiDeps } from './context.js';
 import { decodeComponent } from './query.js';
@@ -53,8 +53,9 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
     if (repeated) throw new ApiError('bad_request', `the ${repeated} header is sent more than once`);
 
     const body = await readBody(req);
-    const app = await verifyRequest(req, url, body, deps.apps, deps.now());
+    const verified = verifyRequest(req, url, body, deps.apps, deps.now());
 
+    const app = verified instanceof Promise ? await verified : verified;
     const wait = deps.limiter.take(app.key, app.rateLimit, deps.now());
     if (wait > 0) {
       throw new ApiError('rate_limited', `the app is over ${app.rateLimit.perSecond} requests per second`, {

@@ -19,7 +19,11 @@ export const ROUTES: Route[] = [
   { method: 'GET', pattern: new RegExp(`^${base}\\/online$`), handler: handlers.online },
   { method: 'POST', pattern: new RegExp(`^${base}\\/webhooks\\/test$`), handler: handlers.webhookTest },
   { method: 'GET', pattern: new RegExp(`^${base}\\/webhooks$`), handler: handlers.webhookList },
-  { method: 'POST', pattern: new RegExp(`^${base}\\/webhooks\\/${segment}\\/resend$`), handler: handlers.webhookResend },
+  {
+    method: 'POST',
+    pattern: new RegExp(`^${base}\\/webhooks\\/${segment}\\/resend$`),
+    handler: handlers.webhookResend,
+  },
 ];
 
 export type RouteMatch = { route: Route; params: string[] } | { allowed: string[] } | undefined;

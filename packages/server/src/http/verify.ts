@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { EMPTY_BODY_SHA256, KEY_LABELS, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
 import type { App, AppStore } from '../engines/types.js';
@@ -23,7 +23,7 @@ export function publishKeyOf(secret: string): Buffer {
 }
 
 export function bodySha256(body: Buffer): string {
-  return body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(body).digest('hex');
+  return body.length === 0 ? EMPTY_BODY_SHA256 : hash('sha256', body, 'hex');
 }
 
 const SIGNATURE_PATTERN = /^[0-9a-f]{64}$/;
@@ -37,13 +37,13 @@ function header(req: IncomingMessage, name: string): string | undefined {
  * Checks in the order of the contract: missing_signature, stale_signature, unknown_site,
  * bad_signature. `url` is the path with its query exactly as sent.
  */
-export async function verifyRequest(
+export function verifyRequest(
   req: IncomingMessage,
   url: string,
   body: Buffer,
   apps: AppStore,
   nowMs: number,
-): Promise<App> {
+): App | Promise<App> {
   const site = header(req, 'x-service-site');
   const timestamp = header(req, 'x-service-timestamp');
   const signature = header(req, 'x-service-signature');
@@ -56,7 +56,20 @@ export async function verifyRequest(
   if (Math.abs(Number(timestamp) - Math.floor(nowMs / 1000)) > LIMITS.clockSkewSeconds) {
     throw new ApiError('stale_signature', 'X-Service-Timestamp is more than 300 seconds from the server clock');
   }
-  const app = await apps.get(site);
+  const found = apps.get(site);
+  // Stay synchronous when the store answers from memory: a promise per request costs measurably.
+  if (found instanceof Promise) return found.then((app) => checkSignature(req, url, body, app, timestamp, signature));
+  return checkSignature(req, url, body, found, timestamp, signature);
+}
+
+function checkSignature(
+  req: IncomingMessage,
+  url: string,
+  body: Buffer,
+  app: App | undefined,
+  timestamp: string,
+  signature: string,
+): App {
   if (!app) throw new ApiError('unknown_site', 'no app has the key given in X-Service-Site');
   if (!SIGNATURE_PATTERN.test(signature)) {
     throw new ApiError('bad_signature', 'X-Service-Signature must be 64 lowercase hex digits');
