@@ -73,6 +73,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const server: Server = createServer({ keepAliveTimeout: 30_000, requireHostHeader: false }, (req, res) => {
     void handleApiRequest(req, res, deps);
   });
+  // An Expect other than 100-continue would get Node's bare 417; take the request as any other.
+  server.on('checkExpectation', (req, res) => void handleApiRequest(req, res, deps));
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Malformed HTTP never reaches a handler: answer in the same JSON shape when the socket still can.
     if (socket.writable && !socket.writableEnded) {

@@ -19,7 +19,9 @@ export class RateLimiter {
       bucket = { tokens: limit.burst, at: nowMs };
       this.#buckets.set(app, bucket);
     } else {
-      bucket.tokens = Math.min(limit.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * limit.perSecond);
+      // A clock that stepped back refills nothing, but takes nothing away either.
+      const elapsedMs = Math.max(0, nowMs - bucket.at);
+      bucket.tokens = Math.min(limit.burst, bucket.tokens + (elapsedMs / 1000) * limit.perSecond);
       bucket.at = nowMs;
     }
     if (bucket.tokens >= 1) {

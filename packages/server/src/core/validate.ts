@@ -56,7 +56,13 @@ export function encodeData(value: unknown, at: string, sentBytes?: number): stri
   if (sentBytes !== undefined && sentBytes > LIMITS.dataBytes) {
     throw new ApiError('too_large', `${at}data is over ${LIMITS.dataBytes} bytes`);
   }
-  return value === undefined ? 'null' : JSON.stringify(value);
+  if (value === undefined) return 'null';
+  try {
+    return JSON.stringify(value);
+  } catch {
+    // JSON.stringify recurses: data nested a million deep overflows the stack.
+    throw new ApiError('bad_request', `${at}data is nested too deeply`);
+  }
 }
 
 function historyRules(value: unknown, rooms: Set<string>, at: string): Map<string, HistoryRule> {

@@ -99,7 +99,11 @@ export type PublicationHandler = (publication: Publication) => void;
  */
 export interface Broker {
   publish(publication: Publication): Promise<void> | void;
-  /** Starts receiving every publication of the given topic (see topicOf); returns a stop function. */
+  /**
+   * Starts receiving every publication of the given topic (see topicOf); returns a stop function.
+   * Each call is a subscription of its own, even with the same handler; its stop function ends only
+   * that subscription and may be called more than once.
+   */
   subscribe(topic: string, handler: PublicationHandler): () => void;
   close(): Promise<void> | void;
 }

@@ -14,7 +14,8 @@ export function sendJson(res: ServerResponse, status: number, body: string, head
 }
 
 export function sendError(res: ServerResponse, error: ApiError): void {
-  const message = error.message.replace(/[\r\n]+/g, ' ');
+  // One line, whatever a quoted client value held (C1 NEL and the Unicode line separators too).
+  const message = error.message.replace(/[\r\n\u0085\u2028\u2029]+/g, ' ');
   sendJson(res, error.status, JSON.stringify({ ok: false, error: error.code, message }), error.headers);
 }
 

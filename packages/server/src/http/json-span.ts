@@ -51,7 +51,15 @@ function skipValue(buf: Uint8Array, i: number): number {
   }
   while (i < buf.length) {
     const b = buf[i];
-    if (b === COMMA || b === CLOSE_OBJECT || b === CLOSE_ARRAY || b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) {
+    if (
+      b === COMMA ||
+      b === CLOSE_OBJECT ||
+      b === CLOSE_ARRAY ||
+      b === 0x20 ||
+      b === 0x0a ||
+      b === 0x0d ||
+      b === 0x09
+    ) {
       break;
     }
     i++;
@@ -94,8 +102,10 @@ export function dataBytes(buf: Uint8Array, from = 0): number {
 export function batchDataBytes(buf: Uint8Array): number[] {
   let sizes: number[] = [];
   eachMember(buf, 0, (key, start) => {
-    if (key !== 'events' || buf[start] !== OPEN_ARRAY) return;
+    if (key !== 'events') return;
+    // The last `events` member wins, as in JSON.parse, even when it is not a list.
     sizes = [];
+    if (buf[start] !== OPEN_ARRAY) return;
     let i = skipSpace(buf, start + 1);
     while (i < buf.length && buf[i] !== CLOSE_ARRAY) {
       const end = skipValue(buf, i);

@@ -1,26 +1,30 @@
 import { type Broker, type Publication, type PublicationHandler, topicOf } from '../types.js';
 
-/** In-process fan-out: publish calls the topic's handlers inline, in subscription order. */
+/**
+ * In-process fan-out: publish calls the topic's handlers inline, in subscription order.
+ * Each subscribe is its own subscription (the same handler twice is called twice), and its stop
+ * function ends that one only, however often it is called.
+ */
 export class MemoryBroker implements Broker {
-  readonly #topics = new Map<string, Set<PublicationHandler>>();
+  readonly #topics = new Map<string, Set<{ handler: PublicationHandler }>>();
 
   publish(publication: Publication): void {
-    const handlers = this.#topics.get(topicOf(publication.app, publication));
-    if (!handlers) return;
-    for (const handler of handlers) handler(publication);
+    const subscriptions = this.#topics.get(topicOf(publication.app, publication));
+    if (!subscriptions) return;
+    for (const subscription of subscriptions) subscription.handler(publication);
   }
 
   subscribe(topic: string, handler: PublicationHandler): () => void {
-    let handlers = this.#topics.get(topic);
-    if (!handlers) {
-      handlers = new Set();
-      this.#topics.set(topic, handlers);
+    let subscriptions = this.#topics.get(topic);
+    if (!subscriptions) {
+      subscriptions = new Set();
+      this.#topics.set(topic, subscriptions);
     }
-    handlers.add(handler);
+    const subscription = { handler };
+    subscriptions.add(subscription);
     return () => {
       const set = this.#topics.get(topic);
-      if (!set) return;
-      set.delete(handler);
+      if (!set?.delete(subscription)) return;
       if (set.size === 0) this.#topics.delete(topic);
     };
   }

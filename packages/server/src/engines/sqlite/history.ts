@@ -82,7 +82,13 @@ export class SqliteHistoryStore implements HistoryStore {
       'SELECT DISTINCT app, room FROM history WHERE expires_at <= ?',
     );
     this.#appendTx = db.transaction(
-      (app: string, room: string, entry: { event: string; data: string; from?: string }, rule: HistoryRule, now: number) => {
+      (
+        app: string,
+        room: string,
+        entry: { event: string; data: string; from?: string },
+        rule: HistoryRule,
+        now: number,
+      ) => {
         const row = this.#room.get(app, room);
         const id = nextEventId(row ? { ms: row.last_ms, seq: row.last_seq } : undefined, now);
         if (row) this.#setLast.run(id.ms, id.seq, app, room);
@@ -111,7 +117,13 @@ export class SqliteHistoryStore implements HistoryStore {
     if (newestExpired) this.#drop(app, room, newestExpired);
   }
 
-  append(app: string, room: string, entry: { event: string; data: string; from?: string }, rule: HistoryRule, nowMs: number): string {
+  append(
+    app: string,
+    room: string,
+    entry: { event: string; data: string; from?: string },
+    rule: HistoryRule,
+    nowMs: number,
+  ): string {
     return this.#appendTx(app, room, entry, rule, nowMs);
   }
 

@@ -1,0 +1,533 @@
+/**
+ * The HistoryStore contract as one test suite. Every implementation (SQLite now, Redis later) runs
+ * it through a runner file next to the implementation:
+ *
+ * @example
+ * ```ts
+ * historyContract('SqliteHistoryStore', async () => {
+ *   const dir = mkdtempSync(join(tmpdir(), 'history-'));
+ *   let db = openDb(dir);
+ *   return {
+ *     store: new SqliteHistoryStore(db),
+ *     reopen: async () => { db.close(); db = openDb(dir); return new SqliteHistoryStore(db); },
+ *     cleanup: async () => { db.close(); rmSync(dir, { recursive: true, force: true }); },
+ *   };
+ * });
+ * ```
+ *
+ * Time is never read from the clock: every call gets `nowMs`, so the suite moves time by hand.
+ */
+import type { HistoryRule } from '@realtime/protocol';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { compareEventIds, type EventId, formatEventId, parseEventId } from '../event-id.js';
+import type { HistoryStore, KeptEvent } from '../types.js';
+
+export interface HistoryHarness {
+  /** A store with no events in it. */
+  store: HistoryStore;
+  /**
+   * Closes the store and opens a new one on the same data, as a restart would (SQLite: close the
+   * file and open it again). Stores that keep nothing across a restart leave it out; the restart
+   * tests then run against the same store, so they still check what they can.
+   */
+  reopen?: () => Promise<HistoryStore>;
+  /** Closes whatever is open (including a reopened store) and removes the data. */
+  cleanup(): Promise<void>;
+}
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+/** An arbitrary fixed "now"; far from 0 so a clock that steps back stays positive. */
+const T0 = 1_700_000_000_000;
+/** A rule that keeps everything the tests write. */
+const KEEP_ALL: HistoryRule = [1000, 168];
+
+function parsed(id: string): EventId {
+  const value = parseEventId(id);
+  if (!value) throw new Error(`not an event id: ${JSON.stringify(id)}`);
+  return value;
+}
+
+/** Fails unless each id is strictly greater than the one before it. */
+function expectRising(ids: readonly string[]): void {
+  for (let i = 1; i < ids.length; i++) {
+    const before = ids[i - 1] ?? '';
+    const after = ids[i] ?? '';
+    if (compareEventIds(parsed(before), parsed(after)) >= 0) {
+      throw new Error(`ids do not rise at ${i}: ${before} then ${after}`);
+    }
+  }
+}
+
+const ids = (events: readonly KeptEvent[]): string[] => events.map((e) => e.id);
+const datas = (events: readonly KeptEvent[]): string[] => events.map((e) => e.data);
+
+export function historyContract(name: string, makeStore: () => Promise<HistoryHarness>): void {
+  describe(`HistoryStore contract: ${name}`, () => {
+    let harness: HistoryHarness;
+    let store: HistoryStore;
+
+    beforeEach(async () => {
+      harness = await makeStore();
+      store = harness.store;
+    });
+
+    afterEach(async () => {
+      await harness.cleanup();
+    });
+
+    /** Appends `count` events named `e` with data `"<prefix><i>"`; returns their ids. */
+    async function fill(
+      app: string,
+      room: string,
+      count: number,
+      rule: HistoryRule,
+      nowMs: number,
+      prefix = 'n',
+    ): Promise<string[]> {
+      const out: string[] = [];
+      for (let i = 0; i < count; i++) {
+        out.push(await store.append(app, room, { event: 'e', data: JSON.stringify(`${prefix}${i}`) }, rule, nowMs));
+      }
+      return out;
+    }
+
+    describe('event ids', () => {
+      it('gives ids of the form <ms>-<seq>, with the append time as <ms>', async () => {
+        const first = await store.append('a', 'lobby', { event: 'e', data: '1' }, KEEP_ALL, T0);
+        const second = await store.append('a', 'lobby', { event: 'e', data: '2' }, KEEP_ALL, T0 + 7);
+        for (const id of [first, second]) {
+          expect(id).toMatch(/^\d+-\d+$/);
+          // Written the one way formatEventId writes it (no leading zeros), so ids compare as text too.
+          expect(formatEventId(parsed(id))).toBe(id);
+        }
+        expect(parsed(first).ms).toBe(T0);
+        expect(parsed(second).ms).toBe(T0 + 7);
+        expectRising([first, second]);
+      });
+
+      it('rises strictly for many appends in the same millisecond', async () => {
+        const given = await fill('a', 'lobby', 500, KEEP_ALL, T0);
+        expect(new Set(given).size).toBe(500);
+        expectRising(given);
+        for (const id of given) expect(parsed(id).ms).toBe(T0);
+        // Numeric order, not text order: 10 comes after 9 within one millisecond.
+        expect(ids(await store.last('a', 'lobby', 1000, T0))).toEqual(given);
+      });
+
+      it('rises strictly when the clock steps backwards, and follows the clock again once it passes', async () => {
+        const times = [T0 + 1000, T0 + 1000, T0, T0 - 5000, T0 + 999, T0 + 1000, T0 + 2000, T0 + 1500, T0 + 2001];
+        const given: string[] = [];
+        for (const [i, now] of times.entries()) {
+          given.push(await store.append('a', 'lobby', { event: 'e', data: String(i) }, KEEP_ALL, now));
+        }
+        expectRising(given);
+        // Once the clock is past the newest id again, the id carries the clock's time.
+        expect(parsed(given[6] ?? '').ms).toBe(T0 + 2000);
+        expect(parsed(given[8] ?? '').ms).toBe(T0 + 2001);
+        const kept = await store.since('a', 'lobby', '0-0', T0 + 2001);
+        expect(ids(kept.events)).toEqual(given);
+        expect(datas(kept.events)).toEqual(times.map((_, i) => String(i)));
+      });
+    });
+
+    describe('rooms and apps', () => {
+      it('keeps the events of each room of each app apart', async () => {
+        const targets: Array<[string, string]> = [
+          ['a', 'lobby'],
+          ['a', 'Lobby'],
+          ['a', 'lobby '],
+          ['a', 'x:y'],
+          ['a', 'ünïcødé 🚀'],
+          ['b', 'lobby'],
+          ['b', 'x:y'],
+        ];
+        const given = new Map<string, string[]>();
+        // Interleaved: one event per target per round.
+        for (let round = 0; round < 4; round++) {
+          for (const [app, room] of targets) {
+            const key = `${app}/${room}`;
+            const data = JSON.stringify(`${key}#${round}`);
+            const id = await store.append(app, room, { event: 'e', data }, KEEP_ALL, T0 + round);
+            given.set(key, [...(given.get(key) ?? []), id]);
+          }
+        }
+        for (const [app, room] of targets) {
+          const key = `${app}/${room}`;
+          const expected = [0, 1, 2, 3].map((round) => JSON.stringify(`${key}#${round}`));
+          const last = await store.last(app, room, 100, T0 + 10);
+          expect(datas(last)).toEqual(expected);
+          expect(ids(last)).toEqual(given.get(key));
+          const since = await store.since(app, room, '0-0', T0 + 10);
+          expect(datas(since.events)).toEqual(expected);
+          expect(since.truncated).toBe(false);
+        }
+      });
+
+      it('trims and ages only the room the rule was given for', async () => {
+        await fill('a', 'one', 5, KEEP_ALL, T0, 'one');
+        await fill('a', 'two', 5, KEEP_ALL, T0, 'two');
+        await fill('b', 'one', 5, KEEP_ALL, T0, 'b-one');
+        // A tight limit and a short life in a/one only.
+        await store.append('a', 'one', { event: 'e', data: '"last"' }, [1, 0.5], T0 + 1);
+        expect(datas(await store.last('a', 'one', 100, T0 + 1))).toEqual(['"last"']);
+        expect(await store.last('a', 'one', 100, T0 + HOUR)).toEqual([]);
+        expect(await store.last('a', 'two', 100, T0 + HOUR)).toHaveLength(5);
+        expect(await store.last('b', 'one', 100, T0 + HOUR)).toHaveLength(5);
+        expect((await store.since('a', 'two', '0-0', T0 + HOUR)).truncated).toBe(false);
+        expect((await store.since('b', 'one', '0-0', T0 + HOUR)).truncated).toBe(false);
+        expect((await store.since('a', 'one', '0-0', T0 + HOUR)).truncated).toBe(true);
+      });
+
+      it('counts ids per room: a clock step seen in one room does not move another', async () => {
+        const ahead = await store.append('a', 'one', { event: 'e', data: '1' }, KEEP_ALL, T0 + 60_000);
+        const sameApp = await store.append('a', 'two', { event: 'e', data: '2' }, KEEP_ALL, T0);
+        const otherApp = await store.append('b', 'one', { event: 'e', data: '3' }, KEEP_ALL, T0);
+        expect(parsed(ahead).ms).toBe(T0 + 60_000);
+        expect(parsed(sameApp).ms).toBe(T0);
+        expect(parsed(otherApp).ms).toBe(T0);
+      });
+    });
+
+    describe('limit', () => {
+      it('keeps the newest `limit` events', async () => {
+        const given = await fill('a', 'lobby', 10, [3, 1], T0);
+        const kept = await store.last('a', 'lobby', 100, T0);
+        expect(datas(kept)).toEqual(['"n7"', '"n8"', '"n9"']);
+        expect(ids(kept)).toEqual(given.slice(7));
+      });
+
+      it('keeps only the newest with a limit of 1', async () => {
+        const given = await fill('a', 'lobby', 4, [1, 1], T0);
+        expect(ids(await store.last('a', 'lobby', 100, T0))).toEqual(given.slice(3));
+      });
+
+      it('keeps up to 1,000 events', async () => {
+        const given = await fill('a', 'lobby', 1001, [1000, 168], T0);
+        const kept = await store.last('a', 'lobby', 1000, T0);
+        expect(kept).toHaveLength(1000);
+        expect(ids(kept)).toEqual(given.slice(1));
+      });
+
+      it("applies each append's limit: a smaller one trims at once, a larger one lets the room grow again", async () => {
+        await fill('a', 'lobby', 5, [5, 1], T0, 'first');
+        await store.append('a', 'lobby', { event: 'e', data: '"small"' }, [2, 1], T0);
+        expect(datas(await store.last('a', 'lobby', 100, T0))).toEqual(['"first4"', '"small"']);
+        await fill('a', 'lobby', 3, [4, 1], T0, 'big');
+        expect(datas(await store.last('a', 'lobby', 100, T0))).toEqual(['"small"', '"big0"', '"big1"', '"big2"']);
+      });
+    });
+
+    describe('hours', () => {
+      it('drops each event `hours` after it was appended', async () => {
+        await store.append('a', 'lobby', { event: 'e', data: '"early"' }, [100, 1], T0);
+        await store.append('a', 'lobby', { event: 'e', data: '"later"' }, [100, 1], T0 + 30 * MINUTE);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + HOUR - 1))).toEqual(['"early"', '"later"']);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + HOUR + 1))).toEqual(['"later"']);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + 30 * MINUTE + HOUR - 1))).toEqual(['"later"']);
+        expect(await store.last('a', 'lobby', 10, T0 + 30 * MINUTE + HOUR + 1)).toEqual([]);
+      });
+
+      it('takes hours that are not whole', async () => {
+        await store.append('a', 'lobby', { event: 'e', data: '"q"' }, [100, 0.25], T0);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + 15 * MINUTE - 1))).toEqual(['"q"']);
+        expect(await store.last('a', 'lobby', 10, T0 + 15 * MINUTE + 1)).toEqual([]);
+      });
+
+      it('keeps events for up to 168 hours', async () => {
+        await store.append('a', 'lobby', { event: 'e', data: '"week"' }, [100, 168], T0);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + 168 * HOUR - 1))).toEqual(['"week"']);
+        expect(await store.last('a', 'lobby', 10, T0 + 168 * HOUR + 1)).toEqual([]);
+      });
+
+      it('keeps only the young events once new ones come in after old ones aged out', async () => {
+        const old = await fill('a', 'lobby', 3, [100, 1], T0, 'old');
+        const young = await store.append('a', 'lobby', { event: 'e', data: '"new"' }, [100, 1], T0 + 2 * HOUR);
+        expect(datas(await store.last('a', 'lobby', 10, T0 + 2 * HOUR))).toEqual(['"new"']);
+        expect(await store.since('a', 'lobby', old[0] ?? '', T0 + 2 * HOUR)).toMatchObject({ truncated: true });
+        expect(ids((await store.since('a', 'lobby', old[2] ?? '', T0 + 2 * HOUR)).events)).toEqual([young]);
+      });
+    });
+
+    describe('since', () => {
+      it('returns exactly the events after the id, oldest first, each as appended', async () => {
+        const entries = [
+          { event: 'chat', data: '{"text":"hi"}', from: 'ann' },
+          { event: 'chat', data: '{"text":"hello"}', from: 'bob' },
+          { event: 'move', data: '[1,2]' },
+          { event: 'chat', data: '"x"', from: 'ann' },
+          { event: 'end', data: 'null' },
+        ];
+        const given: string[] = [];
+        for (const [i, entry] of entries.entries()) {
+          given.push(await store.append('a', 'lobby', entry, KEEP_ALL, T0 + i));
+        }
+        const expected = entries.map((entry, i) => ({ id: given[i], ...entry }));
+        for (let i = 0; i < given.length; i++) {
+          const result = await store.since('a', 'lobby', given[i] ?? '', T0 + 10);
+          expect(result.events).toEqual(expected.slice(i + 1));
+          expect(result.truncated).toBe(false);
+        }
+      });
+
+      it('orders ids by number, not by text', async () => {
+        const given = await fill('a', 'lobby', 12, KEEP_ALL, T0);
+        const result = await store.since('a', 'lobby', given[1] ?? '', T0);
+        expect(ids(result.events)).toEqual(given.slice(2));
+        expect(datas(result.events)).toEqual(Array.from({ length: 10 }, (_, i) => `"n${i + 2}"`));
+      });
+
+      it('takes an id the room never gave: the events after it in order', async () => {
+        const early = await fill('a', 'lobby', 2, KEEP_ALL, T0, 'early');
+        const late = await fill('a', 'lobby', 2, KEEP_ALL, T0 + 10, 'late');
+        const between = formatEventId({ ms: parsed(early[1] ?? '').ms + 5, seq: 0 });
+        const result = await store.since('a', 'lobby', between, T0 + 10);
+        expect(ids(result.events)).toEqual(late);
+        expect(result.truncated).toBe(false);
+        const beforeAll = await store.since('a', 'lobby', '0-0', T0 + 10);
+        expect(ids(beforeAll.events)).toEqual([...early, ...late]);
+        expect(beforeAll.truncated).toBe(false);
+      });
+
+      it('returns nothing, not truncated, after the newest id or an id from the future', async () => {
+        const given = await fill('a', 'lobby', 3, KEEP_ALL, T0);
+        expect(await store.since('a', 'lobby', given[2] ?? '', T0)).toEqual({ events: [], truncated: false });
+        const future = formatEventId({ ms: T0 + HOUR, seq: 0 });
+        expect(await store.since('a', 'lobby', future, T0)).toEqual({ events: [], truncated: false });
+      });
+
+      it('returns nothing, not truncated, for a room that has no history', async () => {
+        await fill('a', 'lobby', 2, [1, 1], T0);
+        expect(await store.since('a', 'nowhere', '0-0', T0)).toEqual({ events: [], truncated: false });
+        expect(await store.since('b', 'lobby', '0-0', T0)).toEqual({ events: [], truncated: false });
+        expect(await store.since('b', 'lobby', `${T0}-0`, T0)).toEqual({ events: [], truncated: false });
+      });
+
+      it('is truncated when the limit dropped events after the id, and only then', async () => {
+        const given = await fill('a', 'lobby', 5, [3, 1], T0);
+        // Kept: 2, 3, 4. Dropped: 0, 1.
+        const after0 = await store.since('a', 'lobby', given[0] ?? '', T0);
+        expect(ids(after0.events)).toEqual(given.slice(2));
+        expect(after0.truncated).toBe(true);
+        const after1 = await store.since('a', 'lobby', given[1] ?? '', T0);
+        expect(ids(after1.events)).toEqual(given.slice(2));
+        expect(after1.truncated).toBe(false);
+        const after2 = await store.since('a', 'lobby', given[2] ?? '', T0);
+        expect(ids(after2.events)).toEqual(given.slice(3));
+        expect(after2.truncated).toBe(false);
+        const fromStart = await store.since('a', 'lobby', '0-0', T0);
+        expect(ids(fromStart.events)).toEqual(given.slice(2));
+        expect(fromStart.truncated).toBe(true);
+      });
+
+      it('is truncated when age dropped events after the id, and only then', async () => {
+        const given: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          given.push(await store.append('a', 'lobby', { event: 'e', data: String(i) }, [100, 1], T0 + i * MINUTE));
+        }
+        // At this time 0 and 1 have aged out, 2 is kept.
+        const now = T0 + HOUR + MINUTE + 1;
+        const after0 = await store.since('a', 'lobby', given[0] ?? '', now);
+        expect(ids(after0.events)).toEqual(given.slice(2));
+        expect(after0.truncated).toBe(true);
+        const after1 = await store.since('a', 'lobby', given[1] ?? '', now);
+        expect(ids(after1.events)).toEqual(given.slice(2));
+        expect(after1.truncated).toBe(false);
+        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({ events: [], truncated: false });
+      });
+
+      it('still reports the gap when every event of the room aged out', async () => {
+        const given = await fill('a', 'lobby', 3, [100, 1], T0);
+        const now = T0 + 2 * HOUR;
+        expect(await store.since('a', 'lobby', given[0] ?? '', now)).toEqual({ events: [], truncated: true });
+        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({ events: [], truncated: false });
+        // New events after the gap come with it.
+        const next = await store.append('a', 'lobby', { event: 'e', data: '"next"' }, [100, 1], now);
+        const result = await store.since('a', 'lobby', given[1] ?? '', now);
+        expect(ids(result.events)).toEqual([next]);
+        expect(result.truncated).toBe(true);
+        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({
+          events: [{ id: next, event: 'e', data: '"next"' }],
+          truncated: false,
+        });
+      });
+    });
+
+    describe('last', () => {
+      it('returns the newest n events, oldest first', async () => {
+        const given = await fill('a', 'lobby', 7, KEEP_ALL, T0);
+        expect(ids(await store.last('a', 'lobby', 3, T0))).toEqual(given.slice(4));
+        expect(ids(await store.last('a', 'lobby', 1, T0))).toEqual(given.slice(6));
+        expect(ids(await store.last('a', 'lobby', 7, T0))).toEqual(given);
+        expect(ids(await store.last('a', 'lobby', 100, T0))).toEqual(given);
+        expect(await store.last('a', 'lobby', 0, T0)).toEqual([]);
+      });
+
+      it('returns whole events: id, event, data and from', async () => {
+        const id = await store.append('a', 'lobby', { event: 'chat', data: '{"t":1}', from: 'ann' }, KEEP_ALL, T0);
+        expect(await store.last('a', 'lobby', 1, T0)).toEqual([{ id, event: 'chat', data: '{"t":1}', from: 'ann' }]);
+      });
+
+      it('returns nothing for a room that has no history', async () => {
+        await fill('a', 'lobby', 2, KEEP_ALL, T0);
+        expect(await store.last('a', 'elsewhere', 10, T0)).toEqual([]);
+        expect(await store.last('b', 'lobby', 10, T0)).toEqual([]);
+      });
+    });
+
+    describe('what is kept', () => {
+      it('keeps `from` when given and leaves it out when not', async () => {
+        await store.append('a', 'lobby', { event: 'say', data: '1', from: 'user ü 42' }, KEEP_ALL, T0);
+        await store.append('a', 'lobby', { event: 'say', data: '2' }, KEEP_ALL, T0);
+        await store.append('a', 'lobby', { event: 'say', data: '3', from: '' }, KEEP_ALL, T0);
+        const [withFrom, without, empty] = await store.last('a', 'lobby', 3, T0);
+        expect(withFrom?.from).toBe('user ü 42');
+        expect(without?.from).toBeUndefined();
+        expect(without?.data).toBe('2');
+        expect(empty?.from).toBe('');
+        const resumed = await store.since('a', 'lobby', '0-0', T0);
+        expect(resumed.events.map((e) => e.from)).toEqual(['user ü 42', undefined, '']);
+      });
+
+      it('stores the JSON text of data byte for byte', async () => {
+        const texts = [
+          '{ "a" : 1 ,\n\t"b" : [ ] }',
+          '"\\u00e9\\ud83d\\ude00\\/\\"\\\\"',
+          JSON.stringify('é ü ß 漢字 😀 \u2028\u2029 \u0000 \ud800'),
+          '"e\u0301"',
+          '-0.0e+10',
+          '1E400',
+          'null',
+          'true',
+          '[ "]" , "{" , "\\"" ]',
+          '{"a":1,"a":2}',
+          JSON.stringify('x'.repeat(200_000) + '😀'.repeat(100_000) + 'é'.repeat(100_000)),
+        ];
+        const given: string[] = [];
+        for (const data of texts) given.push(await store.append('a', 'lobby', { event: 'é 🚀', data }, KEEP_ALL, T0));
+        const kept = await store.last('a', 'lobby', texts.length, T0);
+        expect(kept).toHaveLength(texts.length);
+        for (const [i, event] of kept.entries()) {
+          expect(event.data === texts[i]).toBe(true);
+          expect(Buffer.from(event.data).equals(Buffer.from(texts[i] ?? ''))).toBe(true);
+          expect(event.event).toBe('é 🚀');
+          expect(event.id).toBe(given[i]);
+        }
+        const resumed = await store.since('a', 'lobby', '0-0', T0);
+        expect(datas(resumed.events)).toEqual(texts);
+      });
+    });
+
+    describe('prune', () => {
+      it('removes aged events in every room of every app and says how many went', async () => {
+        await fill('a', 'one', 3, [100, 1], T0);
+        await fill('a', 'two', 2, [100, 2], T0);
+        await fill('b', 'one', 1, [100, 1], T0);
+        await store.append('b', 'one', { event: 'e', data: '"young"' }, [100, 3], T0);
+        expect(await store.prune(T0)).toBe(0);
+        expect(await store.prune(T0 + HOUR + 1)).toBe(4);
+        expect(await store.prune(T0 + HOUR + 1)).toBe(0);
+        expect(await store.last('a', 'one', 10, T0)).toEqual([]);
+        expect(await store.last('a', 'two', 10, T0)).toHaveLength(2);
+        expect(datas(await store.last('b', 'one', 10, T0 + 2 * HOUR))).toEqual(['"young"']);
+        expect(await store.prune(T0 + 2 * HOUR + 1)).toBe(2);
+        expect(await store.last('a', 'two', 10, T0 + 2 * HOUR + 1)).toEqual([]);
+        expect(await store.prune(T0 + 3 * HOUR + 1)).toBe(1);
+      });
+
+      it('removes nothing from an empty store', async () => {
+        expect(await store.prune(T0)).toBe(0);
+      });
+
+      it('leaves the gap it made visible to since', async () => {
+        const old = await fill('a', 'lobby', 2, [100, 1], T0);
+        const young = await store.append('a', 'lobby', { event: 'e', data: '"young"' }, [100, 1], T0 + 30 * MINUTE);
+        expect(await store.prune(T0 + HOUR + 1)).toBe(2);
+        const result = await store.since('a', 'lobby', old[0] ?? '', T0 + HOUR + 1);
+        expect(ids(result.events)).toEqual([young]);
+        expect(result.truncated).toBe(true);
+        expect((await store.since('a', 'lobby', old[1] ?? '', T0 + HOUR + 1)).truncated).toBe(false);
+      });
+
+      it('does not give a pruned room its old ids again', async () => {
+        const old = await fill('a', 'lobby', 3, [100, 1], T0 + HOUR);
+        expect(await store.prune(T0 + 3 * HOUR)).toBe(3);
+        // The clock is behind the pruned ids: the next id must still be after them.
+        const next = await store.append('a', 'lobby', { event: 'e', data: '1' }, [100, 1], T0);
+        expectRising([...old, next]);
+      });
+    });
+
+    describe('restart', () => {
+      it('keeps events, gaps and rising ids across a reopen', async () => {
+        const before = await fill('a', 'lobby', 4, [3, 1], T0 + 1000);
+        await fill('b', 'other', 1, KEEP_ALL, T0 + 1000);
+        const again = harness.reopen ? await harness.reopen() : store;
+        store = again;
+        const kept = await again.last('a', 'lobby', 10, T0 + 1000);
+        expect(ids(kept)).toEqual(before.slice(1));
+        expect(datas(kept)).toEqual(['"n1"', '"n2"', '"n3"']);
+        expect((await again.since('a', 'lobby', before[0] ?? '', T0 + 1000)).truncated).toBe(false);
+        expect(await again.since('a', 'lobby', '0-0', T0 + 1000)).toMatchObject({ truncated: true });
+        expect(await again.last('b', 'other', 10, T0 + 1000)).toHaveLength(1);
+        // A clock behind the newest id still gives a greater id, and so does a clock in step.
+        const behind = await again.append('a', 'lobby', { event: 'e', data: '"behind"' }, [3, 1], T0);
+        const inStep = await again.append('a', 'lobby', { event: 'e', data: '"in step"' }, [3, 1], T0 + 1000);
+        expectRising([...before, behind, inStep]);
+        expect(datas(await again.last('a', 'lobby', 10, T0 + 1000))).toEqual(['"n3"', '"behind"', '"in step"']);
+      });
+    });
+
+    describe('concurrency', () => {
+      it('gives unique, rising ids to appends interleaved across rooms and apps', async () => {
+        const rooms: Array<[string, string]> = [
+          ['a', 'r0'],
+          ['a', 'r1'],
+          ['a', 'r2'],
+          ['b', 'r0'],
+          ['b', 'r1'],
+        ];
+        const writersPerRoom = 4;
+        const appendsPerWriter = 25;
+        // Clocks of different processes disagree a little, and step back now and then.
+        const skew = [0, 0, 1, -1, 0, 2, -3, 0];
+        const byId = new Map<string, string>();
+        const writer = async (app: string, room: string, w: number): Promise<string[]> => {
+          const mine: string[] = [];
+          for (let i = 0; i < appendsPerWriter; i++) {
+            const data = JSON.stringify({ app, room, w, i });
+            const now = T0 + i + (skew[(i + w) % skew.length] ?? 0);
+            const id = await store.append(app, room, { event: 'e', data }, KEEP_ALL, now);
+            const key = `${app}/${room}/${id}`;
+            expect(byId.has(key)).toBe(false);
+            byId.set(key, data);
+            mine.push(id);
+          }
+          return mine;
+        };
+        const reader = async (): Promise<void> => {
+          for (let i = 0; i < 20; i++) {
+            for (const [app, room] of rooms) {
+              const seen = await store.since(app, room, '0-0', T0 + 100);
+              expectRising(ids(seen.events));
+              expect(seen.truncated).toBe(false);
+            }
+          }
+        };
+        const tasks = rooms.flatMap(([app, room]) =>
+          Array.from({ length: writersPerRoom }, (_, w) => writer(app, room, w).then((mine) => ({ app, room, mine }))),
+        );
+        const [results] = await Promise.all([Promise.all(tasks), reader()]);
+        for (const { mine } of results) expectRising(mine);
+        for (const [app, room] of rooms) {
+          const kept = await store.last(app, room, 1000, T0 + 100);
+          expect(kept).toHaveLength(writersPerRoom * appendsPerWriter);
+          expectRising(ids(kept));
+          const given = results.filter((r) => r.app === app && r.room === room).flatMap((r) => r.mine);
+          expect(new Set(ids(kept))).toEqual(new Set(given));
+          for (const event of kept) expect(event.data).toBe(byId.get(`${app}/${room}/${event.id}`));
+        }
+      });
+    });
+  });
+}
