@@ -1,9 +1,10 @@
-import { type AskRequest, type EmitEvent, type EventIds, LIMITS, type Reply } from '@realtime/protocol';
+import { type AskRequest, deriveKey, type EmitEvent, type EventIds, LIMITS, type Reply } from '@realtime/protocol';
 import { field, isRecordArray, isStringArray, isStringRecord, isStringRecordArray } from './answers.js';
 import { type LocalKeyInput, parseLocalKey } from './local-key.js';
 import { apiPath, onlineQuery } from './paths.js';
 import { createTransport, DEFAULT_TIMEOUT_MS, type Transport } from './request.js';
 import { keyForLabel, openJson, sealJson } from './sealing.js';
+import { type IdentityTokenOptions, mintIdentityToken, mintRoomToken, type RoomTokenOptions } from './tokens.js';
 import { Webhooks } from './webhooks.js';
 
 /** Options of {@link Realtime}. */
@@ -47,6 +48,8 @@ export class Realtime {
   readonly #transport: Transport;
   readonly #timeoutMs: number;
   readonly #localKey: Uint8Array | undefined;
+  readonly #channelsKey: Uint8Array;
+  readonly #now: () => number;
 
   constructor(options: RealtimeOptions) {
     if (typeof options !== 'object' || options === null) throw new TypeError('Realtime needs an options object');
@@ -56,6 +59,8 @@ export class Realtime {
     // Parsed now so that a wrong key fails at start-up rather than at the first seal.
     this.#localKey = options.localKey === undefined ? undefined : parseLocalKey(options.localKey);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#channelsKey = deriveKey(options.secret, 'channels');
+    this.#now = options.now ?? Date.now;
     this.#transport = createTransport({
       url: options.url,
       key: options.key,
@@ -126,6 +131,27 @@ export class Realtime {
     if (ids.length === 0) return [];
     const answer = await this.#transport.signedRequest('GET', `${apiPath('online')}?${onlineQuery(ids)}`);
     return field(answer, 'online', isStringArray, 'an array of user ids');
+  }
+
+  /**
+   * Mints an identity token for a page of this user (JWT, HS256 under the channels key). Give it to
+   * the page, which passes it to `connect({ identity })`.
+   *
+   * @example
+   * const identity = await realtime.identityToken('alice', { info: { name: 'Alice' }, expiresIn: 3600 });
+   */
+  identityToken(userId: string, options: IdentityTokenOptions = {}): Promise<string> {
+    return mintIdentityToken(this.#channelsKey, userId, options, Math.floor(this.#now() / 1000));
+  }
+
+  /**
+   * Mints a room token: what a page may do in one room (send, presence, sealed, history, webhook rules).
+   *
+   * @example
+   * const token = await realtime.roomToken('lobby', { userId: 'alice', send: ['chat'], w: ['chat'], presence: true });
+   */
+  roomToken(room: string, options: RoomTokenOptions = {}): Promise<string> {
+    return mintRoomToken(this.#channelsKey, room, options, Math.floor(this.#now() / 1000));
   }
 
   /**

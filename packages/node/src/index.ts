@@ -30,4 +30,5 @@ export {
   type Transport,
   type TransportOptions,
 } from './request.js';
+export type { IdentityTokenOptions, RoomTokenOptions } from './tokens.js';
 export { Webhooks, type WebhookTry } from './webhooks.js';

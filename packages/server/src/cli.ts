@@ -9,9 +9,9 @@ import { readConfigFile } from './config/config-file.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
-import { openDb } from './engines/sqlite/db.js';
+import { type Db, openDb } from './engines/sqlite/db.js';
 import type { App } from './engines/types.js';
-import { startServer } from './lifecycle.js';
+import { type RunningServer, startServer } from './lifecycle.js';
 import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
@@ -26,12 +26,25 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 type Flags = Record<string, { type: 'string' | 'boolean' }>;
 
+/** The command could not do its work (port taken, data folder unusable): one line, exit 1. */
+class Failure extends Error {}
+
+/** One short line for a parseArgs refusal (Node's own messages run over several lines). */
+function argsProblem(error: Error): string {
+  const text = error.message;
+  const unknown = /^Unknown option '([^']+)'/.exec(text);
+  if (unknown) return `unknown option ${unknown[1]}`;
+  const noValue = /^Option '(-[^' ]+)[^']*' argument (?:missing|is ambiguous)/.exec(text);
+  if (noValue) return `${noValue[1]} needs a value (write ${noValue[1]}=VALUE for a value starting with -)`;
+  return text.split('\n')[0] || 'bad arguments';
+}
+
 function parse(args: string[], options: Flags, positionals: number) {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0] ?? 'bad arguments');
+    throw new UsageError(argsProblem(error as Error));
   }
   if (parsed.positionals.length > positionals) {
     throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
@@ -117,19 +130,26 @@ async function serve(args: string[]): Promise<void> {
     return app;
   });
 
-  const server = await startServer({
-    host: str(values, 'host') ?? '127.0.0.1',
-    port,
-    dataDir: dir,
-    allowPrivateWebhooks,
-    logLevel: logLevel as LogLevel,
-  });
-  server.log.info({ data: dir }, `listening on ${server.url}`);
-  if (created) {
-    server.log.info({ key: created.key }, 'created a development app');
-    printDevelopmentApp(created, server.url);
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      host: str(values, 'host') ?? '127.0.0.1',
+      port,
+      dataDir: dir,
+      allowPrivateWebhooks,
+      logLevel: logLevel as LogLevel,
+    });
+  } catch (error) {
+    // A development app whose credentials were never shown would be lost to its user: the next
+    // start finds an app and prints nothing. Take it back so that the next start creates and shows one.
+    if (created) forgetApp(dir, created.key);
+    const err = error as NodeJS.ErrnoException;
+    if (typeof err.code === 'string' && typeof err.syscall === 'string') {
+      throw new Failure(`cannot listen: ${oneLine(err.message)}`);
+    }
+    throw error;
   }
-
+  // Ready to stop before saying it is ready: a supervisor may signal as soon as it reads the line.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) process.exit(1);
@@ -148,10 +168,40 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  server.log.info({ data: dir }, `listening on ${server.url}`);
+  if (created) {
+    server.log.info({ key: created.key }, 'created a development app');
+    printDevelopmentApp(created, server.url);
+  }
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ');
+}
+
+function openData(dir: string): Db {
+  try {
+    return openDb(dir);
+  } catch (error) {
+    throw new Failure(`cannot open the data folder ${dir}: ${oneLine((error as Error).message)}`);
+  }
+}
+
+function forgetApp(dir: string, key: string): void {
+  try {
+    const db = openData(dir);
+    try {
+      db.prepare('DELETE FROM apps WHERE key = ?').run(key);
+    } finally {
+      db.close();
+    }
+  } catch {
+    // Best effort: the start failed already and says why.
+  }
 }
 
 function withStore<T>(values: Record<string, string | boolean | undefined>, use: (store: SqliteAppStore) => T): T {
-  const db = openDb(dataDir(values));
+  const db = openData(dataDir(values));
   try {
     return use(new SqliteAppStore(db));
   } finally {
@@ -181,7 +231,11 @@ function apps(args: string[]): void {
       if (key !== undefined && !APP_KEY_PATTERN.test(key)) {
         throw new UsageError('--key must be 1 to 64 characters of A-Z a-z 0-9 . _ -');
       }
-      const webhook = checkWebhookUrl(str(values, 'webhook') ?? '', values['allow-private-webhooks'] === true, '--webhook');
+      const webhook = checkWebhookUrl(
+        str(values, 'webhook') ?? '',
+        values['allow-private-webhooks'] === true,
+        '--webhook',
+      );
       const fields: Partial<App> = { name: str(values, 'name') ?? 'app', webhook };
       if (key !== undefined) fields.key = key;
       const features = parseFeatures(str(values, 'features'));
@@ -220,7 +274,8 @@ function apps(args: string[]): void {
     case 'set-webhook': {
       const { values, positionals } = parse(rest, { ...common, 'allow-private-webhooks': { type: 'boolean' } }, 2);
       const [key, url] = positionals;
-      if (key === undefined || url === undefined) throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
+      if (key === undefined || url === undefined)
+        throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
       checkWebhookUrl(url, values['allow-private-webhooks'] === true, 'set-webhook');
       const found = withStore(values, (store) => store.setWebhook(key, url));
       if (!found) throw new UsageError(`no app has the key ${JSON.stringify(key)}`);
@@ -228,7 +283,11 @@ function apps(args: string[]): void {
       return;
     }
     default:
-      throw new UsageError(command === undefined ? 'apps needs a command: create, list, rotate-secret, set-webhook' : `unknown apps command ${JSON.stringify(command)}`);
+      throw new UsageError(
+        command === undefined || command.startsWith('-')
+          ? 'apps needs a command first: create, list, rotate-secret, set-webhook'
+          : `unknown apps command ${JSON.stringify(command)}`,
+      );
   }
 }
 
@@ -253,7 +312,9 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${USAGE}\n`);
       return;
     default:
-      throw new UsageError(command === undefined ? 'a command is needed' : `unknown command ${JSON.stringify(command)}`);
+      throw new UsageError(
+        command === undefined ? 'a command is needed' : `unknown command ${JSON.stringify(command)}`,
+      );
   }
 }
 
@@ -262,11 +323,12 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`realtime: ${error.message} (see "realtime help")\n`);
     process.exit(2);
   }
-  const err = error as NodeJS.ErrnoException;
-  if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') {
-    process.stderr.write(`realtime: cannot listen: ${err.message}\n`);
+  if (error instanceof Failure) {
+    process.stderr.write(`realtime: ${error.message}\n`);
     process.exit(1);
   }
+  // Anything else is a bug of the CLI: the stack helps to report it.
+  const err = error as Error;
   process.stderr.write(`realtime: ${err.stack ?? String(error)}\n`);
   process.exit(1);
 });

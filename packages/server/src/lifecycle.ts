@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
@@ -43,6 +44,12 @@ export interface RunningServer {
 
 const HISTORY_PRUNE_MS = 60_000;
 
+/** A whole HTTP answer for a socket no handler owns; no body for HEAD. */
+function rawAnswer(status: number, reason: string, code: string, message: string, head: boolean): string {
+  const body = JSON.stringify({ ok: false, error: code, message });
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`;
+}
+
 /** Starts the embedded service: SQLite file in the data folder, fan-out in memory. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.logger ?? createLogger(options.logLevel ?? 'info');
@@ -75,18 +82,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   // An Expect other than 100-continue would get Node's bare 417; take the request as any other.
   server.on('checkExpectation', (req, res) => void handleApiRequest(req, res, deps));
-  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
     // Malformed HTTP never reaches a handler: answer in the same JSON shape when the socket still can.
-    if (socket.writable && !socket.writableEnded) {
-      const message =
-        error.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are over 16 KB' : 'the request is not valid HTTP';
-      const body = JSON.stringify({ ok: false, error: 'bad_request', message });
-      socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    } else {
+    if (!socket.writable || socket.writableEnded) {
       socket.destroy();
+      return;
     }
+    const message =
+      error.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are over 16 KB' : 'the request is not valid HTTP';
+    const head = error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
+    socket.end(rawAnswer(400, 'Bad Request', 'bad_request', message, head));
+  });
+  // CONNECT is no method of this API; without a listener Node would drop the connection unanswered.
+  server.on('connect', (_req, socket: Duplex) => {
+    socket.end(rawAnswer(405, 'Method Not Allowed', 'bad_method', 'this service takes no CONNECT', false));
   });
 
   const host = options.host ?? '127.0.0.1';

@@ -136,6 +136,26 @@ describe('routes, methods, webhooks endpoints, rate limits', () => {
     expect(text).toContain('"error":"bad_request"');
   });
 
+  it('answers CONNECT with 405 bad_method and HEAD errors without a body', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(server.url);
+    const raw = (request: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(url.port), url.hostname, () => socket.write(request));
+        let got = '';
+        socket.on('data', (d) => {
+          got += d.toString();
+        });
+        socket.on('close', () => resolve(got));
+      });
+    const tunnel = await raw('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(tunnel).toMatch(/^HTTP\/1\.1 405/);
+    expect(tunnel).toContain('"error":"bad_method"');
+    const head = await raw(`HEAD ${API}/emit HTTP/1.1\r\nHost: x\r\nX-Big: ${'x'.repeat(17_000)}\r\n\r\n`);
+    expect(head).toMatch(/^HTTP\/1\.1 400/);
+    expect(head.endsWith('\r\n\r\n')).toBe(true);
+  });
+
   it('rate limits per app with 429 rate_limited and Retry-After', async () => {
     // Burst of 3 then 1 per second: some of 8 quick requests are refused.
     const answers = [];

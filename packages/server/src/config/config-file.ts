@@ -50,7 +50,9 @@ export function parseAppEntry(value: unknown, where: string, allowPrivateWebhook
     if (!Array.isArray(features)) throw new UsageError(`${where}.features must be an array`);
     for (const feature of features) {
       if (!isFeature(feature)) {
-        throw new UsageError(`${where}.features: unknown feature ${JSON.stringify(feature)} (known: ${ALL_FEATURES.join(', ')})`);
+        throw new UsageError(
+          `${where}.features: unknown feature ${JSON.stringify(feature)} (known: ${ALL_FEATURES.join(', ')})`,
+        );
       }
     }
     plan = [...new Set(features as Feature[])];

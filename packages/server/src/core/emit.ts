@@ -22,16 +22,13 @@ export class Emitter {
     const now = this.#now();
     for (const room of event.rooms) {
       const rule = event.history.get(room);
-      const appended = rule
+      const issued = rule
         ? this.#history.append(app, room, { event: event.event, data: event.data }, rule, now)
-        : undefined;
-      const id = appended instanceof Promise ? await appended : appended;
-      if (id !== undefined) ids[room] = id;
-      const published = this.#broker.publish(
-        id === undefined
-          ? { app, room, event: event.event, data: event.data }
-          : { app, room, event: event.event, data: event.data, id },
-      );
+        : this.#history.nextId(app, room, now);
+      const id = issued instanceof Promise ? await issued : issued;
+      // The answer lists the rooms that kept the event; pages see an id on every room event.
+      if (rule) ids[room] = id;
+      const published = this.#broker.publish({ app, room, event: event.event, data: event.data, id });
       if (published instanceof Promise) await published;
     }
     for (const user of event.users) {

@@ -3,7 +3,7 @@
  * engines/contract holds one test suite per seam that every implementation must pass.
  * HTTP and gateway code depend only on these interfaces.
  */
-import type { Feature, HistoryRule } from '@realtime/protocol';
+import type { Feature, HistoryRule, Member } from '@realtime/protocol';
 
 /** Requests per second an app may make, refilled continuously, with a burst allowance. */
 export interface RateLimit {
@@ -70,6 +70,11 @@ export interface HistoryStore {
     rule: HistoryRule,
     nowMs: number,
   ): Promise<string> | string;
+  /**
+   * An id for a room event the room does not keep: from the same rising sequence as `append`'s, so
+   * every room event has an id and a page can resume after any of them.
+   */
+  nextId(app: string, room: string, nowMs: number): Promise<string> | string;
   since(app: string, room: string, afterId: string, nowMs: number): Promise<ResumeResult> | ResumeResult;
   last(app: string, room: string, count: number, nowMs: number): Promise<KeptEvent[]> | KeptEvent[];
   /** Removes events past their age everywhere; returns how many went. */
@@ -88,6 +93,8 @@ export interface Publication {
   data: string;
   id?: string;
   from?: string;
+  /** The page that sent it (page sends), which does not receive its own event. */
+  origin?: string;
 }
 
 export type PublicationHandler = (publication: Publication) => void;
@@ -122,5 +129,11 @@ export interface PresenceStore {
   pageClosed(app: string, user: string, nowMs: number): Promise<void> | void;
   /** For each id, whether the user is online now. */
   online(app: string, users: readonly string[], nowMs: number): Promise<boolean[]> | boolean[];
+  /** Adds a page to a presence room; true when it is the user's first page there. */
+  joinRoom(app: string, room: string, member: Member, page: string): Promise<boolean> | boolean;
+  /** Removes a page from a presence room; true when it was the user's last page there. */
+  leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> | boolean;
+  /** The members of a presence room, each user once, in the order they joined. */
+  members(app: string, room: string): Promise<Member[]> | Member[];
   close(): Promise<void> | void;
 }

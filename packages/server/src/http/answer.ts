@@ -14,8 +14,9 @@ export function sendJson(res: ServerResponse, status: number, body: string, head
 }
 
 export function sendError(res: ServerResponse, error: ApiError): void {
-  // One line, whatever a quoted client value held (C1 NEL and the Unicode line separators too).
-  const message = error.message.replace(/[\r\n\u0085\u2028\u2029]+/g, ' ');
+  // One line, whatever a quoted client value held: every C0/C1 control and the Unicode line separators.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point.
+  const message = error.message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
   sendJson(res, error.status, JSON.stringify({ ok: false, error: error.code, message }), error.headers);
 }
 

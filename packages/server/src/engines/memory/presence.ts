@@ -1,4 +1,4 @@
-import { LIMITS } from '@realtime/protocol';
+import { LIMITS, type Member } from '@realtime/protocol';
 import type { PresenceStore } from '../types.js';
 
 interface UserState {
@@ -10,6 +10,8 @@ interface UserState {
 /** Online state of one process's pages. */
 export class MemoryPresenceStore implements PresenceStore {
   readonly #users = new Map<string, UserState>();
+  /** Presence rooms: members by user, each with the pages that hold them there. */
+  readonly #rooms = new Map<string, Map<string, { member: Member; pages: Set<string> }>>();
   readonly #offlineDelayMs: number;
 
   constructor(options: { offlineDelayMs?: number } = {}) {
@@ -42,7 +44,40 @@ export class MemoryPresenceStore implements PresenceStore {
     });
   }
 
+  joinRoom(app: string, room: string, member: Member, page: string): boolean {
+    const key = `${app}\u0000${room}`;
+    let members = this.#rooms.get(key);
+    if (!members) {
+      members = new Map();
+      this.#rooms.set(key, members);
+    }
+    const existing = members.get(member.user);
+    if (existing) {
+      existing.pages.add(page);
+      return false;
+    }
+    members.set(member.user, { member, pages: new Set([page]) });
+    return true;
+  }
+
+  leaveRoom(app: string, room: string, user: string, page: string): boolean {
+    const key = `${app}\u0000${room}`;
+    const members = this.#rooms.get(key);
+    const entry = members?.get(user);
+    if (!members || !entry || !entry.pages.delete(page)) return false;
+    if (entry.pages.size > 0) return false;
+    members.delete(user);
+    if (members.size === 0) this.#rooms.delete(key);
+    return true;
+  }
+
+  members(app: string, room: string): Member[] {
+    const members = this.#rooms.get(`${app}\u0000${room}`);
+    return members ? [...members.values()].map((entry) => entry.member) : [];
+  }
+
   close(): void {
     this.#users.clear();
+    this.#rooms.clear();
   }
 }

@@ -19,6 +19,7 @@ interface EventRow {
 }
 
 const HOUR_MS = 3_600_000;
+const ISSUED_ROOMS_KEPT = 100_000;
 
 function toKept(row: EventRow): KeptEvent {
   const kept: KeptEvent = { id: `${row.ms}-${row.seq}`, event: row.event, data: row.data };
@@ -44,6 +45,7 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly #newest;
   readonly #expiredRooms;
   readonly #appendTx;
+  readonly #issued = new Map<string, EventId>();
   readonly #readTx;
 
   constructor(db: Db) {
@@ -90,7 +92,9 @@ export class SqliteHistoryStore implements HistoryStore {
         now: number,
       ) => {
         const row = this.#room.get(app, room);
-        const id = nextEventId(row ? { ms: row.last_ms, seq: row.last_seq } : undefined, now);
+        const stored = row ? { ms: row.last_ms, seq: row.last_seq } : undefined;
+        const id = nextEventId(this.#later(this.#issued.get(`${app}:${room}`), stored), now);
+        this.#remember(app, room, id);
         if (row) this.#setLast.run(id.ms, id.seq, app, room);
         else this.#insertRoom.run(app, room, id.ms, id.seq);
         const [limit, hours] = rule;
@@ -105,6 +109,34 @@ export class SqliteHistoryStore implements HistoryStore {
       this.#dropExpired(app, room, now);
       return this.#room.get(app, room);
     });
+  }
+
+  /**
+   * Ids of events the room does not keep come from memory (no write per event), from the same
+   * sequence as kept ones: the last id issued per room, seeded from the room row on first use.
+   */
+  nextId(app: string, room: string, nowMs: number): string {
+    const key = `${app}:${room}`;
+    let last = this.#issued.get(key);
+    if (!last) {
+      const row = this.#room.get(app, room);
+      if (row) last = { ms: row.last_ms, seq: row.last_seq };
+    }
+    const id = nextEventId(last, nowMs);
+    this.#remember(app, room, id);
+    return formatEventId(id);
+  }
+
+  #remember(app: string, room: string, id: EventId): void {
+    // Bounded: a forgotten room is seeded from its row again; ids stay time-based, so they still rise.
+    if (this.#issued.size >= ISSUED_ROOMS_KEPT) this.#issued.clear();
+    this.#issued.set(`${app}:${room}`, id);
+  }
+
+  #later(a: EventId | undefined, b: EventId | undefined): EventId | undefined {
+    if (!a) return b;
+    if (!b) return a;
+    return a.ms > b.ms || (a.ms === b.ms && a.seq > b.seq) ? a : b;
   }
 
   #drop(app: string, room: string, upTo: EventId): void {

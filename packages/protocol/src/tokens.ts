@@ -1,0 +1,99 @@
+import { LIMITS } from './limits.js';
+import { eventNameProblem, roomNameProblem, userIdProblem } from './names.js';
+import type { HistoryRule } from './wire.js';
+
+/** Claims of an identity token (channels key): who the page's user is. */
+export interface IdentityClaims {
+  sub: string;
+  info?: Record<string, unknown>;
+  exp: number;
+}
+
+/** Claims of a room token (channels key): what a page may do in one room. */
+export interface RoomClaims {
+  room: string;
+  /** The user it was issued to; the page's identity must match when present. */
+  sub?: string;
+  /** Event names the page may send (`["*"]`: any). */
+  send?: string[];
+  /** Event names whose page sends are reported by the `emit` webhook. */
+  w?: string[];
+  presence?: boolean;
+  sealed?: boolean;
+  /** `[limit, hours]`: the room keeps page sends. */
+  history?: HistoryRule;
+  exp: number;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `exp` is required and at most 24 hours ahead (plus leeway). Returns a problem or undefined. */
+export function expiryProblem(exp: unknown, nowSeconds: number): string | undefined {
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) return 'exp is required';
+  if (exp > nowSeconds + LIMITS.tokenMaxLifetimeSeconds + LIMITS.tokenLeewaySeconds) {
+    return 'exp is more than 24 hours ahead';
+  }
+  return undefined;
+}
+
+function eventList(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return `${name} must be an array of event names`;
+  for (const item of value) {
+    if (typeof item !== 'string') return `${name} must be an array of event names`;
+    const problem = item === '*' ? undefined : eventNameProblem(item);
+    if (problem) return `${name}: ${problem}`;
+  }
+  return undefined;
+}
+
+/** Checks identity claims (signature and expiry are checked by the JWT library). */
+export function identityClaimsProblem(payload: unknown): string | undefined {
+  if (!isObject(payload)) return 'the claims are not an object';
+  if (typeof payload.sub !== 'string') return 'sub (the user id) is required';
+  const userProblem = userIdProblem(payload.sub);
+  if (userProblem) return `sub: ${userProblem}`;
+  if (payload.info !== undefined) {
+    if (!isObject(payload.info)) return 'info must be a JSON object';
+    if (new TextEncoder().encode(JSON.stringify(payload.info)).length > LIMITS.identityInfoBytes) {
+      return 'info is over 1 KB';
+    }
+  }
+  return undefined;
+}
+
+/** Checks room token claims. */
+export function roomClaimsProblem(payload: unknown): string | undefined {
+  if (!isObject(payload)) return 'the claims are not an object';
+  if (typeof payload.room !== 'string') return 'room is required';
+  const roomProblem = roomNameProblem(payload.room);
+  if (roomProblem) return `room: ${roomProblem}`;
+  if (payload.sub !== undefined) {
+    if (typeof payload.sub !== 'string') return 'sub must be a user id';
+    const userProblem = userIdProblem(payload.sub);
+    if (userProblem) return `sub: ${userProblem}`;
+  }
+  const listProblem = eventList(payload.send, 'send') ?? eventList(payload.w, 'w');
+  if (listProblem) return listProblem;
+  if (payload.presence !== undefined && typeof payload.presence !== 'boolean') return 'presence must be a boolean';
+  if (payload.sealed !== undefined && typeof payload.sealed !== 'boolean') return 'sealed must be a boolean';
+  if (payload.history !== undefined) {
+    const rule = payload.history;
+    if (!Array.isArray(rule) || rule.length !== 2) return 'history must be [limit, hours]';
+    const [limit, hours] = rule as unknown[];
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > LIMITS.historyMaxEvents) {
+      return 'history limit must be a whole number from 1 to 1000';
+    }
+    if (typeof hours !== 'number' || !(hours > 0) || hours > LIMITS.historyMaxHours) {
+      return 'history hours must be above 0 and at most 168';
+    }
+  }
+  return undefined;
+}
+
+/** Whether a rule list (`send`, `w`) covers an event name. */
+export function rulesAllow(list: readonly string[] | undefined, event: string): boolean {
+  return list !== undefined && (list.includes('*') || list.includes(event));
+}
