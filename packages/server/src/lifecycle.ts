@@ -5,12 +5,16 @@ import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
+import { type EventSink, MemoryEventSink } from './core/events.js';
+import { Hub } from './core/hub.js';
 import { MemoryBroker } from './engines/memory/broker.js';
 import { MemoryPresenceStore } from './engines/memory/presence.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
 import { type Db, openDb } from './engines/sqlite/db.js';
 import { SqliteHistoryStore } from './engines/sqlite/history.js';
 import type { App } from './engines/types.js';
+import type { Connection } from './gateway/connection.js';
+import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import type { ApiDeps } from './http/context.js';
 import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
@@ -30,6 +34,10 @@ export interface ServerOptions {
   now?: () => number;
   /** How long a graceful stop waits for requests in flight. */
   drainMs?: number;
+  /** Page gateway settings (heartbeats, queue bounds); the defaults are what ships. */
+  gateway?: GatewayOptions;
+  /** Where app events go; by default kept in memory until webhook delivery takes them. */
+  events?: EventSink;
 }
 
 export interface RunningServer {
@@ -38,6 +46,10 @@ export interface RunningServer {
   host: string;
   port: number;
   log: Logger;
+  /** App events recorded for webhooks (the default memory sink, or the one given). */
+  events: EventSink;
+  /** Open pages. */
+  pages(): number;
   /** Stops taking requests, waits for those in flight, closes storage. */
   close(): Promise<void>;
 }
@@ -67,10 +79,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
 
+  const events = options.events ?? new MemoryEventSink({ now });
+  const ask = new AskService({ now });
+  const hub = new Hub<Connection>(broker);
+  const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, log, now }, options.gateway);
+
   const deps: ApiDeps = {
     apps,
     emitter: new Emitter({ history, broker, now }),
-    ask: new AskService({ now }),
+    ask,
     presence,
     limiter: new RateLimiter(),
     log,
@@ -80,6 +97,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const server: Server = createServer({ keepAliveTimeout: 30_000, requireHostHeader: false }, (req, res) => {
     void handleApiRequest(req, res, deps);
   });
+  server.on('upgrade', (req, socket, head) => gateway.handleUpgrade(req, socket, head));
   // An Expect other than 100-continue would get Node's bare 417; take the request as any other.
   server.on('checkExpectation', (req, res) => void handleApiRequest(req, res, deps));
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
@@ -117,6 +135,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const close = () => {
     closing ??= (async () => {
       clearInterval(pruner);
+      // Pages first, told to reconnect (to another node, or to this one once it is back).
+      await gateway.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       deps.ask.closeAll();
@@ -132,5 +152,5 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return closing;
   };
 
-  return { url, host: address.address, port: address.port, log, close };
+  return { url, host: address.address, port: address.port, log, events, pages: () => gateway.size, close };
 }

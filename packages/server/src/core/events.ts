@@ -1,0 +1,30 @@
+/**
+ * What happens in an app that the customer's server hears of by webhook (section 6). The gateway
+ * and the API record events here; the webhook queue (a later engine) turns them into batches.
+ */
+export type AppEvent =
+  | { type: 'emit'; room: string; event: string; data: unknown; from?: string; event_id: string }
+  | { type: 'room.occupied' | 'room.vacated'; room: string }
+  | { type: 'member.joined' | 'member.left'; room: string; user: string }
+  | { type: 'user.online' | 'user.offline'; user: string };
+
+export interface EventSink {
+  record(app: string, event: AppEvent): void;
+}
+
+/** Keeps the newest events in memory until webhook delivery takes them over. */
+export class MemoryEventSink implements EventSink {
+  readonly events: { app: string; at: number; event: AppEvent }[] = [];
+  readonly #max: number;
+  readonly #now: () => number;
+
+  constructor(options: { max?: number; now?: () => number } = {}) {
+    this.#max = options.max ?? 10_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  record(app: string, event: AppEvent): void {
+    if (this.events.length >= this.#max) this.events.shift();
+    this.events.push({ app, at: this.#now(), event });
+  }
+}

@@ -1,0 +1,81 @@
+import type { Socket } from 'node:net';
+import type { Member, RoomClaims } from '@realtime/protocol';
+import type WebSocket from 'ws';
+import type { AskTarget } from '../core/ask.js';
+import type { Page, Seat } from '../core/hub.js';
+import type { App } from '../engines/types.js';
+import { Outbox } from './outbox.js';
+import { frameJson, frameText } from './ws-frame.js';
+
+/** A page in a room: its seat in the hub and the rules its room token gave it. */
+export interface Membership {
+  seat: Seat<Connection>;
+  claims: RoomClaims;
+  /** Whether the page counts as a presence member there. */
+  member: boolean;
+}
+
+export type ConnectionState = 'greeting' | 'open' | 'closed';
+
+let counter = 0;
+
+/** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
+export class Connection implements Page, AskTarget {
+  readonly id: string;
+  readonly app: App;
+  readonly ws: WebSocket;
+  state: ConnectionState = 'greeting';
+  user: string | null = null;
+  info: Member['info'];
+  readonly rooms = new Map<string, Membership>();
+  /** Asks sent to this page and not answered yet. */
+  readonly asks = new Set<string>();
+  lastSeen: number;
+  readonly openedAt: number;
+  /** Frames the page may still send now (token bucket, refilled by the gateway). */
+  budget: number;
+  budgetAt: number;
+  readonly #outbox: Outbox;
+  #work: Promise<void> = Promise.resolve();
+
+  constructor(ws: WebSocket, socket: Socket, app: App, options: { outboxBytes: number; budget: number; now: number }) {
+    this.id = `${process.pid.toString(36)}.${(++counter).toString(36)}`;
+    this.ws = ws;
+    this.app = app;
+    this.lastSeen = options.now;
+    this.openedAt = options.now;
+    this.budget = options.budget;
+    this.budgetAt = options.now;
+    this.#outbox = new Outbox(socket, options.outboxBytes, () => this.onSlow());
+  }
+
+  /** Set by the gateway: what to do when the page cannot keep up. */
+  onSlow: () => void = () => {};
+
+  deliver(frame: Buffer): void {
+    this.#outbox.write(frame);
+  }
+
+  send(value: object): void {
+    this.#outbox.write(frameJson(value));
+  }
+
+  ask(askId: string, event: string, data: string): void {
+    this.asks.add(askId);
+    this.#outbox.write(
+      frameText(Buffer.from(`{"t":"ask","ask":"${askId}","event":${JSON.stringify(event)},"data":${data}}`)),
+    );
+  }
+
+  /** Runs frame handlers one after another, so an async join finishes before the next frame is handled. */
+  queue(work: () => Promise<void> | void): void {
+    this.#work = this.#work.then(work);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.#outbox.close();
+    this.ws.close(code, reason);
+  }
+}

@@ -1,0 +1,19 @@
+import type { Logger } from 'pino';
+import type { AskService } from '../core/ask.js';
+import type { EventSink } from '../core/events.js';
+import type { Hub } from '../core/hub.js';
+import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
+import type { Connection } from './connection.js';
+
+/** What the page frame handlers need, passed explicitly. */
+export interface GatewayDeps {
+  apps: AppStore;
+  hub: Hub<Connection>;
+  broker: Broker;
+  history: HistoryStore;
+  presence: PresenceStore;
+  ask: AskService;
+  events: EventSink;
+  log: Logger;
+  now: () => number;
+}

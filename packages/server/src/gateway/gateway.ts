@@ -1,0 +1,279 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import {
+  CLOSE,
+  type ClientFrame,
+  HEARTBEAT_MS,
+  type HelloFrame,
+  MAX_FRAME_BYTES,
+  PROTOCOL_VERSION,
+  SOCKET_PATH,
+} from '@realtime/protocol';
+import { type RawData, WebSocketServer } from 'ws';
+import { Connection } from './connection.js';
+import type { GatewayDeps } from './context.js';
+import { FrameError, parseFrame } from './frames-in.js';
+import { join, leave, leaveRoom, send } from './room-frames.js';
+import { TokenError, verifyIdentity } from './tokens.js';
+import { frameJson } from './ws-frame.js';
+
+export interface GatewayOptions {
+  /** Bytes of frames a page may have waiting before it is closed as a slow consumer. */
+  outboxBytes?: number;
+  heartbeatMs?: number;
+  /** A page silent this long is closed (4101). */
+  silenceMs?: number;
+  helloTimeoutMs?: number;
+  /** Frames per second a page may send, and its burst. */
+  framesPerSecond?: number;
+  frameBurst?: number;
+}
+
+const PING = frameJson({ t: 'ping' });
+const PONG = frameJson({ t: 'pong' });
+
+/**
+ * The WebSocket side of the service: upgrades at /service/realtime/socket, the hello handshake,
+ * one handler per frame type, heartbeats, and the close of every page on shutdown.
+ */
+export class Gateway {
+  readonly #deps: GatewayDeps;
+  readonly #wss: WebSocketServer;
+  readonly #connections = new Set<Connection>();
+  readonly #greeting = new Set<Connection>();
+  readonly #options: Required<GatewayOptions>;
+  readonly #timers: NodeJS.Timeout[] = [];
+
+  constructor(deps: GatewayDeps, options: GatewayOptions = {}) {
+    this.#deps = deps;
+    this.#options = {
+      outboxBytes: options.outboxBytes ?? 4 * 1_048_576,
+      heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
+      silenceMs: options.silenceMs ?? 60_000,
+      helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
+      framesPerSecond: options.framesPerSecond ?? 100,
+      frameBurst: options.frameBurst ?? 200,
+    };
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
+    deps.ask.attach({ askTargets: (app, user) => deps.hub.pagesOf(app, user).filter((c) => c.state === 'open') });
+    // One sweep for every page instead of timers per page: memory per idle page stays small.
+    const sweep = setInterval(() => this.#sweepGreeting(), Math.min(1000, this.#options.helloTimeoutMs));
+    const beat = setInterval(() => this.#heartbeat(), this.#options.heartbeatMs);
+    sweep.unref();
+    beat.unref();
+    this.#timers.push(sweep, beat);
+  }
+
+  get size(): number {
+    return this.#connections.size;
+  }
+
+  /** Takes an HTTP upgrade; answers 404 for any other path. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    if ((q < 0 ? url : url.slice(0, q)) !== SOCKET_PATH) {
+      const body = JSON.stringify({
+        ok: false,
+        error: 'not_found',
+        message: 'WebSockets are at /service/realtime/socket',
+      });
+      socket.end(
+        `HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
+    const site = new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('site') ?? '';
+    socket.on('error', () => socket.destroy());
+    this.#wss.handleUpgrade(req, socket, head, (ws) => {
+      const app = site === '' ? undefined : this.#deps.apps.get(site);
+      void Promise.resolve(app).then((found) => {
+        if (!found) {
+          ws.close(CLOSE.unknownSite, 'unknown site');
+          return;
+        }
+        const conn = new Connection(ws, socket as Socket, found, {
+          outboxBytes: this.#options.outboxBytes,
+          budget: this.#options.frameBurst,
+          now: this.#deps.now(),
+        });
+        this.#open(conn);
+      });
+    });
+  }
+
+  #open(conn: Connection): void {
+    this.#connections.add(conn);
+    this.#greeting.add(conn);
+    conn.onSlow = () => conn.close(CLOSE.slowConsumer, 'slow consumer');
+    conn.ws.on('message', (data, isBinary) => this.#onMessage(conn, data, isBinary));
+    conn.ws.on('close', () => conn.queue(() => this.#onClose(conn)));
+    conn.ws.on('error', (error) => this.#deps.log.debug({ err: error, page: conn.id }, 'socket error'));
+  }
+
+  #onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (conn.state === 'closed') return;
+    const now = this.#deps.now();
+    conn.lastSeen = now;
+    if (!this.#spend(conn, now)) return;
+    if (isBinary) {
+      this.#refuse(conn, new FrameError('bad_frame', 'frames are JSON text, not binary'));
+      return;
+    }
+    let frame: ClientFrame;
+    try {
+      frame = parseFrame(data.toString());
+    } catch (error) {
+      if (conn.state === 'greeting') conn.close(CLOSE.badHello, 'the first frame must be hello');
+      else this.#refuse(conn, error);
+      return;
+    }
+    if (conn.state === 'greeting' && frame.t !== 'hello') {
+      conn.close(CLOSE.badHello, 'the first frame must be hello');
+      return;
+    }
+    if (frame.t === 'ping') {
+      conn.deliver(PONG);
+      return;
+    }
+    if (frame.t === 'pong') return;
+    conn.queue(() => this.#handle(conn, frame));
+  }
+
+  /** The page's frame budget: a token bucket. Far over it, the page is closed to back off. */
+  #spend(conn: Connection, now: number): boolean {
+    const { framesPerSecond, frameBurst } = this.#options;
+    conn.budget = Math.min(frameBurst, conn.budget + ((now - conn.budgetAt) / 1000) * framesPerSecond);
+    conn.budgetAt = now;
+    conn.budget -= 1;
+    if (conn.budget >= 0) return true;
+    if (conn.budget < -frameBurst) conn.close(CLOSE.tooFast, 'too many frames');
+    else this.#refuse(conn, new FrameError('rate_limited', `more than ${framesPerSecond} frames per second`));
+    return false;
+  }
+
+  async #handle(conn: Connection, frame: ClientFrame): Promise<void> {
+    if (conn.state === 'closed') return;
+    try {
+      switch (frame.t) {
+        case 'hello':
+          return await this.#hello(conn, frame);
+        case 'join':
+          return await join(this.#deps, conn, frame);
+        case 'leave':
+          return await leave(this.#deps, conn, frame);
+        case 'send':
+          return await send(this.#deps, conn, frame);
+        case 'reply':
+          if (conn.asks.delete(frame.ask)) this.#deps.ask.reply(frame.ask, frame.data ?? null);
+          return;
+        case 'decline':
+          if (conn.asks.delete(frame.ask)) this.#deps.ask.decline(frame.ask);
+          return;
+        default:
+          return;
+      }
+    } catch (error) {
+      this.#refuse(conn, error);
+    }
+  }
+
+  async #hello(conn: Connection, frame: HelloFrame): Promise<void> {
+    if (conn.state !== 'greeting') throw new FrameError('bad_frame', 'hello was sent already');
+    if (frame.v !== PROTOCOL_VERSION) {
+      conn.close(CLOSE.unsupportedVersion, `this service speaks version ${PROTOCOL_VERSION}`);
+      return;
+    }
+    this.#greeting.delete(conn);
+    if (frame.identity !== undefined) {
+      try {
+        const claims = await verifyIdentity(frame.identity, conn.app.secret, this.#deps.now());
+        conn.user = claims.sub;
+        conn.info = claims.info;
+      } catch (error) {
+        const reason = error instanceof TokenError ? error.message : 'the identity is not valid';
+        conn.close(CLOSE.badIdentity, reason.slice(0, 120));
+        return;
+      }
+    }
+    // The page may have gone while its identity was checked.
+    if ((conn.state as string) === 'closed') return;
+    conn.state = 'open';
+    conn.send({ t: 'welcome', v: PROTOCOL_VERSION, user: conn.user, heartbeat: this.#options.heartbeatMs });
+    if (conn.user !== null) {
+      this.#deps.hub.addUserPage(conn.app.key, conn.user, conn);
+      await this.#deps.presence.pageOpened(conn.app.key, conn.user, this.#deps.now());
+    }
+  }
+
+  /** An error frame for a refused frame; anything unexpected is logged and reported without detail. */
+  #refuse(conn: Connection, error: unknown): void {
+    if (error instanceof FrameError) {
+      const frame: Record<string, unknown> = { t: 'error', code: error.code, message: error.message };
+      if (error.ref !== undefined) frame.ref = error.ref;
+      if (error.room !== undefined) frame.room = error.room;
+      conn.send(frame);
+      return;
+    }
+    this.#deps.log.error({ err: error, page: conn.id }, 'frame handler failed');
+    conn.send({ t: 'error', code: 'bad_frame', message: 'the service could not handle this frame' });
+  }
+
+  async #onClose(conn: Connection): Promise<void> {
+    conn.state = 'closed';
+    this.#connections.delete(conn);
+    this.#greeting.delete(conn);
+    for (const askId of conn.asks) this.#deps.ask.decline(askId);
+    conn.asks.clear();
+    try {
+      for (const room of [...conn.rooms.keys()]) await leaveRoom(this.#deps, conn, room);
+      if (conn.user !== null) {
+        this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
+        await this.#deps.presence.pageClosed(conn.app.key, conn.user, this.#deps.now());
+      }
+    } catch (error) {
+      this.#deps.log.error({ err: error, page: conn.id }, 'cleaning up a closed page failed');
+    }
+  }
+
+  #sweepGreeting(): void {
+    const deadline = this.#deps.now() - this.#options.helloTimeoutMs;
+    for (const conn of this.#greeting) {
+      if (conn.openedAt <= deadline) {
+        this.#greeting.delete(conn);
+        conn.close(CLOSE.helloTimeout, 'no hello in time');
+      }
+    }
+  }
+
+  #heartbeat(): void {
+    const silentSince = this.#deps.now() - this.#options.silenceMs;
+    for (const conn of this.#connections) {
+      if (conn.state !== 'open') continue;
+      if (conn.lastSeen < silentSince) conn.close(CLOSE.heartbeatTimeout, 'no frame from the page for too long');
+      else conn.deliver(PING);
+    }
+  }
+
+  /** Closes every page with 4100 (reconnect) and waits until their clean-up ran. */
+  async close(): Promise<void> {
+    for (const timer of this.#timers) clearInterval(timer);
+    const closing = [...this.#connections].map(
+      (conn) =>
+        new Promise<void>((resolve) => {
+          conn.ws.once('close', () => conn.queue(resolve));
+          conn.close(CLOSE.shutdown, 'the service is stopping');
+          // A peer that never answers the close handshake is cut off.
+          setTimeout(() => conn.ws.terminate(), 2000).unref();
+        }),
+    );
+    await Promise.all(closing);
+    this.#wss.close();
+  }
+}

@@ -1,0 +1,51 @@
+import type { Socket } from 'node:net';
+
+/**
+ * A page's outgoing frames. Frames written in the same tick go out together: the socket is corked at
+ * the first and uncorked on the next tick, so Node writes them with one writev. The queue is bounded:
+ * past `limitBytes` not yet handed to the kernel, the page is a slow consumer and `onOverflow` runs.
+ */
+export class Outbox {
+  readonly #socket: Socket;
+  readonly #limitBytes: number;
+  readonly #onOverflow: () => void;
+  #corked = false;
+  #closed = false;
+
+  constructor(socket: Socket, limitBytes: number, onOverflow: () => void) {
+    this.#socket = socket;
+    this.#limitBytes = limitBytes;
+    this.#onOverflow = onOverflow;
+  }
+
+  /** Queues one framed message; false when the page is closed or was found too slow. */
+  write(frame: Buffer): boolean {
+    if (this.#closed) return false;
+    if (this.#socket.writableLength + frame.length > this.#limitBytes) {
+      this.#closed = true;
+      this.#onOverflow();
+      return false;
+    }
+    if (!this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      process.nextTick(uncork, this);
+    }
+    this.#socket.write(frame);
+    return true;
+  }
+
+  /** Stops writing (the socket is closing); frames queued so far still go out. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  uncork(): void {
+    this.#corked = false;
+    this.#socket.uncork();
+  }
+}
+
+function uncork(outbox: Outbox): void {
+  outbox.uncork();
+}

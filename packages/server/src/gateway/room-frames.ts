@@ -1,0 +1,195 @@
+import {
+  eventNameProblem,
+  isReservedEvent,
+  isSealed,
+  type JoinFrame,
+  type LeaveFrame,
+  LIMITS,
+  type Member,
+  roomNameProblem,
+  rulesAllow,
+  type SendFrame,
+} from '@realtime/protocol';
+import type { KeptEvent } from '../engines/types.js';
+import type { Connection, Membership } from './connection.js';
+import type { GatewayDeps } from './context.js';
+import { FrameError } from './frames-in.js';
+import { TokenError, verifyRoomToken } from './tokens.js';
+import { frameText } from './ws-frame.js';
+
+function keptFrame(room: string, kept: KeptEvent): Buffer {
+  let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
+  if (kept.from !== undefined) text += `,"from":${JSON.stringify(kept.from)}`;
+  return frameText(Buffer.from(`${text},"data":${kept.data}}`));
+}
+
+function idAfter(a: string | undefined, b: string): boolean {
+  if (a === undefined) return true;
+  const [ams = 0, aseq = 0] = a.split('-').map(Number);
+  const [bms = 0, bseq = 0] = b.split('-').map(Number);
+  return ams > bms || (ams === bms && aseq > bseq);
+}
+
+function publishMember(
+  deps: GatewayDeps,
+  conn: Connection,
+  room: string,
+  event: '$member.joined' | '$member.left',
+): void {
+  const data: Member = { user: conn.user ?? '' };
+  if (conn.info !== undefined) data.info = conn.info;
+  void deps.broker.publish({ app: conn.app.key, room, event, data: JSON.stringify(data) });
+  deps.events.record(conn.app.key, {
+    type: event === '$member.joined' ? 'member.joined' : 'member.left',
+    room,
+    user: conn.user ?? '',
+  });
+}
+
+/**
+ * join: check the token, take a seat (live frames wait while history is replayed), presence,
+ * then `joined`, the kept events after `since` (or the last N), and the live frames that waited.
+ */
+export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame): Promise<void> {
+  const { ref, room } = frame;
+  const roomProblem = roomNameProblem(room);
+  if (roomProblem) throw new FrameError('bad_room', roomProblem, ref, room);
+  let claims: Membership['claims'];
+  try {
+    claims = await verifyRoomToken(frame.token, conn.app.secret, deps.now());
+  } catch (error) {
+    if (error instanceof TokenError) throw new FrameError(error.code, error.message, ref, room);
+    throw error;
+  }
+  if (claims.room !== room) throw new FrameError('wrong_room', 'the room token was issued for another room', ref, room);
+  if (claims.sub !== undefined && claims.sub !== conn.user) {
+    throw new FrameError('wrong_user', 'the room token was issued to another user', ref, room);
+  }
+  const features = conn.app.features;
+  if (claims.presence && !features.includes('presence')) {
+    throw new FrameError('not_included', "the app's plan does not include presence", ref, room);
+  }
+  if ((frame.since !== undefined || frame.last !== undefined) && !features.includes('history')) {
+    throw new FrameError('not_included', "the app's plan does not include history", ref, room);
+  }
+  if (conn.state === 'closed') return;
+
+  const app = conn.app.key;
+  const existing = conn.rooms.get(room);
+  const seat = existing?.seat ?? { page: conn, replay: [] };
+  if (!existing) {
+    if (deps.hub.addSeat(app, room, seat)) deps.events.record(app, { type: 'room.occupied', room });
+  } else {
+    seat.replay = [];
+  }
+  const member = claims.presence === true && conn.user !== null;
+  const membership: Membership = { seat, claims, member };
+  conn.rooms.set(room, membership);
+
+  let firstOfUser = false;
+  if (member && !existing?.member) {
+    const joinedAs: Member = { user: conn.user ?? '' };
+    if (conn.info !== undefined) joinedAs.info = conn.info;
+    firstOfUser = await deps.presence.joinRoom(app, room, joinedAs, conn.id);
+  }
+  const members = member ? await deps.presence.members(app, room) : undefined;
+
+  const now = deps.now();
+  let kept: KeptEvent[] = [];
+  let truncated = false;
+  if (frame.since !== undefined) {
+    const result = await deps.history.since(app, room, frame.since, now);
+    kept = result.events;
+    truncated = result.truncated;
+  } else if (frame.last !== undefined && !existing) {
+    kept = await deps.history.last(app, room, frame.last, now);
+  }
+
+  const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: kept.length };
+  if (members) joined.members = members;
+  if (truncated) joined.truncated = true;
+  conn.send(joined);
+  let lastId = frame.since;
+  for (const event of kept) {
+    conn.deliver(keptFrame(room, event));
+    lastId = event.id;
+  }
+  // Live frames that came during the replay: those the replay already held are dropped.
+  const waiting = seat.replay ?? [];
+  seat.replay = undefined;
+  for (const live of waiting) {
+    if (live.id === undefined || lastId === undefined || idAfter(live.id, lastId)) conn.deliver(live.frame);
+  }
+  if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
+}
+
+/** Takes a page out of a room: its seat, and its presence (a user leaves with their last page). */
+export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: string): Promise<void> {
+  const membership = conn.rooms.get(room);
+  if (!membership) return;
+  conn.rooms.delete(room);
+  const app = conn.app.key;
+  if (deps.hub.removeSeat(app, room, membership.seat)) deps.events.record(app, { type: 'room.vacated', room });
+  if (membership.member && conn.user !== null) {
+    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) publishMember(deps, conn, room, '$member.left');
+  }
+}
+
+export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {
+  if (!conn.rooms.has(frame.room)) {
+    throw new FrameError('not_joined', 'the page has not joined that room', frame.ref, frame.room);
+  }
+  await leaveRoom(deps, conn, frame.room);
+  conn.send({ t: 'left', ref: frame.ref, room: frame.room });
+}
+
+/** A page send: the token's rules, the room's seal, then history (when the token keeps sends) and fan-out. */
+export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame): Promise<void> {
+  const { ref, room, event } = frame;
+  const membership = conn.rooms.get(room);
+  if (!membership) throw new FrameError('not_joined', 'join the room before sending to it', ref, room);
+  const nameProblem = eventNameProblem(event);
+  if (nameProblem) throw new FrameError('bad_frame', nameProblem, ref, room);
+  if (isReservedEvent(event))
+    throw new FrameError('reserved', 'event names starting with $ are kept for the room', ref, room);
+  const { claims } = membership;
+  if (!rulesAllow(claims.send, event)) {
+    throw new FrameError(
+      'not_allowed',
+      `the room token does not allow sending ${JSON.stringify(event).slice(0, 40)}`,
+      ref,
+      room,
+    );
+  }
+  if (claims.sealed && !isSealed(frame.data)) {
+    throw new FrameError('not_sealed', 'the room is sealed: data must be a sealed value', ref, room);
+  }
+  const data = frame.data === undefined ? 'null' : JSON.stringify(frame.data);
+  if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new FrameError('too_large', 'data is over 1 MB', ref, room);
+  if (claims.history && !conn.app.features.includes('history')) {
+    throw new FrameError('not_included', "the app's plan does not include history", ref, room);
+  }
+
+  const app = conn.app.key;
+  const now = deps.now();
+  const from = conn.user ?? undefined;
+  const entry = from === undefined ? { event, data } : { event, data, from };
+  const issued = claims.history
+    ? deps.history.append(app, room, entry, claims.history, now)
+    : deps.history.nextId(app, room, now);
+  const id = issued instanceof Promise ? await issued : issued;
+  const publication = { app, room, event, data, id, origin: conn.id, ...(from === undefined ? {} : { from }) };
+  const published = deps.broker.publish(publication);
+  if (published instanceof Promise) await published;
+  conn.send({ t: 'sent', ref, id });
+  if (rulesAllow(claims.w, event)) {
+    deps.events.record(app, {
+      type: 'emit',
+      room,
+      event,
+      data: frame.data ?? null,
+      ...(from === undefined ? {} : { from }),
+      event_id: id,
+    });
+  }
+}
