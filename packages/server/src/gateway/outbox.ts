@@ -29,7 +29,8 @@ export class Outbox {
     if (!this.#corked) {
       this.#corked = true;
       this.#socket.cork();
-      process.nextTick(uncork, this);
+      if (corked.length === 0) process.nextTick(uncorkAll);
+      corked.push(this);
     }
     this.#socket.write(frame);
     return true;
@@ -46,6 +47,10 @@ export class Outbox {
   }
 }
 
-function uncork(outbox: Outbox): void {
-  outbox.uncork();
+/** Outboxes corked this tick: one nextTick uncorks them all, not one callback per page per event. */
+const corked: Outbox[] = [];
+
+function uncorkAll(): void {
+  for (let i = 0; i < corked.length; i++) (corked[i] as Outbox).uncork();
+  corked.length = 0;
 }
