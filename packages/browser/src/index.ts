@@ -1,1 +1,36 @@
-export {};
+/**
+ * `@realtime/browser`: the SDK pages use to talk to the realtime service over one WebSocket
+ * (docs/protocol.md): rooms with resume and presence, user events, asks, and sealing.
+ *
+ * @example
+ * import { connect, openWith, parseSealKey } from '@realtime/browser';
+ * const client = connect({ url: 'https://rt.example.com', site: 'app1', identity: () => fetchIdentity() });
+ * const room = client.join('lobby', { token: () => fetchRoomToken('lobby'), history: 50 });
+ * room.on('chat', (data, { from }) => show(from, data));
+ */
+export type { CloseAdvice, Member } from '@realtime/protocol';
+export { CLOSE, closeAdvice, isSealed, roomLabel, userLabel } from '@realtime/protocol';
+export type { AskHandler, AskMeta } from './ask.js';
+export { type ConnectOptions, connect, RealtimeClient, type UserEventMeta } from './client.js';
+export type { BackoffPolicy } from './connection/backoff.js';
+export type { Clock, Timers } from './connection/clock.js';
+export type { Disconnect, IdentitySource, StateChange } from './connection/connection.js';
+export type { ConnectionState } from './connection/states.js';
+export type {
+  SocketCloseEvent,
+  SocketMessageEvent,
+  WebSocketConstructor,
+  WebSocketLike,
+} from './connection/transport.js';
+export { type LocalErrorCode, RealtimeSocketError, type RealtimeSocketErrorCode } from './errors.js';
+export type { OutboxLimits } from './outbox.js';
+export {
+  type JoinedInfo,
+  type JoinOptions,
+  Room,
+  type RoomEventMeta,
+  type RoomStatus,
+  type TokenSource,
+  type TruncatedInfo,
+} from './room.js';
+export { openWith, parseSealKey, SEAL_KEY_BYTES, sealWith } from './seal.js';

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from './apps/defaults.js';
+import { developmentAppBanner } from './apps/development-app.js';
 import { newApp, newSecret } from './apps/generate.js';
 import { readConfigFile } from './config/config-file.js';
 import { UsageError } from './config/usage-error.js';
@@ -81,19 +82,7 @@ function parseFeatures(text: string | undefined): Feature[] | undefined {
 }
 
 function printDevelopmentApp(app: App, url: string): void {
-  process.stdout.write(
-    [
-      '',
-      'No app was configured, so a development app was created:',
-      `  key:    ${app.key}`,
-      `  secret: ${app.secret}`,
-      '',
-      'Send an event (in another terminal, from this folder):',
-      `  REALTIME_URL=${url} REALTIME_KEY=${app.key} REALTIME_SECRET=${app.secret} node examples/emit.mjs`,
-      '',
-      '',
-    ].join('\n'),
-  );
+  process.stdout.write(developmentAppBanner(app, url));
 }
 
 async function serve(args: string[]): Promise<void> {

@@ -50,6 +50,8 @@ export interface RunningServer {
   events: EventSink;
   /** Open pages. */
   pages(): number;
+  /** Closes a user's open pages from the service side (4100 by default: they reconnect); returns how many. */
+  disconnectUser(app: string, user: string, code?: number): number;
   /** Stops taking requests, waits for those in flight, closes storage. */
   close(): Promise<void>;
 }
@@ -152,5 +154,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return closing;
   };
 
-  return { url, host: address.address, port: address.port, log, events, pages: () => gateway.size, close };
+  return {
+    url,
+    host: address.address,
+    port: address.port,
+    log,
+    events,
+    pages: () => gateway.size,
+    disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
+    close,
+  };
 }

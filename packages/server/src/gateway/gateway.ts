@@ -123,7 +123,8 @@ export class Gateway {
     conn.lastSeen = now;
     if (!this.#spend(conn, now)) return;
     if (isBinary) {
-      this.#refuse(conn, new FrameError('bad_frame', 'frames are JSON text, not binary'));
+      if (conn.state === 'greeting') conn.close(CLOSE.badHello, 'the first frame must be hello');
+      else this.#refuse(conn, new FrameError('bad_frame', 'frames are JSON text, not binary'));
       return;
     }
     let frame: ClientFrame;
@@ -259,6 +260,18 @@ export class Gateway {
       if (conn.lastSeen < silentSince) conn.close(CLOSE.heartbeatTimeout, 'no frame from the page for too long');
       else conn.deliver(PING);
     }
+  }
+
+  /** Closes the open pages of a user (they reconnect for 41xx codes); returns how many. */
+  disconnectUser(
+    app: string,
+    user: string,
+    code: number = CLOSE.shutdown,
+    reason = 'disconnected by the service',
+  ): number {
+    const pages = this.#deps.hub.pagesOf(app, user);
+    for (const conn of pages) conn.close(code, reason);
+    return pages.length;
   }
 
   /** Closes every page with 4100 (reconnect) and waits until their clean-up ran. */

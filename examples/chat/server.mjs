@@ -1,0 +1,57 @@
+// The customer's side of the chat demo: serves the page and the browser SDK, and mints tokens with
+// @realtime/node. A real app would check who the user is before minting; the demo trusts the name.
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { Realtime } from '@realtime/node';
+
+const PAGE = new URL('./index.html', import.meta.url);
+const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
+
+/** Starts the demo on 127.0.0.1:port; `serviceUrl` is where the pages' browsers reach the service. */
+export async function startDemo({ serviceUrl, key, secret, port = 3000, host = '127.0.0.1' }) {
+  const realtime = new Realtime({ url: serviceUrl, key, secret });
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://demo');
+    try {
+      if (url.pathname === '/') {
+        const html = (await readFile(PAGE, 'utf8')).replace(
+          '__CONFIG__',
+          JSON.stringify({ url: serviceUrl, site: key }),
+        );
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+      } else if (url.pathname === '/realtime.browser.js') {
+        res.writeHead(200, { 'content-type': 'text/javascript' }).end(await readFile(BUNDLE));
+      } else if (url.pathname === '/token') {
+        const user = (url.searchParams.get('user') ?? '').trim().slice(0, 40);
+        if (!/^[\p{L}\p{N} _.-]{1,40}$/u.test(user)) {
+          res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end('{"error":"pick a name of letters and digits"}');
+          return;
+        }
+        const identity = await realtime.identityToken(user, { info: { name: user } });
+        const room = await realtime.roomToken('lobby', {
+          userId: user,
+          send: ['chat', 'typing'],
+          presence: true,
+          history: [100, 24],
+        });
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ identity, room }));
+      } else {
+        res.writeHead(404).end('not found');
+      }
+    } catch (error) {
+      res.writeHead(500).end(String(error));
+    }
+  });
+  await new Promise((resolve) => server.listen(port, host, resolve));
+  const address = server.address();
+  return {
+    url: `http://${host}:${address.port}`,
+    close: async () => {
+      await new Promise((resolve) => server.close(resolve));
+      await realtime.close();
+    },
+  };
+}

@@ -1,0 +1,217 @@
+import { Realtime, type RoomTokenOptions } from '@realtime/node';
+import { CLOSE, type HistoryRule } from '@realtime/protocol';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerPings, compareIds, type Frame, roomEvents, waitFor } from './gateway-tools.js';
+import { startTestServer, type TestServer } from './helpers.js';
+import { helloPage, isEvent, type RawPage } from './pages.js';
+
+/**
+ * Resume: a page that lost its socket joins again with `since` and gets what it missed, once each,
+ * in order, before live events. Short heartbeats let the service itself cut off a page that stops
+ * answering (4101), which is how a dropped network looks from the service's side.
+ */
+describe('page gateway: history replay and resume', () => {
+  let server: TestServer;
+  let sdk: Realtime;
+  const pages: RawPage[] = [];
+  let ref = 0;
+
+  /** A page with an identity; it answers the service's pings unless `answering` is false. */
+  const open = async (user: string, answering = true) => {
+    const p = await helloPage(server.url, server.app.key, await sdk.identityToken(user));
+    if (answering) answerPings(p);
+    pages.push(p);
+    return p;
+  };
+
+  /** Sends a join now; the answer (joined or error) is awaited by the caller. */
+  const sendJoin = async (p: RawPage, room: string, extra: Frame = {}, rules: RoomTokenOptions = {}) => {
+    const r = ++ref;
+    p.send({ t: 'join', ref: r, room, token: await sdk.roomToken(room, rules), ...extra });
+    return () => p.next((f) => f.ref === r && (f.t === 'joined' || f.t === 'error'), `joined ${room}`);
+  };
+  const join = async (p: RawPage, room: string, extra: Frame = {}, rules: RoomTokenOptions = {}) =>
+    (await sendJoin(p, room, extra, rules))();
+
+  /** Emits `count` kept events in one batch; resolves with their ids, in order. */
+  const emitKept = async (room: string, event: string, count: number, rule: HistoryRule, from = 0) => {
+    const answers = await sdk.emitBatch(
+      Array.from({ length: count }, (_, i) => ({ rooms: [room], event, data: from + i, history: { [room]: rule } })),
+    );
+    return answers.map((ids) => ids[room] as string);
+  };
+
+  /** Waits until the page is gone on the service's side too. */
+  const gone = async (before: number) => waitFor(() => server.pages() === before - 1, 'the service to drop the page');
+
+  beforeAll(async () => {
+    server = await startTestServer({ gateway: { heartbeatMs: 100, silenceMs: 400 } });
+    sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
+  });
+  afterAll(async () => {
+    await Promise.all(pages.map((p) => p.close()));
+    await sdk.close();
+    await server.close();
+  });
+
+  it('a page cut off by the service (4101) resumes with since: the 50 missed events once each, in order, then live', async () => {
+    const room = 'resume-cut';
+    const rule: HistoryRule = [200, 1];
+    const first = await open('ann', false);
+    expect(await join(first, room)).toMatchObject({ t: 'joined', replay: 0 });
+    const seen = await emitKept(room, 'before', 3, rule);
+    const third = await first.next((f) => isEvent('before', room)(f) && f.data === 2, 'the third event');
+    expect(third.id).toBe(seen[2]);
+    const lastSeen = third.id as string;
+
+    // The page stops answering pings: the service closes it.
+    const open0 = server.pages();
+    expect((await first.closed).code).toBe(CLOSE.heartbeatTimeout);
+    await gone(open0);
+
+    const missed = await emitKept(room, 'missed', 50, rule);
+    expect(new Set(missed).size).toBe(50);
+
+    const second = await open('ann');
+    const answer = await sendJoin(second, room, { since: lastSeen });
+    // A live event emitted right after the join was sent, kept too: it must come after the 50 either way
+    // (replayed if the service took it before the join, live if after).
+    const live = await sdk.emit({ rooms: [room], event: 'live', data: 'after-join', history: { [room]: rule } });
+    const joined = await answer();
+    expect(joined).toMatchObject({ t: 'joined', room });
+    expect(joined).not.toHaveProperty('truncated');
+    expect([50, 51]).toContain(joined.replay);
+    await second.next(isEvent('live', room), 'the live event');
+    // One more, not kept, once the join is done: it comes last.
+    await sdk.emit({ rooms: [room], event: 'live2', data: 'later' });
+    await second.next(isEvent('live2', room), 'the second live event');
+
+    const got = roomEvents(second, room);
+    expect(got.map((f) => f.id)).toEqual([...missed, live[room], got.at(-1)?.id]);
+    expect(got.slice(0, 50).map((f) => f.data)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    expect(got.slice(0, 50).every((f) => f.event === 'missed')).toBe(true);
+    expect(got.slice(50).map((f) => f.event)).toEqual(['live', 'live2']);
+    // joined came before every event of the room.
+    const joinedAt = second.frames.indexOf(joined);
+    expect(second.frames.findIndex((f) => f.t === 'event' && f.room === room)).toBeGreaterThan(joinedAt);
+    // Nothing it had seen before the cut came again.
+    expect(got.some((f) => seen.includes(f.id as string))).toBe(false);
+  });
+
+  it('beyond the kept window: joined.truncated is true and what is kept arrives, in order', async () => {
+    const room = 'resume-truncated';
+    const rule: HistoryRule = [20, 1];
+    const first = await open('ben');
+    await join(first, room);
+    const [seenId] = await emitKept(room, 'before', 1, rule);
+    expect((await first.next(isEvent('before', room))).id).toBe(seenId);
+
+    // A dropped network this time: the client side goes away without a close handshake.
+    const open0 = server.pages();
+    first.ws.terminate();
+    await gone(open0);
+
+    const missed = await emitKept(room, 'missed', 50, rule);
+    const second = await open('ben');
+    const joined = await join(second, room, { since: seenId });
+    expect(joined).toMatchObject({ t: 'joined', room, truncated: true, replay: 20 });
+    await waitFor(() => roomEvents(second, room).length >= 20, 'the 20 kept events');
+    await sdk.emit({ rooms: [room], event: 'live', data: 1 });
+    await second.next(isEvent('live', room));
+    const got = roomEvents(second, room);
+    expect(got.map((f) => f.id)).toEqual([...missed.slice(30), got.at(-1)?.id]);
+    expect(got.slice(0, 20).map((f) => f.data)).toEqual(Array.from({ length: 20 }, (_, i) => 30 + i));
+  });
+
+  it('last: N on a first join gives the last N kept events, oldest first, then live ones', async () => {
+    const room = 'resume-last';
+    const ids = await emitKept(room, 'kept', 30, [100, 1]);
+    const p = await open('cora');
+    expect(await join(p, room, { last: 10 })).toMatchObject({ t: 'joined', replay: 10 });
+    expect(await join(p, `${room}-none`, { last: 10 })).toMatchObject({ t: 'joined', replay: 0 });
+    await sdk.emit({ rooms: [room], event: 'live', data: 'x' });
+    await p.next(isEvent('live', room));
+    const got = roomEvents(p, room);
+    expect(got.map((f) => f.id)).toEqual([...ids.slice(20), got.at(-1)?.id]);
+    expect(got.slice(0, 10).map((f) => f.data)).toEqual([20, 21, 22, 23, 24, 25, 26, 27, 28, 29]);
+    expect(roomEvents(p, `${room}-none`)).toEqual([]);
+
+    // More than is kept: everything kept (the live one was not), not truncated.
+    const q = await open('cora');
+    const all = await join(q, room, { last: 1000 });
+    expect(all).toMatchObject({ replay: 30 });
+    expect(all).not.toHaveProperty('truncated');
+    await waitFor(() => roomEvents(q, room).length === 30, 'the 30 kept events');
+    expect(roomEvents(q, room).map((f) => f.id)).toEqual(ids);
+  });
+
+  it('since: an id newer than everything gives nothing and is not truncated; an old id gives all that is kept', async () => {
+    const room = 'resume-edges';
+    const ids = await emitKept(room, 'kept', 5, [100, 1]);
+    const p = await open('dora');
+    const future = `${Date.now() + 3_600_000}-0`;
+    const joined = await join(p, room, { since: future });
+    expect(joined).toMatchObject({ t: 'joined', replay: 0 });
+    expect(joined).not.toHaveProperty('truncated');
+    // Still seated: live events come.
+    await sdk.emit({ rooms: [room], event: 'live', data: 1 });
+    await p.next(isEvent('live', room));
+    expect(roomEvents(p, room).map((f) => f.event)).toEqual(['live']);
+
+    // An id older than the room, nothing ever dropped: every kept event, not truncated.
+    const q = await open('dora');
+    const fromStart = await join(q, room, { since: '0-0' });
+    expect(fromStart).toMatchObject({ replay: 5 });
+    expect(fromStart).not.toHaveProperty('truncated');
+    await waitFor(() => roomEvents(q, room).length === 5, 'the 5 kept events');
+    expect(roomEvents(q, room).map((f) => f.id)).toEqual(ids);
+
+    // A room that never kept anything.
+    const empty = await join(q, 'resume-never-kept', { since: ids[0] });
+    expect(empty).toMatchObject({ replay: 0 });
+    expect(empty).not.toHaveProperty('truncated');
+  });
+
+  it('live events arriving while pages resume are neither lost nor duplicated', async () => {
+    const room = 'resume-flood';
+    const rule: HistoryRule = [1000, 1];
+    const initial = await emitKept(room, 'initial', 10, rule);
+    const since = initial[4] as string;
+
+    const sender = await open('sender');
+    await join(sender, room, {}, { send: ['msg'], history: rule });
+    const readers = await Promise.all([1, 2, 3, 4].map(() => open('reader')));
+
+    // 80 emits and 40 page sends, all kept, while four pages join at different moments of the flood.
+    const emits: Promise<string>[] = [];
+    const answers: (() => Promise<Frame>)[] = [];
+    answers.push(await sendJoin(readers[0] as RawPage, room, { since }));
+    for (let i = 0; i < 40; i++) sender.send({ t: 'send', ref: 10_000 + i, room, event: 'msg', data: i });
+    for (let i = 0; i < 80; i++) {
+      emits.push(
+        sdk.emit({ rooms: [room], event: 'flood', data: i, history: { [room]: rule } }).then((ids) => ids[room] ?? ''),
+      );
+      if (i === 10 || i === 40 || i === 70) {
+        await emits[i];
+        answers.push(await sendJoin(readers[answers.length] as RawPage, room, { since }));
+      }
+    }
+    const emitted = await Promise.all(emits);
+    await waitFor(() => sender.frames.filter((f) => f.t === 'sent').length === 40, 'the 40 sent answers');
+    const sent = sender.frames.filter((f) => f.t === 'sent').map((f) => f.id as string);
+    const expected = [...initial.slice(5), ...emitted, ...sent].sort(compareIds);
+    expect(new Set(expected).size).toBe(5 + 80 + 40);
+
+    for (const [i, reader] of readers.entries()) {
+      const joined = await (answers[i] as () => Promise<Frame>)();
+      expect(joined).toMatchObject({ t: 'joined' });
+      await waitFor(() => roomEvents(reader, room).length >= expected.length, `reader ${i} to get every event`);
+      const got = roomEvents(reader, room).map((f) => f.id as string);
+      // Exactly once each, in id order: the replayed ones, then the live ones, with no gap and no repeat.
+      expect(got).toEqual(expected);
+      expect(joined.replay).toBeGreaterThanOrEqual(5);
+    }
+    // The sender never gets its own sends back.
+    expect(sender.frames.some((f) => f.t === 'event' && f.event === 'msg')).toBe(false);
+  });
+});
