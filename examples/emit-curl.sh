@@ -4,7 +4,7 @@
 set -euo pipefail
 url=${REALTIME_URL:-http://127.0.0.1:4000}
 path=/service/realtime/emit
-body='{"rooms":["lobby"],"event":"hello","data":{"text":"hi"}}'
+body='{"rooms":["lobby"],"event":"chat","data":{"text":"hello from curl"}}'
 ts=$(date +%s)
 # publish key = HMAC-SHA256(secret, label); the signature = HMAC-SHA256(publish key, message)
 publish_key=$(printf '%s' 'service-realtime publish v1' | openssl dgst -sha256 -mac HMAC -macopt "key:${REALTIME_SECRET}" -r | cut -d' ' -f1)

@@ -10,7 +10,7 @@ if (!REALTIME_KEY || !REALTIME_SECRET) {
 
 const realtime = new Realtime({ url: REALTIME_URL, key: REALTIME_KEY, secret: REALTIME_SECRET });
 try {
-  const ids = await realtime.emit({ rooms: ['lobby'], event: 'hello', data: { text: 'hi' } });
+  const ids = await realtime.emit({ rooms: ['lobby'], event: 'chat', data: { text: 'hello from your server' } });
   console.log(JSON.stringify({ ok: true, ids }));
 } catch (error) {
   console.error(`emit failed: ${error.code ?? ''} ${error.message}`);
