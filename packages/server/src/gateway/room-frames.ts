@@ -10,6 +10,7 @@ import {
   rulesAllow,
   type SendFrame,
 } from '@realtime/protocol';
+import { compareEventIds, parseEventId } from '../engines/event-id.js';
 import type { KeptEvent } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
@@ -23,11 +24,10 @@ function keptFrame(room: string, kept: KeptEvent): Buffer {
   return frameText(Buffer.from(`${text},"data":${kept.data}}`));
 }
 
-function idAfter(a: string | undefined, b: string): boolean {
-  if (a === undefined) return true;
-  const [ams = 0, aseq = 0] = a.split('-').map(Number);
-  const [bms = 0, bseq = 0] = b.split('-').map(Number);
-  return ams > bms || (ams === bms && aseq > bseq);
+function idAfter(a: string, b: string): boolean {
+  const left = parseEventId(a);
+  const right = parseEventId(b);
+  return left === undefined || right === undefined || compareEventIds(left, right) > 0;
 }
 
 function publishMember(
@@ -69,9 +69,6 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   if (claims.presence && !features.includes('presence')) {
     throw new FrameError('not_included', "the app's plan does not include presence", ref, room);
   }
-  if ((frame.since !== undefined || frame.last !== undefined) && !features.includes('history')) {
-    throw new FrameError('not_included', "the app's plan does not include history", ref, room);
-  }
   if (conn.state === 'closed') return;
 
   const app = conn.app.key;
@@ -97,7 +94,10 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const now = deps.now();
   let kept: KeptEvent[] = [];
   let truncated = false;
-  if (frame.since !== undefined) {
+  if (!features.includes('history')) {
+    // Rooms keep nothing on this plan: a page resuming may have missed events and none can come back.
+    truncated = frame.since !== undefined;
+  } else if (frame.since !== undefined) {
     const result = await deps.history.since(app, room, frame.since, now);
     kept = result.events;
     truncated = result.truncated;
