@@ -66,7 +66,7 @@ describe('@realtime/node against the real server', () => {
   it('lists webhook deliveries, and reports the webhook endpoints errors as RealtimeError', async () => {
     expect(await realtime.webhooks.list()).toEqual([]);
     await expect(realtime.webhooks.test()).rejects.toMatchObject({ code: 'no_webhook', status: 409 });
-    await expect(realtime.webhooks.resend('nope')).rejects.toMatchObject({ code: 'not_found', status: 404 });
+    await expect(realtime.webhooks.resend('nope')).rejects.toMatchObject({ code: 'no_webhook', status: 409 });
   });
 
   it('turns refusals into RealtimeError with code and status', async () => {

@@ -52,6 +52,8 @@ function eventList(value: unknown, name: string): string | undefined {
 /** Checks identity claims (signature and expiry are checked by the JWT library). */
 export function identityClaimsProblem(payload: unknown): string | undefined {
   if (!isObject(payload)) return 'the claims are not an object';
+  // Both kinds share the channels key: a room token must not pass for an identity.
+  if (payload.room !== undefined) return 'this is a room token, not an identity';
   if (typeof payload.sub !== 'string') return 'sub (the user id) is required';
   const userProblem = userIdProblem(payload.sub);
   if (userProblem) return `sub: ${userProblem}`;

@@ -5,19 +5,24 @@ import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
-import { type EventSink, MemoryEventSink } from './core/events.js';
+import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
+import { UserPresence } from './core/user-presence.js';
 import { MemoryBroker } from './engines/memory/broker.js';
 import { MemoryPresenceStore } from './engines/memory/presence.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
 import { type Db, openDb } from './engines/sqlite/db.js';
 import { SqliteHistoryStore } from './engines/sqlite/history.js';
+import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
 import type { App } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import type { ApiDeps } from './http/context.js';
 import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
+import { createDeliverer } from './webhooks/deliver.js';
+import type { WebhookTimings } from './webhooks/retry-policy.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 export interface ServerOptions {
   host?: string;
@@ -36,8 +41,14 @@ export interface ServerOptions {
   drainMs?: number;
   /** Page gateway settings (heartbeats, queue bounds); the defaults are what ships. */
   gateway?: GatewayOptions;
-  /** Where app events go; by default kept in memory until webhook delivery takes them. */
+  /** Webhook timings (batch window, retry schedule, resend window); the defaults are the spec's. */
+  webhooks?: Partial<WebhookTimings>;
+  /** `user.offline` (and online state) this long after a user's last page closed; default 10 s. */
+  offlineDelayMs?: number;
+  /** Also record app events here (tests read them); they go to the webhook queue either way. */
   events?: EventSink;
+  /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
+  webhookLookup?: Parameters<typeof createDeliverer>[0]['lookup'];
 }
 
 export interface RunningServer {
@@ -46,7 +57,7 @@ export interface RunningServer {
   host: string;
   port: number;
   log: Logger;
-  /** App events recorded for webhooks (the default memory sink, or the one given). */
+  /** Where app events go: the webhook queue. */
   events: EventSink;
   /** Open pages. */
   pages(): number;
@@ -72,7 +83,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const sqliteApps = new SqliteAppStore(db);
   const history = new SqliteHistoryStore(db);
   const broker = new MemoryBroker();
-  const presence = new MemoryPresenceStore();
+  const presence = new MemoryPresenceStore(
+    options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
+  );
   for (const app of options.apps ?? []) sqliteApps.upsert(app);
   const apps = new CachedAppStore(sqliteApps, { now });
   if (options.allowPrivateWebhooks) {
@@ -81,15 +94,41 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
 
-  const events = options.events ?? new MemoryEventSink({ now });
+  const deliverer = createDeliverer({
+    allowPrivate: options.allowPrivateWebhooks === true,
+    ...(options.webhooks?.answerMs === undefined ? {} : { timeoutMs: options.webhooks.answerMs }),
+    ...(options.webhookLookup === undefined ? {} : { lookup: options.webhookLookup }),
+  });
+  const webhooks = new Webhooks({
+    store: new SqliteWebhookStore(db),
+    apps,
+    deliverer,
+    log,
+    now,
+    ...(options.webhooks === undefined ? {} : { timings: options.webhooks }),
+  });
+  const extra = options.events;
+  const events: EventSink = extra
+    ? {
+        record: (app, event) => {
+          webhooks.record(app, event);
+          extra.record(app, event);
+        },
+      }
+    : webhooks;
+  const users = new UserPresence(
+    events,
+    options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
+  );
   const ask = new AskService({ now });
   const hub = new Hub<Connection>(broker);
-  const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, log, now }, options.gateway);
+  const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, users, log, now }, options.gateway);
 
   const deps: ApiDeps = {
     apps,
     emitter: new Emitter({ history, broker, now }),
     ask,
+    webhooks,
     presence,
     limiter: new RateLimiter(),
     log,
@@ -130,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${urlHost}:${address.port}`;
 
+  await webhooks.start();
   const pruner = setInterval(() => history.prune(now()), HISTORY_PRUNE_MS);
   pruner.unref();
 
@@ -139,6 +179,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       await gateway.close();
+      users.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       deps.ask.closeAll();
@@ -147,6 +188,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
       clearTimeout(timer);
       server.closeAllConnections();
+      await webhooks.close();
       await broker.close();
       presence.close();
       db.close();
@@ -159,7 +201,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     host: address.address,
     port: address.port,
     log,
-    events,
+    events: extra ?? webhooks,
     pages: () => gateway.size,
     disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
     close,

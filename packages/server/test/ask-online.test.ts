@@ -170,7 +170,7 @@ describe('routes, methods, webhooks endpoints, rate limits', () => {
   });
 });
 
-describe('webhook endpoints before webhook delivery exists', () => {
+describe('webhook endpoints of an app without a webhook address', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer();
@@ -183,7 +183,7 @@ describe('webhook endpoints before webhook delivery exists', () => {
     const test = await send(server, { method: 'POST', path: `${API}/webhooks/test` });
     expect([test.status, test.json.error]).toEqual([409, 'no_webhook']);
     const resend = await send(server, { method: 'POST', path: `${API}/webhooks/b_123/resend` });
-    expect([resend.status, resend.json.error]).toEqual([404, 'not_found']);
+    expect([resend.status, resend.json.error]).toEqual([409, 'no_webhook']);
     const withBody = await send(server, { method: 'POST', path: `${API}/webhooks/test`, body: '{"x":1}' });
     expect([withBody.status, withBody.json.error]).toEqual([400, 'bad_request']);
   });

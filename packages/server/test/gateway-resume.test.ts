@@ -1,6 +1,23 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { Realtime, type RoomTokenOptions } from '@realtime/node';
 import { CLOSE, type HistoryRule } from '@realtime/protocol';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_FEATURES } from '../src/apps/defaults.js';
+import { AskService } from '../src/core/ask.js';
+import { Emitter } from '../src/core/emit.js';
+import { MemoryEventSink } from '../src/core/events.js';
+import { Hub } from '../src/core/hub.js';
+import { MemoryBroker } from '../src/engines/memory/broker.js';
+import { MemoryPresenceStore } from '../src/engines/memory/presence.js';
+import { openDb } from '../src/engines/sqlite/db.js';
+import { SqliteHistoryStore } from '../src/engines/sqlite/history.js';
+import type { HistoryStore } from '../src/engines/types.js';
+import type { Connection } from '../src/gateway/connection.js';
+import type { GatewayDeps } from '../src/gateway/context.js';
+import { join as joinRoom } from '../src/gateway/room-frames.js';
 import { answerPings, compareIds, type Frame, roomEvents, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
@@ -213,5 +230,157 @@ describe('page gateway: history replay and resume', () => {
     }
     // The sender never gets its own sends back.
     expect(sender.frames.some((f) => f.t === 'event' && f.event === 'msg')).toBe(false);
+  });
+});
+
+/** The payload of a text frame as the service frames it (FIN, opcode 1, unmasked). */
+function unframe(frame: Buffer): Frame {
+  const length = frame[1] ?? 0;
+  const header = length < 126 ? 2 : length === 126 ? 4 : 10;
+  return JSON.parse(frame.subarray(header).toString()) as Frame;
+}
+
+/**
+ * The window between taking a seat and reading history. With the embedded engines nothing can happen
+ * in it (the history read is synchronous), so no test over a socket reaches it; with an engine whose
+ * reads wait (a network store), live events do arrive there. Here the history read waits for the test.
+ */
+describe('join: live events that arrive while history is read', () => {
+  const dataDir = mkdtempSync(joinPath(tmpdir(), 'realtime-replay-'));
+  const db = openDb(dataDir);
+  const store = new SqliteHistoryStore(db);
+  const broker = new MemoryBroker();
+  const hub = new Hub<Connection>(broker);
+  const emitter = new Emitter({ history: store, broker, now: Date.now });
+  const app = { key: 'app_replay', secret: 'replay-secret', name: 'replay', webhook: '', features: [...ALL_FEATURES] };
+  const sdk = new Realtime({ url: 'http://127.0.0.1:9', key: app.key, secret: app.secret });
+  const rule: HistoryRule = [1000, 1];
+
+  /** A history store whose `since` and `last` wait until `release` is called, after telling `entered`. */
+  function pausingHistory() {
+    let release = () => {};
+    let entered = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const history: HistoryStore = {
+      append: (...args) => store.append(...args),
+      nextId: (...args) => store.nextId(...args),
+      since: async (...args) => {
+        entered();
+        await gate;
+        return store.since(...args);
+      },
+      last: async (...args) => {
+        entered();
+        await gate;
+        return store.last(...args);
+      },
+      prune: (...args) => store.prune(...args),
+      close: () => {},
+    };
+    return { history, inside, release };
+  }
+
+  function fakePage(id: string) {
+    const frames: Frame[] = [];
+    const page = {
+      id,
+      app,
+      user: 'reader',
+      info: undefined,
+      state: 'open',
+      rooms: new Map(),
+      asks: new Set(),
+      deliver: (frame: Buffer) => frames.push(unframe(frame)),
+      paced: async () => {},
+      send: (value: object) => frames.push(JSON.parse(JSON.stringify(value)) as Frame),
+    };
+    return { conn: page as unknown as Connection, frames };
+  }
+
+  const deps = (history: HistoryStore): GatewayDeps => ({
+    apps: { get: () => undefined } as unknown as GatewayDeps['apps'],
+    hub,
+    broker,
+    history,
+    presence: new MemoryPresenceStore(),
+    ask: new AskService({ now: Date.now }),
+    events: new MemoryEventSink(),
+    log: pino({ level: 'silent' }),
+    now: Date.now,
+  });
+  const emit = async (room: string, event: string, data: unknown, keep = true) =>
+    (
+      await emitter.emit(app.key, {
+        rooms: [room],
+        users: [],
+        event,
+        data: JSON.stringify(data),
+        history: new Map(keep ? [[room, rule]] : []),
+      })
+    )[room] as string;
+
+  afterAll(async () => {
+    await sdk.close();
+    db.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('since: kept events that came during the read arrive once, in order, after joined; later ones live', async () => {
+    const room = 'window-since';
+    const before: string[] = [];
+    for (let i = 0; i < 5; i++) before.push(await emit(room, 'before', i));
+    const { history, inside, release } = pausingHistory();
+    const { conn, frames } = fakePage('window-1');
+    const joining = joinRoom(deps(history), conn, {
+      t: 'join',
+      ref: 1,
+      room,
+      token: await sdk.roomToken(room),
+      since: before[1] as string,
+    });
+    await inside;
+    // Seated and reading history: these are both kept (so replayed) and published to the seat.
+    const during: string[] = [];
+    for (let i = 0; i < 5; i++) during.push(await emit(room, 'during', i));
+    // And one the room does not keep, after the kept ones: only the seat has it.
+    await emit(room, 'unkept', 0, false);
+    expect(frames).toEqual([]);
+    release();
+    await joining;
+    const after = await emit(room, 'after', 0);
+
+    expect(frames[0]).toMatchObject({ t: 'joined', ref: 1, room, replay: 8 });
+    expect(frames.slice(1).map((f) => f.event)).toEqual([
+      ...Array(3).fill('before'),
+      ...Array(5).fill('during'),
+      'unkept',
+      'after',
+    ]);
+    const ids = frames.slice(1).map((f) => f.id as string);
+    expect(ids.filter((_, i) => i !== 8)).toEqual([...before.slice(2), ...during, after]);
+    expect([...ids].sort(compareIds)).toEqual(ids);
+  });
+
+  it('last: the same for a first join with last', async () => {
+    const room = 'window-last';
+    for (let i = 0; i < 5; i++) await emit(room, 'before', i);
+    const { history, inside, release } = pausingHistory();
+    const { conn, frames } = fakePage('window-2');
+    const joining = joinRoom(deps(history), conn, {
+      t: 'join',
+      ref: 2,
+      room,
+      token: await sdk.roomToken(room),
+      last: 3,
+    });
+    await inside;
+    const during = [await emit(room, 'during', 0), await emit(room, 'during', 1)];
+    release();
+    await joining;
+    expect(frames[0]).toMatchObject({ t: 'joined', replay: 3 });
+    // The last 3 kept when history was read are the newest: one from before and the two that came.
+    expect(frames.slice(1).map((f) => f.event)).toEqual(['before', 'during', 'during']);
+    expect(frames.slice(2).map((f) => f.id)).toEqual(during);
   });
 });

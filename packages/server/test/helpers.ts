@@ -3,7 +3,14 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveKey, sign } from '@realtime/protocol';
-import { type App, newApp, type RunningServer, type ServerOptions, startServer } from '../src/index.js';
+import {
+  type App,
+  MemoryEventSink,
+  newApp,
+  type RunningServer,
+  type ServerOptions,
+  startServer,
+} from '../src/index.js';
 
 export interface TestServer extends RunningServer {
   app: App;
@@ -21,6 +28,7 @@ export async function startTestServer(
     port: 0,
     dataDir,
     logLevel: 'silent',
+    events: new MemoryEventSink(),
     ...options,
     apps: [app, ...(options.apps ?? [])],
   });

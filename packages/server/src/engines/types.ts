@@ -3,7 +3,7 @@
  * engines/contract holds one test suite per seam that every implementation must pass.
  * HTTP and gateway code depend only on these interfaces.
  */
-import type { Feature, HistoryRule, Member } from '@realtime/protocol';
+import type { DeliveryError, DeliveryState, Feature, HistoryRule, Member } from '@realtime/protocol';
 
 /** Requests per second an app may make, refilled continuously, with a burst allowance. */
 export interface RateLimit {
@@ -135,5 +135,62 @@ export interface PresenceStore {
   leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> | boolean;
   /** The members of a presence room, each user once, in the order they joined. */
   members(app: string, room: string): Promise<Member[]> | Member[];
+  close(): Promise<void> | void;
+}
+
+/** A webhook batch as stored: its exact body is what every try sends. */
+export interface StoredBatch {
+  id: string;
+  app: string;
+  body: string;
+  events: number;
+  state: DeliveryState;
+  /** Every try, scheduled or resend. */
+  attempts: number;
+  /** Scheduled tries that failed (the retry schedule counts these). */
+  failed: number;
+  status: number;
+  error: DeliveryError | null;
+  createdAt: number;
+  firstTryAt: number | null;
+  /** Time of the last try. */
+  at: number | null;
+  nextAt: number | null;
+  /** When it was taken or given up. */
+  doneAt: number | null;
+}
+
+/** The result of one try. */
+export interface TryResult {
+  status: number;
+  error?: DeliveryError;
+}
+
+/**
+ * Durable webhook queue. Contract:
+ * - `addEvent` stores an accepted event before it is acknowledged anywhere: a crash after it loses nothing.
+ * - `formBatch` moves the oldest waiting events of an app (at most `max`, in order) into a new batch in
+ *   one transaction, with the exact body every try will send; the batch is due at once.
+ * - Batches due (`nextAt` <= now) are tried; `saveTry` records a try's result and the next state.
+ */
+export interface WebhookStore {
+  addEvent(app: string, json: string): Promise<void> | void;
+  /** Apps with events waiting for a batch, with how many. */
+  waiting(): Promise<Map<string, number>> | Map<string, number>;
+  formBatch(
+    app: string,
+    batchId: string,
+    max: number,
+    now: number,
+  ): Promise<StoredBatch | undefined> | StoredBatch | undefined;
+  /** A batch of given event texts, stored at once (the test webhook). */
+  addBatch(app: string, batchId: string, events: string[], now: number): Promise<StoredBatch> | StoredBatch;
+  due(now: number, limit: number): Promise<StoredBatch[]> | StoredBatch[];
+  get(id: string): Promise<StoredBatch | undefined> | StoredBatch | undefined;
+  /** Newest first. */
+  list(app: string, limit: number): Promise<StoredBatch[]> | StoredBatch[];
+  saveTry(batch: StoredBatch): Promise<void> | void;
+  /** Removes batches done before `before`; returns how many. */
+  prune(before: number): Promise<number> | number;
   close(): Promise<void> | void;
 }

@@ -25,6 +25,8 @@ export class Connection implements Page, AskTarget {
   readonly app: App;
   readonly ws: WebSocket;
   state: ConnectionState = 'greeting';
+  /** A hello frame has come (it may still be being checked). */
+  greeted = false;
   user: string | null = null;
   info: Member['info'];
   readonly rooms = new Map<string, Membership>();
@@ -54,6 +56,11 @@ export class Connection implements Page, AskTarget {
 
   deliver(frame: Buffer): void {
     this.#outbox.write(frame);
+  }
+
+  /** Waits while the page has more than half its queue waiting (a replay paces itself this way). */
+  async paced(): Promise<void> {
+    while (this.#outbox.full && this.state !== 'closed') await this.#outbox.drained();
   }
 
   send(value: object): void {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AskService } from '../core/ask.js';
 import type { EventSink } from '../core/events.js';
 import type { Hub } from '../core/hub.js';
+import type { UserPresence } from '../core/user-presence.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
 import type { Connection } from './connection.js';
 
@@ -14,6 +15,7 @@ export interface GatewayDeps {
   presence: PresenceStore;
   ask: AskService;
   events: EventSink;
+  users: UserPresence;
   log: Logger;
   now: () => number;
 }

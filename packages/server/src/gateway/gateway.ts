@@ -135,10 +135,12 @@ export class Gateway {
       else this.#refuse(conn, error);
       return;
     }
-    if (conn.state === 'greeting' && frame.t !== 'hello') {
+    // Frames after hello wait in the page's queue while the identity is checked.
+    if (!conn.greeted && frame.t !== 'hello') {
       conn.close(CLOSE.badHello, 'the first frame must be hello');
       return;
     }
+    if (frame.t === 'hello') conn.greeted = true;
     if (frame.t === 'ping') {
       conn.deliver(PONG);
       return;
@@ -192,23 +194,27 @@ export class Gateway {
       return;
     }
     this.#greeting.delete(conn);
+    let claims: Awaited<ReturnType<typeof verifyIdentity>> | undefined;
     if (frame.identity !== undefined) {
       try {
-        const claims = await verifyIdentity(frame.identity, conn.app.secret, this.#deps.now());
-        conn.user = claims.sub;
-        conn.info = claims.info;
+        claims = await verifyIdentity(frame.identity, conn.app.secret, this.#deps.now());
       } catch (error) {
         const reason = error instanceof TokenError ? error.message : 'the identity is not valid';
         conn.close(CLOSE.badIdentity, reason.slice(0, 120));
         return;
       }
     }
-    // The page may have gone while its identity was checked.
+    // The page may have gone while its identity was checked: then it never opened as its user.
     if ((conn.state as string) === 'closed') return;
+    if (claims) {
+      conn.user = claims.sub;
+      conn.info = claims.info;
+    }
     conn.state = 'open';
     conn.send({ t: 'welcome', v: PROTOCOL_VERSION, user: conn.user, heartbeat: this.#options.heartbeatMs });
     if (conn.user !== null) {
       this.#deps.hub.addUserPage(conn.app.key, conn.user, conn);
+      this.#deps.users.opened(conn.app.key, conn.user);
       await this.#deps.presence.pageOpened(conn.app.key, conn.user, this.#deps.now());
     }
   }
@@ -236,6 +242,7 @@ export class Gateway {
       for (const room of [...conn.rooms.keys()]) await leaveRoom(this.#deps, conn, room);
       if (conn.user !== null) {
         this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
+        this.#deps.users.closed(conn.app.key, conn.user);
         await this.#deps.presence.pageClosed(conn.app.key, conn.user, this.#deps.now());
       }
     } catch (error) {

@@ -21,7 +21,9 @@ export class Outbox {
   /** Queues one framed message; false when the page is closed or was found too slow. */
   write(frame: Buffer): boolean {
     if (this.#closed) return false;
-    if (this.#socket.writableLength + frame.length > this.#limitBytes) {
+    // A frame larger than the whole bound still goes to a page that has nothing waiting.
+    const waiting = this.#socket.writableLength;
+    if (waiting > 0 && waiting + frame.length > this.#limitBytes) {
       this.#closed = true;
       this.#onOverflow();
       return false;
@@ -34,6 +36,25 @@ export class Outbox {
     }
     this.#socket.write(frame);
     return true;
+  }
+
+  /** True when frames waiting are past half the bound: a long replay should wait for `drained()`. */
+  get full(): boolean {
+    return this.#socket.writableLength > this.#limitBytes / 2;
+  }
+
+  /** Resolves when the socket has written what waits (or has closed). */
+  drained(): Promise<void> {
+    if (this.#closed || this.#socket.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#socket.off('drain', done);
+        this.#socket.off('close', done);
+        resolve();
+      };
+      this.#socket.once('drain', done);
+      this.#socket.once('close', done);
+    });
   }
 
   /** Stops writing (the socket is closing); frames queued so far still go out. */

@@ -10,7 +10,6 @@ import {
   rulesAllow,
   type SendFrame,
 } from '@realtime/protocol';
-import { compareEventIds, parseEventId } from '../engines/event-id.js';
 import type { KeptEvent } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
@@ -22,12 +21,6 @@ function keptFrame(room: string, kept: KeptEvent): Buffer {
   let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
   if (kept.from !== undefined) text += `,"from":${JSON.stringify(kept.from)}`;
   return frameText(Buffer.from(`${text},"data":${kept.data}}`));
-}
-
-function idAfter(a: string, b: string): boolean {
-  const left = parseEventId(a);
-  const right = parseEventId(b);
-  return left === undefined || right === undefined || compareEventIds(left, right) > 0;
 }
 
 function publishMember(
@@ -83,6 +76,10 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const membership: Membership = { seat, claims, member };
   conn.rooms.set(room, membership);
 
+  if (existing?.member && !member && conn.user !== null) {
+    // Re-joined with a token that is not a presence one: the page stops counting as a member.
+    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) publishMember(deps, conn, room, '$member.left');
+  }
   let firstOfUser = false;
   if (member && !existing?.member) {
     const joinedAs: Member = { user: conn.user ?? '' };
@@ -109,17 +106,24 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   if (members) joined.members = members;
   if (truncated) joined.truncated = true;
   conn.send(joined);
-  let lastId = frame.since;
+  const replayed = new Set<string>();
   for (const event of kept) {
+    // A long replay goes at the page's pace instead of overflowing its queue.
+    await conn.paced();
+    if ((conn.state as string) === 'closed') return;
     conn.deliver(keptFrame(room, event));
-    lastId = event.id;
+    replayed.add(event.id);
   }
-  // Live frames that came during the replay: those the replay already held are dropped.
-  const waiting = seat.replay ?? [];
+  // Live frames that came during the replay, in order; the ones the replay already carried are dropped.
+  for (;;) {
+    const waiting = seat.replay ?? [];
+    seat.replay = [];
+    if (waiting.length === 0) break;
+    for (const live of waiting) {
+      if (live.id === undefined || !replayed.has(live.id)) conn.deliver(live.frame);
+    }
+  }
   seat.replay = undefined;
-  for (const live of waiting) {
-    if (live.id === undefined || lastId === undefined || idAfter(live.id, lastId)) conn.deliver(live.frame);
-  }
   if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
 }
 
@@ -129,10 +133,10 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
   if (!membership) return;
   conn.rooms.delete(room);
   const app = conn.app.key;
-  if (deps.hub.removeSeat(app, room, membership.seat)) deps.events.record(app, { type: 'room.vacated', room });
   if (membership.member && conn.user !== null) {
     if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) publishMember(deps, conn, room, '$member.left');
   }
+  if (deps.hub.removeSeat(app, room, membership.seat)) deps.events.record(app, { type: 'room.vacated', room });
 }
 
 export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {
@@ -181,7 +185,7 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   const publication = { app, room, event, data, id, origin: conn.id, ...(from === undefined ? {} : { from }) };
   const published = deps.broker.publish(publication);
   if (published instanceof Promise) await published;
-  conn.send({ t: 'sent', ref, id });
+  // Recorded (durably, with a webhook queue) before the page hears `sent`: an acknowledged send is never lost.
   if (rulesAllow(claims.w, event)) {
     deps.events.record(app, {
       type: 'emit',
@@ -192,4 +196,5 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
       event_id: id,
     });
   }
+  conn.send({ t: 'sent', ref, id });
 }

@@ -3,12 +3,14 @@ import type { RateLimiter } from '../apps/rate-limit.js';
 import type { AskService } from '../core/ask.js';
 import type { Emitter } from '../core/emit.js';
 import type { App, AppStore, PresenceStore } from '../engines/types.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** What the API handlers need; passed explicitly, never the whole server. */
 export interface ApiDeps {
   apps: AppStore;
   emitter: Emitter;
   ask: AskService;
+  webhooks: Webhooks;
   presence: PresenceStore;
   limiter: RateLimiter;
   log: Logger;

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
 import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
+import { ResendRefused } from '../webhooks/webhooks.js';
 import { ApiError, quote } from './api-error.js';
 import type { ApiRequest, Handler } from './context.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
@@ -135,20 +136,24 @@ function webhookPreconditions(request: ApiRequest): void {
   requireFeature(request, 'webhooks', 'webhooks');
 }
 
-export const webhookTest: Handler = async (request) => {
+export const webhookTest: Handler = async (request, deps) => {
   webhookPreconditions(request);
   if (request.app.webhook === '') throw new ApiError('no_webhook', 'the app has no webhook address set');
-  // Delivery arrives with the webhooks issue; until then no webhook is ever sent.
-  throw new ApiError('no_webhook', 'webhook delivery is not available in this version of the service');
+  return await deps.webhooks.test(request.app.key);
 };
 
-export const webhookList: Handler = async (request) => {
+export const webhookList: Handler = async (request, deps) => {
   webhookPreconditions(request);
-  // No batch is ever stored before webhook delivery exists, so the listing is truthfully empty.
-  return { deliveries: [] };
+  return { deliveries: await deps.webhooks.list(request.app.key) };
 };
 
-export const webhookResend: Handler = async (request) => {
+export const webhookResend: Handler = async (request, deps) => {
   webhookPreconditions(request);
-  throw new ApiError('not_found', `no webhook batch has the id ${quote(request.params[0] ?? '')}`);
+  if (request.app.webhook === '') throw new ApiError('no_webhook', 'the app has no webhook address set');
+  try {
+    return await deps.webhooks.resend(request.app.key, request.params[0] ?? '');
+  } catch (error) {
+    if (error instanceof ResendRefused) throw new ApiError(error.code, error.message);
+    throw error;
+  }
 };

@@ -35,6 +35,32 @@ CREATE TABLE IF NOT EXISTS history (
   PRIMARY KEY (app, room, ms, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS history_expiry ON history (expires_at);
+CREATE TABLE IF NOT EXISTS webhook_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  app TEXT NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_events_app ON webhook_events (app, seq);
+CREATE TABLE IF NOT EXISTS webhook_batches (
+  id TEXT PRIMARY KEY,
+  app TEXT NOT NULL,
+  body TEXT NOT NULL,
+  events INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  status INTEGER NOT NULL DEFAULT 0,
+  error TEXT,
+  created_at INTEGER NOT NULL,
+  first_try_at INTEGER,
+  at INTEGER,
+  next_at INTEGER,
+  done_at INTEGER,
+  seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS webhook_batches_due ON webhook_batches (next_at) WHERE next_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS webhook_batches_app ON webhook_batches (app, seq);
+CREATE INDEX IF NOT EXISTS webhook_batches_done ON webhook_batches (done_at) WHERE done_at IS NOT NULL;
 `;
 
 /** Opens (creating when needed) the service database in the data folder: WAL, one file. */
