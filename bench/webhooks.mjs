@@ -17,6 +17,8 @@ const secret = 'bench-secret-0123456789';
 
 // The receiver first: its address is the app's webhook.
 let received = 0;
+let receivedTotal = 0;
+let acked = 0;
 let batches = 0;
 let measuring = false;
 const histogram = new Uint32Array(100_001); // 1 ms buckets up to 100 s
@@ -36,6 +38,7 @@ const receiver = createServer((req, res) => {
       return;
     }
     const now = Date.now();
+    for (const event of result.events) if (event.type === 'emit') receivedTotal++;
     if (measuring) {
       batches++;
       for (const event of result.events) {
@@ -86,6 +89,7 @@ async function page(n) {
         for (let i = 0; i < IN_FLIGHT; i++) sendOne();
         resolve();
       } else if (text.startsWith('{"t":"sent"')) {
+        acked++;
         if (mode === 'closed') sendOne();
       } else if (text.startsWith('{"t":"ping"')) ws.send('{"t":"pong"}');
       else if (text.startsWith('{"t":"error"')) reject(new Error(text));
@@ -115,9 +119,12 @@ const throughput = {
   perBatch: received / Math.max(1, batches),
 };
 
-// Phase 2: stop the closed loop, let the backlog drain, then send RATE events per second.
+// Phase 2: stop the closed loop, let the backlog drain (bounded wait), then send RATE events per second.
 mode = 'open';
-await new Promise((resolve) => setTimeout(resolve, 5000));
+const drainBy = Date.now() + 120_000;
+while ((receivedTotal < acked || acked === 0) && Date.now() < drainBy)
+  await new Promise((resolve) => setTimeout(resolve, 100));
+await new Promise((resolve) => setTimeout(resolve, 500));
 let next = 0;
 const ticker = setInterval(() => {
   for (let i = 0; i < RATE / 100; i++) sockets[next++ % sockets.length].sendOne();

@@ -17,24 +17,36 @@ export class Emitter {
     this.#now = deps.now;
   }
 
-  async emit(app: string, event: ValidEvent): Promise<EventIds> {
+  /**
+   * Stays synchronous when the stores are (the embedded engine): a promise per emit is measurable on
+   * the API's hot path. With asynchronous stores each room's publish waits for that room's id.
+   */
+  emit(app: string, event: ValidEvent): EventIds | Promise<EventIds> {
     const ids: EventIds = {};
     const now = this.#now();
+    let pending: Promise<unknown>[] | undefined;
     for (const room of event.rooms) {
       const rule = event.history.get(room);
       const issued = rule
         ? this.#history.append(app, room, { event: event.event, data: event.data }, rule, now)
         : this.#history.nextId(app, room, now);
-      const id = issued instanceof Promise ? await issued : issued;
       // The answer lists the rooms that kept the event; pages see an id on every room event.
-      if (rule) ids[room] = id;
-      const published = this.#broker.publish({ app, room, event: event.event, data: event.data, id });
-      if (published instanceof Promise) await published;
+      if (issued instanceof Promise) {
+        const published = issued.then((id) => {
+          if (rule) ids[room] = id;
+          return this.#broker.publish({ app, room, event: event.event, data: event.data, id });
+        });
+        (pending ??= []).push(published);
+        continue;
+      }
+      if (rule) ids[room] = issued;
+      const published = this.#broker.publish({ app, room, event: event.event, data: event.data, id: issued });
+      if (published instanceof Promise) (pending ??= []).push(published);
     }
     for (const user of event.users) {
       const published = this.#broker.publish({ app, user, event: event.event, data: event.data });
-      if (published instanceof Promise) await published;
+      if (published instanceof Promise) (pending ??= []).push(published);
     }
-    return ids;
+    return pending ? Promise.all(pending).then(() => ids) : ids;
   }
 }

@@ -28,4 +28,7 @@ export interface ApiRequest {
 }
 
 /** A handler returns the answer's fields; `ok: true` is added by the pipeline. */
-export type Handler = (request: ApiRequest, deps: ApiDeps) => Promise<Record<string, unknown>>;
+export type Handler = (
+  request: ApiRequest,
+  deps: ApiDeps,
+) => Record<string, unknown> | Promise<Record<string, unknown>>;

@@ -38,12 +38,13 @@ function needsSpan(body: Buffer): boolean {
   return body.length > LIMITS.dataBytes;
 }
 
-export const emit: Handler = async (request, deps) => {
+export const emit: Handler = (request, deps) => {
   noQuery(request);
   const body = jsonObject(request.body, 'an event to send');
   const event = validateEvent(body, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
   if (event.history.size > 0) requireFeature(request, 'history', 'history on emit');
-  return { ids: await deps.emitter.emit(request.app.key, event) };
+  const ids = deps.emitter.emit(request.app.key, event);
+  return ids instanceof Promise ? ids.then((done) => ({ ids: done })) : { ids };
 };
 
 const BATCH_FIELDS = new Set(['events']);

@@ -65,7 +65,8 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
 
     checkContentType(req, body);
     const params = match.params.map((raw) => decodeComponent(raw, 'the path'));
-    const answer = await match.route.handler({ app, params, query, body }, deps);
+    const handled = match.route.handler({ app, params, query, body }, deps);
+    const answer = handled instanceof Promise ? await handled : handled;
     sendJson(res, 200, JSON.stringify({ ok: true, ...answer }));
   } catch (error) {
     if (error instanceof ApiError) {
