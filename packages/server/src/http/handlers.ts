@@ -145,6 +145,7 @@ export const webhookTest: Handler = async (request, deps) => {
 
 export const webhookList: Handler = async (request, deps) => {
   webhookPreconditions(request);
+  if (request.app.webhook === '') throw new ApiError('no_webhook', 'the app has no webhook address set');
   return { deliveries: await deps.webhooks.list(request.app.key) };
 };
 
