@@ -24,7 +24,7 @@ export class Emitter {
   emit(app: string, event: ValidEvent): EventIds | Promise<EventIds> {
     const ids: EventIds = {};
     const now = this.#now();
-    let pending: Promise<unknown>[] | undefined;
+    const pending: Promise<unknown>[] = [];
     for (const room of event.rooms) {
       const rule = event.history.get(room);
       const issued = rule
@@ -36,17 +36,17 @@ export class Emitter {
           if (rule) ids[room] = id;
           return this.#broker.publish({ app, room, event: event.event, data: event.data, id });
         });
-        (pending ??= []).push(published);
+        pending.push(published);
         continue;
       }
       if (rule) ids[room] = issued;
       const published = this.#broker.publish({ app, room, event: event.event, data: event.data, id: issued });
-      if (published instanceof Promise) (pending ??= []).push(published);
+      if (published instanceof Promise) pending.push(published);
     }
     for (const user of event.users) {
       const published = this.#broker.publish({ app, user, event: event.event, data: event.data });
-      if (published instanceof Promise) (pending ??= []).push(published);
+      if (published instanceof Promise) pending.push(published);
     }
-    return pending ? Promise.all(pending).then(() => ids) : ids;
+    return pending.length > 0 ? Promise.all(pending).then(() => ids) : ids;
   }
 }

@@ -1,27 +1,13 @@
-import { createHmac } from 'node:crypto';
 import {
   expiryProblem,
   type IdentityClaims,
   identityClaimsProblem,
-  KEY_LABELS,
   type RoomClaims,
   roomClaimsProblem,
   type SocketErrorCode,
 } from '@realtime/protocol';
 import { errors as joseErrors, jwtVerify } from 'jose';
-
-const channelsKeys = new Map<string, Uint8Array>();
-
-/** The channels key of a secret, derived once per secret. */
-function channelsKeyOf(secret: string): Uint8Array {
-  let key = channelsKeys.get(secret);
-  if (!key) {
-    if (channelsKeys.size >= 10_000) channelsKeys.clear();
-    key = createHmac('sha256', secret).update(KEY_LABELS.channels).digest();
-    channelsKeys.set(secret, key);
-  }
-  return key;
-}
+import { derivedKey } from '../apps/derived-keys.js';
 
 export class TokenError extends Error {
   readonly code: SocketErrorCode;
@@ -40,7 +26,7 @@ async function verify(token: string, secret: string, what: string, nowMs: number
   }
   const now = Math.floor(nowMs / 1000);
   try {
-    const { payload } = await jwtVerify(token, channelsKeyOf(secret), {
+    const { payload } = await jwtVerify(token, derivedKey(secret, 'channels'), {
       algorithms: ['HS256'],
       clockTolerance: LEEWAY_SECONDS,
       requiredClaims: ['exp'],

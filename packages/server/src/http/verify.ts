@@ -1,6 +1,7 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { EMPTY_BODY_SHA256, KEY_LABELS, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
+import { EMPTY_BODY_SHA256, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
+import { derivedKey } from '../apps/derived-keys.js';
 import type { App, AppStore } from '../engines/types.js';
 import { ApiError } from './api-error.js';
 
@@ -9,17 +10,9 @@ import { ApiError } from './api-error.js';
  * browsers; here it would be the slowest step). The protocol test vectors check both agree.
  */
 
-const publishKeys = new Map<string, Buffer>();
-
 /** Publish key of a secret, derived once per secret. */
 export function publishKeyOf(secret: string): Buffer {
-  let key = publishKeys.get(secret);
-  if (!key) {
-    if (publishKeys.size >= 10_000) publishKeys.clear();
-    key = createHmac('sha256', secret).update(KEY_LABELS.publish).digest();
-    publishKeys.set(secret, key);
-  }
-  return key;
+  return derivedKey(secret, 'publish');
 }
 
 export function bodySha256(body: Buffer): string {

@@ -1,6 +1,7 @@
 import { createHmac, hash, randomBytes } from 'node:crypto';
-import { type DeliveryRecord, KEY_LABELS, LIMITS } from '@realtime/protocol';
+import { type DeliveryRecord, LIMITS } from '@realtime/protocol';
 import type { Logger } from 'pino';
+import { derivedKey } from '../apps/derived-keys.js';
 import type { AppEvent, EventSink } from '../core/events.js';
 import type { AppStore, StoredBatch, TryResult, WebhookStore } from '../engines/types.js';
 import { requestPath } from './deliver.js';
@@ -28,17 +29,6 @@ export class ResendRefused extends Error {
     super(message);
     this.code = code;
   }
-}
-
-const webhookKeys = new Map<string, Buffer>();
-function webhookKeyOf(secret: string): Buffer {
-  let key = webhookKeys.get(secret);
-  if (!key) {
-    if (webhookKeys.size >= 10_000) webhookKeys.clear();
-    key = createHmac('sha256', secret).update(KEY_LABELS.webhook).digest();
-    webhookKeys.set(secret, key);
-  }
-  return key;
 }
 
 function newId(prefix: string, now: number): string {
@@ -205,7 +195,7 @@ export class Webhooks implements EventSink {
     const path = requestPath(url);
     const timestamp = String(Math.floor(this.#deps.now() / 1000));
     const bodyHash = hash('sha256', batch.body, 'hex');
-    const signature = createHmac('sha256', webhookKeyOf(app.secret))
+    const signature = createHmac('sha256', derivedKey(app.secret, 'webhook'))
       .update(`${timestamp}\nPOST\n${path}\n${bodyHash}`)
       .digest('hex');
     return this.#deps.deliverer.deliver(url.href, batch.body, {
