@@ -6,7 +6,7 @@ import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from './apps/defaults.js';
 import { developmentAppBanner } from './apps/development-app.js';
 import { newApp, newSecret } from './apps/generate.js';
-import { readConfigFile } from './config/config-file.js';
+import { type ConfigFile, readConfig } from './config/config-file.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
@@ -107,7 +107,8 @@ async function serve(args: string[]): Promise<void> {
   const port = parsePort(str(values, 'port'));
   const allowPrivateWebhooks = values['allow-private-webhooks'] === true;
   const configPath = str(values, 'config');
-  const configApps = configPath ? readConfigFile(resolve(configPath), allowPrivateWebhooks) : [];
+  const config: ConfigFile = configPath ? readConfig(resolve(configPath), allowPrivateWebhooks) : { apps: [] };
+  const configApps = config.apps;
   const dir = dataDir(values);
 
   // Apps are in place before the port opens, so no early request meets a missing app.
@@ -127,6 +128,8 @@ async function serve(args: string[]): Promise<void> {
       dataDir: dir,
       allowPrivateWebhooks,
       logLevel: logLevel as LogLevel,
+      ...(config.webhooks === undefined ? {} : { webhooks: config.webhooks }),
+      ...(config.offlineDelayMs === undefined ? {} : { offlineDelayMs: config.offlineDelayMs }),
     });
   } catch (error) {
     // A development app whose credentials were never shown would be lost to its user: the next

@@ -508,3 +508,54 @@ describe('start failures', () => {
     expectOneLine(dataUnder, 1, 'data folder');
   });
 });
+
+describe('config file timings', () => {
+  it('takes webhook timings and the offline delay, and refuses bad ones in one line', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const dir = mkdtempSync(join(tmpdir(), 'realtime-timings-'));
+    const args = [
+      'packages/server/dist/cli.js',
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      join(dir, 'd'),
+      '--config',
+      join(dir, 'c.json'),
+    ];
+    writeFileSync(
+      join(dir, 'c.json'),
+      JSON.stringify({
+        apps: [],
+        webhooks: { windowMs: 200, retryDelaysMs: [100, 200], answerMs: 500 },
+        offlineDelayMs: 300,
+      }),
+    );
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('listening on')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const [config, mention] of [
+      [{ webhooks: { windowMs: 0 } }, 'windowMs'],
+      [{ webhooks: { retryDelaysMs: 'x' } }, 'retryDelaysMs'],
+      [{ webhooks: { nope: 1 } }, 'nope'],
+      [{ webhooks: { maxEvents: 101 } }, 'maxEvents'],
+      [{ offlineDelayMs: -1 }, 'offlineDelayMs'],
+    ] as const) {
+      writeFileSync(join(dir, 'c.json'), JSON.stringify(config));
+      const bad = spawnSync(process.execPath, args, { encoding: 'utf8' });
+      expect(bad.status).toBe(2);
+      expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+      expect(bad.stderr).toContain(mention);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

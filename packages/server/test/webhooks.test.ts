@@ -1,9 +1,9 @@
 import { Realtime } from '@realtime/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../src/index.js';
-import { API, send, startTestServer, type TestServer } from './helpers.js';
+import { API, send, startTestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
-import { type Receiver, startReceiver } from './receiver.js';
+import { startReceiver } from './receiver.js';
 
 const DELAYS = [400, 800, 1600];
 

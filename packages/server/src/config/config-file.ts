@@ -2,11 +2,13 @@ import { readFileSync } from 'node:fs';
 import { type Feature, isFeature } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
 import type { App, RateLimit } from '../engines/types.js';
+import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
 const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
-const TOP_FIELDS = new Set(['apps']);
+const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs']);
+const TIMING_FIELDS = new Set(['windowMs', 'maxEvents', 'retryDelaysMs', 'giveUpMs', 'resendWindowMs', 'answerMs']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -68,7 +70,51 @@ export function parseAppEntry(value: unknown, where: string, allowPrivateWebhook
 }
 
 /** Reads `{ "apps": [ ... ] }`; every problem is one line naming the file and the field. */
+/** What a config file sets: apps, and optionally webhook timings and the offline delay (spec values when left out). */
+export interface ConfigFile {
+  apps: App[];
+  webhooks?: Partial<WebhookTimings>;
+  offlineDelayMs?: number;
+}
+
+function positiveWhole(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new UsageError(`${where} must be a whole number of at least 1`);
+  }
+  return value;
+}
+
+function timings(value: unknown, where: string): Partial<WebhookTimings> {
+  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  unknownField(value, TIMING_FIELDS, where);
+  const out: Partial<WebhookTimings> = {};
+  for (const name of ['windowMs', 'maxEvents', 'giveUpMs', 'resendWindowMs', 'answerMs'] as const) {
+    if (value[name] !== undefined) out[name] = positiveWhole(value[name], `${where}.${name}`);
+  }
+  if (out.maxEvents !== undefined && out.maxEvents > 100) throw new UsageError(`${where}.maxEvents is at most 100`);
+  if (value.retryDelaysMs !== undefined) {
+    if (!Array.isArray(value.retryDelaysMs)) throw new UsageError(`${where}.retryDelaysMs must be an array`);
+    out.retryDelaysMs = value.retryDelaysMs.map((d, i) => positiveWhole(d, `${where}.retryDelaysMs[${i}]`));
+  }
+  return out;
+}
+
+/** Reads a config file; every problem is one line naming the file and the field. */
+export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigFile {
+  const { apps, value } = readApps(path, allowPrivateWebhooks);
+  const config: ConfigFile = { apps };
+  if (value.webhooks !== undefined) config.webhooks = timings(value.webhooks, `config ${path}: webhooks`);
+  if (value.offlineDelayMs !== undefined) {
+    config.offlineDelayMs = positiveWhole(value.offlineDelayMs, `config ${path}: offlineDelayMs`);
+  }
+  return config;
+}
+
 export function readConfigFile(path: string, allowPrivateWebhooks: boolean): App[] {
+  return readApps(path, allowPrivateWebhooks).apps;
+}
+
+function readApps(path: string, allowPrivateWebhooks: boolean): { apps: App[]; value: Record<string, unknown> } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -91,5 +137,5 @@ export function readConfigFile(path: string, allowPrivateWebhooks: boolean): App
     if (keys.has(app.key)) throw new UsageError(`config ${path}: the key ${JSON.stringify(app.key)} appears twice`);
     keys.add(app.key);
   }
-  return apps;
+  return { apps, value };
 }

@@ -64,7 +64,7 @@ export class MemoryPresenceStore implements PresenceStore {
     const key = `${app}\u0000${room}`;
     const members = this.#rooms.get(key);
     const entry = members?.get(user);
-    if (!members || !entry || !entry.pages.delete(page)) return false;
+    if (!members || !entry?.pages.delete(page)) return false;
     if (entry.pages.size > 0) return false;
     members.delete(user);
     if (members.size === 0) this.#rooms.delete(key);
