@@ -2,6 +2,9 @@ import type { EventIds } from '@realtime/protocol';
 import type { Broker, HistoryStore } from '../engines/types.js';
 import type { ValidEvent } from './validate.js';
 
+/** Characters of data above which one encoding is shared by the rooms of an emit. */
+const SHARE_DATA_ABOVE = 16_384;
+
 /**
  * emit: history first (so a page resuming right after the answer finds the event), then the broker.
  * The data's JSON text is shared by every publication of the event.
@@ -24,6 +27,10 @@ export class Emitter {
   emit(app: string, event: ValidEvent): EventIds | Promise<EventIds> {
     const ids: EventIds = {};
     const now = this.#now();
+    // Large data to several rooms: encoded once here, shared by every room's frame.
+    const dataBytes =
+      event.data.length > SHARE_DATA_ABOVE && event.rooms.length > 1 ? Buffer.from(event.data) : undefined;
+    const shared = dataBytes ? { dataBytes } : {};
     const pending: Promise<unknown>[] = [];
     for (const room of event.rooms) {
       const rule = event.history.get(room);
@@ -34,13 +41,20 @@ export class Emitter {
       if (issued instanceof Promise) {
         const published = issued.then((id) => {
           if (rule) ids[room] = id;
-          return this.#broker.publish({ app, room, event: event.event, data: event.data, id });
+          return this.#broker.publish({ app, room, event: event.event, data: event.data, id, ...shared });
         });
         pending.push(published);
         continue;
       }
       if (rule) ids[room] = issued;
-      const published = this.#broker.publish({ app, room, event: event.event, data: event.data, id: issued });
+      const published = this.#broker.publish({
+        app,
+        room,
+        event: event.event,
+        data: event.data,
+        id: issued,
+        ...shared,
+      });
       if (published instanceof Promise) pending.push(published);
     }
     for (const user of event.users) {

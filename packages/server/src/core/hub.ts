@@ -1,16 +1,22 @@
 import { type Broker, type Publication, topicOf } from '../engines/types.js';
-import { frameText } from '../gateway/ws-frame.js';
+import { type Frame, frameAround, frameLength, frameString } from '../gateway/ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
 export interface Page {
   readonly id: string;
-  deliver(frame: Buffer): void;
+  /** Bytes of live frames the page may have held back while it catches up on history. */
+  readonly replayLimit: number;
+  deliver(frame: Frame): void;
+  /** The page cannot keep up: it is closed as a slow consumer. */
+  slow(): void;
 }
 
 /** A page's place in a room. While `replay` is set the page is catching up on history: live frames wait there. */
 export interface Seat<P extends Page = Page> {
   readonly page: P;
-  replay: { id: string | undefined; frame: Buffer }[] | undefined;
+  replay: { id: string | undefined; frame: Frame }[] | undefined;
+  /** Bytes held in `replay`: bounded like the page's outgoing queue. */
+  replayBytes: number;
 }
 
 interface RoomEntry {
@@ -23,15 +29,18 @@ interface UserEntry<P extends Page> {
   stop: () => void;
 }
 
-/** The frame of a publication, encoded once for every page it goes to. */
-export function encodeEvent(publication: Publication): Buffer {
+/**
+ * The frame of a publication, encoded once for every page it goes to. A large `data` already encoded
+ * by the emitter (`dataBytes`) is shared as is, not copied into each room's frame.
+ */
+export function encodeEvent(publication: Publication): Frame {
   let text = '{"t":"event"';
   if (publication.room !== undefined) text += `,"room":${JSON.stringify(publication.room)}`;
   if (publication.id !== undefined) text += `,"id":"${publication.id}"`;
   text += `,"event":${JSON.stringify(publication.event)}`;
   if (publication.from !== undefined) text += `,"from":${JSON.stringify(publication.from)}`;
-  text += `,"data":${publication.data}}`;
-  return frameText(Buffer.from(text));
+  if (publication.dataBytes) return frameAround(`${text},"data":`, publication.dataBytes);
+  return frameString(`${text},"data":${publication.data}}`);
 }
 
 /**
@@ -108,8 +117,14 @@ function fanOutRoom(seats: Set<Seat>, publication: Publication): void {
   const frame = encodeEvent(publication);
   for (const seat of seats) {
     if (seat.page.id === publication.origin) continue;
-    if (seat.replay) seat.replay.push({ id: publication.id, frame });
-    else seat.page.deliver(frame);
+    if (!seat.replay) {
+      seat.page.deliver(frame);
+      continue;
+    }
+    if (seat.replayBytes > seat.page.replayLimit) continue; // closed as slow already
+    seat.replay.push({ id: publication.id, frame });
+    seat.replayBytes += frameLength(frame);
+    if (seat.replayBytes > seat.page.replayLimit) seat.page.slow();
   }
 }
 

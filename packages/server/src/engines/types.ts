@@ -91,6 +91,8 @@ export interface Publication {
   event: string;
   /** JSON text of the data, encoded once by the emitter. */
   data: string;
+  /** The same as UTF-8 bytes, for large data: encoded once and shared by every room's frame. */
+  dataBytes?: Buffer;
   id?: string;
   from?: string;
   /** The page that sent it (page sends), which does not receive its own event. */

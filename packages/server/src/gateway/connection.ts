@@ -5,7 +5,7 @@ import type { AskTarget } from '../core/ask.js';
 import type { Page, Seat } from '../core/hub.js';
 import type { App } from '../engines/types.js';
 import { Outbox } from './outbox.js';
-import { frameJson, frameText } from './ws-frame.js';
+import { type Frame, frameJson, frameString } from './ws-frame.js';
 
 /** A page in a room: its seat in the hub and the rules its room token gave it. */
 export interface Membership {
@@ -22,7 +22,8 @@ let counter = 0;
 /** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
 export class Connection implements Page, AskTarget {
   readonly id: string;
-  readonly app: App;
+  /** The page's app, refreshed from the store on joins and sends. */
+  app: App;
   readonly ws: WebSocket;
   state: ConnectionState = 'greeting';
   /** A hello frame has come (it may still be being checked). */
@@ -37,6 +38,7 @@ export class Connection implements Page, AskTarget {
   /** Frames the page may still send now (token bucket, refilled by the gateway). */
   budget: number;
   budgetAt: number;
+  readonly replayLimit: number;
   readonly #outbox: Outbox;
   #work: Promise<void> = Promise.resolve();
 
@@ -48,13 +50,14 @@ export class Connection implements Page, AskTarget {
     this.openedAt = options.now;
     this.budget = options.budget;
     this.budgetAt = options.now;
+    this.replayLimit = options.outboxBytes;
     this.#outbox = new Outbox(socket, options.outboxBytes, () => this.onSlow());
   }
 
   /** Set by the gateway: what to do when the page cannot keep up. */
   onSlow: () => void = () => {};
 
-  deliver(frame: Buffer): void {
+  deliver(frame: Frame): void {
     this.#outbox.write(frame);
   }
 
@@ -69,9 +72,7 @@ export class Connection implements Page, AskTarget {
 
   ask(askId: string, event: string, data: string): void {
     this.asks.add(askId);
-    this.#outbox.write(
-      frameText(Buffer.from(`{"t":"ask","ask":"${askId}","event":${JSON.stringify(event)},"data":${data}}`)),
-    );
+    this.#outbox.write(frameString(`{"t":"ask","ask":"${askId}","event":${JSON.stringify(event)},"data":${data}}`));
   }
 
   /** Runs frame handlers one after another, so an async join finishes before the next frame is handled. */
@@ -79,10 +80,31 @@ export class Connection implements Page, AskTarget {
     this.#work = this.#work.then(work);
   }
 
+  /** The hub found the page's held-back frames (during a replay) over its bound. */
+  slow(): void {
+    this.onSlow();
+  }
+
   close(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.#outbox.close();
-    this.ws.close(code, reason);
+    try {
+      this.ws.close(code, closeReason(reason));
+    } catch {
+      // Never leave a page open because its close could not be sent.
+      this.ws.terminate();
+    }
   }
+}
+
+/** A close reason fits in 123 bytes of UTF-8 (RFC 6455 section 5.5); longer ones are cut. */
+export function closeReason(reason: string): string {
+  const bytes = Buffer.from(reason);
+  if (bytes.length <= 123) return reason;
+  // Cutting may split a character: the decoder's replacement mark is 3 bytes, so leave room for it.
+  return bytes
+    .subarray(0, 120)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
 }

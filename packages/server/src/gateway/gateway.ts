@@ -174,7 +174,7 @@ export class Gateway {
         case 'send':
           return await send(this.#deps, conn, frame);
         case 'reply':
-          if (conn.asks.delete(frame.ask)) this.#deps.ask.reply(frame.ask, frame.data ?? null);
+          if (conn.asks.delete(frame.ask)) this.#reply(frame.ask, frame.data ?? null);
           return;
         case 'decline':
           if (conn.asks.delete(frame.ask)) this.#deps.ask.decline(frame.ask);
@@ -185,6 +185,17 @@ export class Gateway {
     } catch (error) {
       this.#refuse(conn, error);
     }
+  }
+
+  /** A reply that cannot be written back as JSON (nested too deep) counts as a decline, not a failed ask. */
+  #reply(askId: string, data: unknown): void {
+    try {
+      JSON.stringify(data);
+    } catch {
+      this.#deps.ask.decline(askId);
+      throw new FrameError('bad_frame', 'reply: data is nested too deeply');
+    }
+    this.#deps.ask.reply(askId, data);
   }
 
   async #hello(conn: Connection, frame: HelloFrame): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { type Frame, frameLength } from './ws-frame.js';
 
 /**
  * A page's outgoing frames. Frames written in the same tick go out together: the socket is corked at
@@ -19,11 +20,11 @@ export class Outbox {
   }
 
   /** Queues one framed message; false when the page is closed or was found too slow. */
-  write(frame: Buffer): boolean {
+  write(frame: Frame): boolean {
     if (this.#closed) return false;
     // A frame larger than the whole bound still goes to a page that has nothing waiting.
     const waiting = this.#socket.writableLength;
-    if (waiting > 0 && waiting + frame.length > this.#limitBytes) {
+    if (waiting > 0 && waiting + frameLength(frame) > this.#limitBytes) {
       this.#closed = true;
       this.#onOverflow();
       return false;
@@ -34,7 +35,8 @@ export class Outbox {
       if (corked.length === 0) process.nextTick(uncorkAll);
       corked.push(this);
     }
-    this.#socket.write(frame);
+    if (Buffer.isBuffer(frame)) this.#socket.write(frame);
+    else for (const part of frame as readonly Buffer[]) this.#socket.write(part);
     return true;
   }
 

@@ -1,4 +1,5 @@
 import {
+  CLOSE,
   eventNameProblem,
   isReservedEvent,
   isSealed,
@@ -10,17 +11,17 @@ import {
   rulesAllow,
   type SendFrame,
 } from '@realtime/protocol';
-import type { KeptEvent } from '../engines/types.js';
+import type { App, KeptEvent } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
-import { frameText } from './ws-frame.js';
+import { frameString } from './ws-frame.js';
 
 function keptFrame(room: string, kept: KeptEvent): Buffer {
   let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
   if (kept.from !== undefined) text += `,"from":${JSON.stringify(kept.from)}`;
-  return frameText(Buffer.from(`${text},"data":${kept.data}}`));
+  return frameString(`${text},"data":${kept.data}}`);
 }
 
 function publishMember(
@@ -40,6 +41,20 @@ function publishMember(
 }
 
 /**
+ * The page's app as the store has it now (cached for a second): a rotated secret or a changed plan
+ * applies to open pages too. An app that is gone closes the page.
+ */
+async function refreshApp(deps: GatewayDeps, conn: Connection): Promise<App | undefined> {
+  const app = await deps.apps.get(conn.app.key);
+  if (!app) {
+    conn.close(CLOSE.unknownSite, 'the app is gone');
+    return undefined;
+  }
+  conn.app = app;
+  return app;
+}
+
+/**
  * join: check the token, take a seat (live frames wait while history is replayed), presence,
  * then `joined`, the kept events after `since` (or the last N), and the live frames that waited.
  */
@@ -47,9 +62,11 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const { ref, room } = frame;
   const roomProblem = roomNameProblem(room);
   if (roomProblem) throw new FrameError('bad_room', roomProblem, ref, room);
+  const current = await refreshApp(deps, conn);
+  if (!current) return;
   let claims: Membership['claims'];
   try {
-    claims = await verifyRoomToken(frame.token, conn.app.secret, deps.now());
+    claims = await verifyRoomToken(frame.token, current.secret, deps.now());
   } catch (error) {
     if (error instanceof TokenError) throw new FrameError(error.code, error.message, ref, room);
     throw error;
@@ -58,7 +75,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   if (claims.sub !== undefined && claims.sub !== conn.user) {
     throw new FrameError('wrong_user', 'the room token was issued to another user', ref, room);
   }
-  const features = conn.app.features;
+  const features = current.features;
   if (claims.presence && !features.includes('presence')) {
     throw new FrameError('not_included', "the app's plan does not include presence", ref, room);
   }
@@ -66,11 +83,12 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
 
   const app = conn.app.key;
   const existing = conn.rooms.get(room);
-  const seat = existing?.seat ?? { page: conn, replay: [] };
+  const seat = existing?.seat ?? { page: conn, replay: [], replayBytes: 0 };
   if (!existing) {
     if (deps.hub.addSeat(app, room, seat)) deps.events.record(app, { type: 'room.occupied', room });
   } else {
     seat.replay = [];
+    seat.replayBytes = 0;
   }
   const member = claims.presence === true && conn.user !== null;
   const membership: Membership = { seat, claims, member };
@@ -91,21 +109,29 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const now = deps.now();
   let kept: KeptEvent[] = [];
   let truncated = false;
-  if (!features.includes('history')) {
-    // Rooms keep nothing on this plan: a page resuming may have missed events and none can come back.
-    truncated = frame.since !== undefined;
-  } else if (frame.since !== undefined) {
-    const result = await deps.history.since(app, room, frame.since, now);
-    kept = result.events;
-    truncated = result.truncated;
-  } else if (frame.last !== undefined && !existing) {
-    kept = await deps.history.last(app, room, frame.last, now);
+  try {
+    if (!features.includes('history')) {
+      // Rooms keep nothing on this plan: a page resuming may have missed events and none can come back.
+      truncated = frame.since !== undefined;
+    } else if (frame.since !== undefined) {
+      const result = await deps.history.since(app, room, frame.since, now);
+      kept = result.events;
+      truncated = result.truncated;
+    } else if (frame.last !== undefined && !existing) {
+      kept = await deps.history.last(app, room, frame.last, now);
+    }
+  } catch (error) {
+    // No seat may stay half-joined, holding live frames nobody will read.
+    await leaveRoom(deps, conn, room);
+    throw error;
   }
 
   const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: kept.length };
   if (members) joined.members = members;
   if (truncated) joined.truncated = true;
   conn.send(joined);
+  // Announced now, before the replay: a page closed during the replay leaves with a matching left.
+  if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
   const replayed = new Set<string>();
   for (const event of kept) {
     // A long replay goes at the page's pace instead of overflowing its queue.
@@ -124,7 +150,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
     }
   }
   seat.replay = undefined;
-  if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
+  seat.replayBytes = 0;
 }
 
 /** Takes a page out of a room: its seat, and its presence (a user leaves with their last page). */
@@ -152,6 +178,8 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   const { ref, room, event } = frame;
   const membership = conn.rooms.get(room);
   if (!membership) throw new FrameError('not_joined', 'join the room before sending to it', ref, room);
+  const current = await refreshApp(deps, conn);
+  if (!current) return;
   const nameProblem = eventNameProblem(event);
   if (nameProblem) throw new FrameError('bad_frame', nameProblem, ref, room);
   if (isReservedEvent(event))
@@ -170,7 +198,7 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   }
   const data = frame.data === undefined ? 'null' : JSON.stringify(frame.data);
   if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new FrameError('too_large', 'data is over 1 MB', ref, room);
-  if (claims.history && !conn.app.features.includes('history')) {
+  if (claims.history && !current.features.includes('history')) {
     throw new FrameError('not_included', "the app's plan does not include history", ref, room);
   }
 

@@ -37,6 +37,7 @@ export function nextTryAt(
 ): number | null {
   const delay = timings.retryDelaysMs[failedTries - 1];
   if (delay === undefined) return null;
-  if (now - firstTryAt >= timings.giveUpMs) return null;
+  // No try is planned past the 24 hours: the batch is given up now instead.
+  if (now + delay - firstTryAt > timings.giveUpMs) return null;
   return now + delay;
 }

@@ -36,6 +36,8 @@ function newId(prefix: string, now: number): string {
 }
 
 const MAX_TRIES_AT_ONCE = 16;
+/** Tries at once for one app: one slow endpoint must not hold every other app's webhooks back. */
+const MAX_TRIES_PER_APP = 4;
 const PRUNE_EVERY_MS = 60_000;
 
 /**
@@ -51,6 +53,7 @@ export class Webhooks implements EventSink {
   /** Events added per app since its window opened (an estimate to close a full window early). */
   readonly #counts = new Map<string, number>();
   readonly #inFlight = new Map<string, Promise<TryResult>>();
+  readonly #perApp = new Map<string, number>();
   #poll: NodeJS.Timeout | undefined;
   #prune: NodeJS.Timeout | undefined;
   #closed = false;
@@ -132,13 +135,21 @@ export class Webhooks implements EventSink {
     if (room <= 0) return;
     let due: StoredBatch[];
     try {
-      due = await this.#deps.store.due(this.#deps.now(), room + this.#inFlight.size);
+      // Read past the busy ones: batches of apps at their limit are skipped, not waited on.
+      due = await this.#deps.store.due(this.#deps.now(), room + this.#inFlight.size + 64);
     } catch (error) {
       this.#deps.log.error({ err: error }, 'reading due webhook batches failed');
       return;
     }
+    const now = this.#deps.now();
     for (const batch of due) {
       if (this.#inFlight.has(batch.id) || this.#inFlight.size >= MAX_TRIES_AT_ONCE) continue;
+      if ((this.#perApp.get(batch.app) ?? 0) >= MAX_TRIES_PER_APP) continue;
+      if (batch.firstTryAt !== null && now - batch.firstTryAt >= this.#timings.giveUpMs) {
+        // Overdue past the 24 hours (the service was down, or behind): given up without a try.
+        await this.#deps.store.saveTry({ ...batch, state: 'given_up', nextAt: null, doneAt: now });
+        continue;
+      }
       void this.#try(batch, 'scheduled');
     }
   }
@@ -175,7 +186,13 @@ export class Webhooks implements EventSink {
       return result;
     })();
     this.#inFlight.set(batch.id, running);
-    const done = () => this.#inFlight.delete(batch.id);
+    this.#perApp.set(batch.app, (this.#perApp.get(batch.app) ?? 0) + 1);
+    const done = () => {
+      this.#inFlight.delete(batch.id);
+      const left = (this.#perApp.get(batch.app) ?? 1) - 1;
+      if (left > 0) this.#perApp.set(batch.app, left);
+      else this.#perApp.delete(batch.app);
+    };
     running.then(done, (error: unknown) => {
       done();
       this.#deps.log.error({ err: error, batch: batch.id }, 'webhook try failed to run');
@@ -219,21 +236,21 @@ export class Webhooks implements EventSink {
   async resend(app: string, id: string): Promise<{ delivered: boolean; status: number }> {
     const batch = await this.#deps.store.get(id);
     if (!batch || batch.app !== app) throw new ResendRefused('not_found', 'no webhook batch of this app has that id');
+    if (this.#inFlight.has(batch.id)) {
+      throw new ResendRefused('not_resendable', 'a try of this batch is under way');
+    }
     if (!this.resendable(batch, this.#deps.now())) {
       throw new ResendRefused(
         'not_resendable',
         batch.state === 'taken' ? 'the batch was taken' : 'the batch is past its resend window',
       );
     }
-    if (this.#inFlight.has(batch.id)) {
-      throw new ResendRefused('not_resendable', 'a try of this batch is under way');
-    }
     const result = await this.#try(batch, 'resend');
     return { delivered: result.status >= 200 && result.status < 300, status: result.status };
   }
 
   resendable(batch: StoredBatch, now: number): boolean {
-    if (batch.state === 'taken') return false;
+    if (batch.state === 'taken' || this.#inFlight.has(batch.id)) return false;
     if (batch.doneAt === null) return true;
     return now - batch.doneAt <= this.#timings.resendWindowMs;
   }

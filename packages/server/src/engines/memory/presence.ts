@@ -13,12 +13,16 @@ export class MemoryPresenceStore implements PresenceStore {
   /** Presence rooms: members by user, each with the pages that hold them there. */
   readonly #rooms = new Map<string, Map<string, { member: Member; pages: Set<string> }>>();
   readonly #offlineDelayMs: number;
+  /** Users whose last page closed, oldest first: swept as time passes, so the map keeps no one offline. */
+  readonly #closed: { key: string; at: number }[] = [];
+  #closedHead = 0;
 
   constructor(options: { offlineDelayMs?: number } = {}) {
     this.#offlineDelayMs = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
   }
 
-  pageOpened(app: string, user: string): void {
+  pageOpened(app: string, user: string, nowMs: number): void {
+    this.#sweep(nowMs);
     const key = `${app}:${user}`;
     const state = this.#users.get(key);
     if (state) state.pages++;
@@ -29,7 +33,26 @@ export class MemoryPresenceStore implements PresenceStore {
     const state = this.#users.get(`${app}:${user}`);
     if (!state || state.pages === 0) return;
     state.pages--;
-    if (state.pages === 0) state.lastClosedAt = nowMs;
+    if (state.pages === 0) {
+      state.lastClosedAt = nowMs;
+      this.#closed.push({ key: `${app}:${user}`, at: nowMs });
+    }
+    this.#sweep(nowMs);
+  }
+
+  /** Forgets users offline for longer than the delay (amortised: a few per call, no timer). */
+  #sweep(nowMs: number): void {
+    while (this.#closedHead < this.#closed.length) {
+      const entry = this.#closed[this.#closedHead] as { key: string; at: number };
+      if (nowMs < entry.at + this.#offlineDelayMs) break;
+      this.#closedHead++;
+      const state = this.#users.get(entry.key);
+      if (state && state.pages === 0 && state.lastClosedAt === entry.at) this.#users.delete(entry.key);
+    }
+    if (this.#closedHead > 1024 && this.#closedHead * 2 > this.#closed.length) {
+      this.#closed.splice(0, this.#closedHead);
+      this.#closedHead = 0;
+    }
   }
 
   online(app: string, users: readonly string[], nowMs: number): boolean[] {

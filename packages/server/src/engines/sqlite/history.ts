@@ -1,5 +1,5 @@
 import type { HistoryRule } from '@realtime/protocol';
-import { type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
+import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
 import type { HistoryStore, KeptEvent, ResumeResult } from '../types.js';
 import type { Db } from './db.js';
 
@@ -46,6 +46,12 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly #expiredRooms;
   readonly #appendTx;
   readonly #issued = new Map<string, EventId>();
+  /** The newest id given to an event the room did not keep, per room (memory: lost on restart). */
+  readonly #unkept = new Map<string, EventId>();
+  /** The highest id issued in any room so far. */
+  #floor: EventId | undefined;
+  /** The floor when rooms were last forgotten from memory: such a room starts above it. */
+  #forgotten: EventId | undefined;
   readonly #readTx;
 
   constructor(db: Db) {
@@ -93,7 +99,7 @@ export class SqliteHistoryStore implements HistoryStore {
       ) => {
         const row = this.#room.get(app, room);
         const stored = row ? { ms: row.last_ms, seq: row.last_seq } : undefined;
-        const id = nextEventId(this.#later(this.#issued.get(`${app}:${room}`), stored), now);
+        const id = nextEventId(this.#later(this.#issued.get(`${app}:${room}`) ?? this.#forgotten, stored), now);
         this.#remember(app, room, id);
         if (row) this.#setLast.run(id.ms, id.seq, app, room);
         else this.#insertRoom.run(app, room, id.ms, id.seq);
@@ -120,17 +126,23 @@ export class SqliteHistoryStore implements HistoryStore {
     let last = this.#issued.get(key);
     if (!last) {
       const row = this.#room.get(app, room);
-      if (row) last = { ms: row.last_ms, seq: row.last_seq };
+      last = this.#later(row ? { ms: row.last_ms, seq: row.last_seq } : undefined, this.#forgotten);
     }
     const id = nextEventId(last, nowMs);
     this.#remember(app, room, id);
+    if (this.#unkept.size >= ISSUED_ROOMS_KEPT) this.#unkept.clear();
+    this.#unkept.set(key, id);
     return formatEventId(id);
   }
 
   #remember(app: string, room: string, id: EventId): void {
-    // Bounded: a forgotten room is seeded from its row again; ids stay time-based, so they still rise.
-    if (this.#issued.size >= ISSUED_ROOMS_KEPT) this.#issued.clear();
+    // Bounded: a forgotten room starts above every id issued so far, so its ids still rise.
+    if (this.#issued.size >= ISSUED_ROOMS_KEPT) {
+      this.#issued.clear();
+      this.#forgotten = this.#floor;
+    }
     this.#issued.set(`${app}:${room}`, id);
+    this.#floor = this.#later(this.#floor, id);
   }
 
   #later(a: EventId | undefined, b: EventId | undefined): EventId | undefined {
@@ -162,9 +174,13 @@ export class SqliteHistoryStore implements HistoryStore {
   since(app: string, room: string, afterId: string, nowMs: number): ResumeResult {
     const after = parseEventId(afterId) ?? { ms: -1, seq: -1 };
     const row = this.#keptRoom(app, room, nowMs);
-    if (!row) return { events: [], truncated: false };
+    // Missed: an event dropped after `since`, or one after it that the room never kept.
+    const unkept = this.#unkept.get(`${app}:${room}`);
+    const missedUnkept = unkept !== undefined && compareEventIds(unkept, after) > 0;
+    if (!row) return { events: [], truncated: missedUnkept };
     const events = this.#after.all(app, room, after.ms, after.ms, after.seq).map(toKept);
-    const truncated = row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
+    const truncated =
+      missedUnkept || row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
     return { events, truncated };
   }
 
