@@ -1,6 +1,6 @@
 /**
  * What happens in an app that the customer's server hears of by webhook (section 6). The gateway
- * and the API record events here; the webhook queue (a later engine) turns them into batches.
+ * records events here; the webhook queue (webhooks/webhooks.ts) stores them and turns them into batches.
  */
 export type AppEvent =
   | { type: 'emit'; room: string; event: string; data: unknown; from?: string; event_id: string }
@@ -12,7 +12,7 @@ export interface EventSink {
   record(app: string, event: AppEvent): void;
 }
 
-/** Keeps the newest events in memory until webhook delivery takes them over. */
+/** Keeps the newest events in memory: for tests and embedders that want to watch what is recorded. */
 export class MemoryEventSink implements EventSink {
   readonly events: { app: string; at: number; event: AppEvent }[] = [];
   readonly #max: number;
