@@ -13,6 +13,7 @@ import { MemoryPresenceStore } from './engines/memory/presence.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
 import { type Db, openDb } from './engines/sqlite/db.js';
 import { SqliteHistoryStore } from './engines/sqlite/history.js';
+import { savePendingOffline, takePendingOffline } from './engines/sqlite/pending-offline.js';
 import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
 import type { App } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
@@ -116,10 +117,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         },
       }
     : webhooks;
-  const users = new UserPresence(
-    events,
-    options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
-  );
+  const users = new UserPresence(events, {
+    now,
+    ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
+  });
+  users.resume(takePendingOffline(db));
   const ask = new AskService({ now });
   const hub = new Hub<Connection>(broker);
   const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, users, log, now }, options.gateway);
@@ -179,7 +181,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       await gateway.close();
-      users.close();
+      savePendingOffline(db, users.close());
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       deps.ask.closeAll();

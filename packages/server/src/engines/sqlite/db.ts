@@ -35,6 +35,12 @@ CREATE TABLE IF NOT EXISTS history (
   PRIMARY KEY (app, room, ms, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS history_expiry ON history (expires_at);
+CREATE TABLE IF NOT EXISTS pending_offline (
+  app TEXT NOT NULL,
+  user TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  PRIMARY KEY (app, user)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS webhook_events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   app TEXT NOT NULL,
