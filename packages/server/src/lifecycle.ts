@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { LIMITS } from '@realtime/protocol';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
@@ -121,7 +122,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
-  users.resume(takePendingOffline(db));
+  const pendingOffline = takePendingOffline(db);
+  users.resume(pendingOffline);
+  const offlineDelay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
+  for (const { app, user, dueAt } of pendingOffline) presence.closedBefore(app, user, dueAt - offlineDelay);
   const ask = new AskService({ now });
   const hub = new Hub<Connection>(broker);
   const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, users, log, now }, options.gateway);

@@ -69,6 +69,10 @@ describe('user.offline across a graceful restart', () => {
     const stoppedAt = Date.now();
     await first.close();
     const second = await start();
+    // Still online for GET /online until the report is due, after the restart too.
+    const sdk = new Realtime({ url: second.url, key: app.key, secret: app.secret });
+    expect(await sdk.online(['yan'])).toEqual(['yan']);
+    await sdk.close();
     await receiver.waitFor(() => count('user.offline', 'yan') === 1, 'user.offline from the second run', 8000);
     const offline = receiver.events('user.offline').find((e) => e.user === 'yan');
     expect((offline?.at as number) - stoppedAt).toBeGreaterThanOrEqual(1400);

@@ -40,6 +40,14 @@ export class MemoryPresenceStore implements PresenceStore {
     this.#sweep(nowMs);
   }
 
+  /** A user whose last page closed before a restart: online until `closedAt` plus the delay. */
+  closedBefore(app: string, user: string, closedAt: number): void {
+    const key = `${app}:${user}`;
+    if (this.#users.has(key)) return;
+    this.#users.set(key, { pages: 0, lastClosedAt: closedAt });
+    this.#closed.push({ key, at: closedAt });
+  }
+
   /** Forgets users offline for longer than the delay (amortised: a few per call, no timer). */
   #sweep(nowMs: number): void {
     while (this.#closedHead < this.#closed.length) {
