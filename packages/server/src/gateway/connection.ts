@@ -18,6 +18,7 @@ export interface Membership {
 export type ConnectionState = 'greeting' | 'open' | 'closed';
 
 let counter = 0;
+const lastAsk: { id: string; frame: Buffer } = { id: '', frame: Buffer.alloc(0) };
 
 /** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
 export class Connection implements Page, AskTarget {
@@ -72,7 +73,12 @@ export class Connection implements Page, AskTarget {
 
   ask(askId: string, event: string, data: string): void {
     this.asks.add(askId);
-    this.#outbox.write(frameString(`{"t":"ask","ask":"${askId}","event":${JSON.stringify(event)},"data":${data}}`));
+    // Every page of the user gets the same frame: encoded once per ask, not once per page.
+    if (lastAsk.id !== askId) {
+      lastAsk.id = askId;
+      lastAsk.frame = frameString(`{"t":"ask","ask":"${askId}","event":${JSON.stringify(event)},"data":${data}}`);
+    }
+    this.#outbox.write(lastAsk.frame);
   }
 
   /** Runs frame handlers one after another, so an async join finishes before the next frame is handled. */
