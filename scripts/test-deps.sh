@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
-# playwright-core) and redis-server (the Redis engine's tests start one on 127.0.0.1).
+# playwright-core). The Redis engine, when it lands, adds redis-server here.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "test-deps: installing ${missing[*]} from Debian's packages"
 sudo=""

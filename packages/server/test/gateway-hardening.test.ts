@@ -91,3 +91,24 @@ describe('page gateway: hardening', () => {
     await fresh.close();
   });
 });
+
+describe('page sends of data nested too deep', () => {
+  it('answer bad_frame with the ref, and the page goes on', async () => {
+    const server = await startTestServer();
+    const sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
+    const p = await helloPage(server.url, server.app.key);
+    p.send({ t: 'join', ref: 1, room: 'deep', token: await sdk.roomToken('deep', { send: ['*'] }) });
+    await p.next((f) => f.t === 'joined');
+    p.sendText(`{"t":"send","ref":2,"room":"deep","event":"e","data":${'['.repeat(300_000)}${']'.repeat(300_000)}}`);
+    expect(await p.next((f) => f.ref === 2)).toMatchObject({
+      t: 'error',
+      code: 'bad_frame',
+      message: 'data is nested too deeply',
+    });
+    p.send({ t: 'send', ref: 3, room: 'deep', event: 'e', data: 1 });
+    expect(await p.next((f) => f.ref === 3)).toMatchObject({ t: 'sent' });
+    await p.close();
+    await sdk.close();
+    await server.close();
+  });
+});

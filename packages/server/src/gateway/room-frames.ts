@@ -196,7 +196,13 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   if (claims.sealed && !isSealed(frame.data)) {
     throw new FrameError('not_sealed', 'the room is sealed: data must be a sealed value', ref, room);
   }
-  const data = frame.data === undefined ? 'null' : JSON.stringify(frame.data);
+  let data: string;
+  try {
+    data = frame.data === undefined ? 'null' : JSON.stringify(frame.data);
+  } catch {
+    // JSON.stringify recurses: data nested a million deep overflows the stack.
+    throw new FrameError('bad_frame', 'data is nested too deeply', ref, room);
+  }
   if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new FrameError('too_large', 'data is over 1 MB', ref, room);
   if (claims.history && !current.features.includes('history')) {
     throw new FrameError('not_included', "the app's plan does not include history", ref, room);
