@@ -14,7 +14,8 @@ import { type RawData, WebSocketServer } from 'ws';
 import { Connection } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, parseFrame } from './frames-in.js';
-import { join, leave, leaveRoom, send } from './room-frames.js';
+import { join, leave, leaveRoom } from './room-frames.js';
+import { send } from './send-frame.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 import { frameJson } from './ws-frame.js';
 
