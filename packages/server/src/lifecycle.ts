@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { LIMITS } from '@realtime/protocol';
@@ -15,13 +15,18 @@ import { SqliteAppStore } from './engines/sqlite/apps.js';
 import { type Db, openDb } from './engines/sqlite/db.js';
 import { SqliteHistoryStore } from './engines/sqlite/history.js';
 import { savePendingOffline, takePendingOffline } from './engines/sqlite/pending-offline.js';
+import { readWebhookStats } from './engines/sqlite/webhook-stats.js';
 import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
 import type { App } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import type { ApiDeps } from './http/context.js';
+import { handleOpsRequest } from './http/ops.js';
 import { handleApiRequest } from './http/pipeline.js';
+import { matchRoute } from './http/routes.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
+import { countedBroker, countedDeliverer, timedHistory } from './metrics/instrument.js';
+import { Metrics } from './metrics/metrics.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -49,6 +54,10 @@ export interface ServerOptions {
   offlineDelayMs?: number;
   /** Also record app events here (tests read them); they go to the webhook queue either way. */
   events?: EventSink;
+  /** Bearer token that GET /metrics asks for; none: metrics are open (bind to a private address). */
+  metricsToken?: string;
+  /** On stop, how long /ready answers 503 before pages are closed and the port stops listening. */
+  shutdownDelayMs?: number;
   /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
   webhookLookup?: Parameters<typeof createDeliverer>[0]['lookup'];
 }
@@ -65,6 +74,8 @@ export interface RunningServer {
   pages(): number;
   /** Closes a user's open pages from the service side (4100 by default: they reconnect); returns how many. */
   disconnectUser(app: string, user: string, code?: number): number;
+  /** The Prometheus registry of this server. */
+  metrics: Metrics;
   /** Stops taking requests, waits for those in flight, closes storage. */
   close(): Promise<void>;
 }
@@ -83,8 +94,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const now = options.now ?? Date.now;
   const db: Db = openDb(options.dataDir);
   const sqliteApps = new SqliteAppStore(db);
-  const history = new SqliteHistoryStore(db);
-  const broker = new MemoryBroker();
+  const metrics = new Metrics({
+    pages: () => gateway.size,
+    rooms: () => hub.roomCount,
+    webhooks: () => readWebhookStats(db, now()),
+  });
+  const history = timedHistory(new SqliteHistoryStore(db), metrics);
+  const broker = countedBroker(new MemoryBroker(), metrics);
   const presence = new MemoryPresenceStore(
     options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
   );
@@ -96,11 +112,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     );
   }
 
-  const deliverer = createDeliverer({
-    allowPrivate: options.allowPrivateWebhooks === true,
-    ...(options.webhooks?.answerMs === undefined ? {} : { timeoutMs: options.webhooks.answerMs }),
-    ...(options.webhookLookup === undefined ? {} : { lookup: options.webhookLookup }),
-  });
+  const deliverer = countedDeliverer(
+    createDeliverer({
+      allowPrivate: options.allowPrivateWebhooks === true,
+      ...(options.webhooks?.answerMs === undefined ? {} : { timeoutMs: options.webhooks.answerMs }),
+      ...(options.webhookLookup === undefined ? {} : { lookup: options.webhookLookup }),
+    }),
+    metrics,
+  );
   const webhooks = new Webhooks({
     store: new SqliteWebhookStore(db),
     apps,
@@ -128,7 +147,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   for (const { app, user, dueAt } of pendingOffline) presence.closedBefore(app, user, dueAt - offlineDelay);
   const ask = new AskService({ now });
   const hub = new Hub<Connection>(broker);
-  const gateway = new Gateway({ apps, hub, broker, history, presence, ask, events, users, log, now }, options.gateway);
+  const gateway = new Gateway(
+    { apps, hub, broker, history, presence, ask, events, users, log, now, traffic: metrics.traffic },
+    options.gateway,
+  );
 
   const deps: ApiDeps = {
     apps,
@@ -141,7 +163,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
   };
 
+  let draining = false;
+  const ops = {
+    metrics,
+    metricsToken: options.metricsToken,
+    draining: () => draining,
+    checkStores: async () => {
+      db.prepare('SELECT 1').get();
+    },
+  };
   const server: Server = createServer({ keepAliveTimeout: 30_000, requireHostHeader: false }, (req, res) => {
+    if (handleOpsRequest(req, res, ops)) return;
+    countRequest(metrics, req, res);
     void handleApiRequest(req, res, deps);
   });
   server.on('upgrade', (req, socket, head) => gateway.handleUpgrade(req, socket, head));
@@ -182,6 +215,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      draining = true;
+      // A load balancer polling /ready sees 503 and stops sending new pages here before they are closed.
+      if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       await gateway.close();
@@ -208,8 +244,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port: address.port,
     log,
     events: extra ?? webhooks,
+    metrics,
     pages: () => gateway.size,
     disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
     close,
   };
+}
+
+/** Counts an API request by route and status once answered; an answered ask also times the ask. */
+function countRequest(metrics: Metrics, req: IncomingMessage, res: ServerResponse): void {
+  const started = performance.now();
+  res.once('finish', () => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const match = matchRoute(req.method ?? '', q < 0 ? url : url.slice(0, q));
+    const route = match && 'route' in match ? match.route.name : 'none';
+    const status = res.statusCode;
+    metrics.apiRequests.labels(route, String(status)).inc();
+    if (status === 429) metrics.rateLimited.labels(route === 'ask' ? 'asks' : 'api').inc();
+    if (route === 'ask' && status === 200) metrics.askSeconds.observe((performance.now() - started) / 1000);
+  });
 }

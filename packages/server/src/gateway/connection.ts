@@ -4,7 +4,7 @@ import type WebSocket from 'ws';
 import type { AskTarget } from '../core/ask.js';
 import type { Page, Seat } from '../core/hub.js';
 import type { App } from '../engines/types.js';
-import { Outbox } from './outbox.js';
+import { Outbox, type Traffic } from './outbox.js';
 import { type Frame, frameJson, frameString } from './ws-frame.js';
 
 /** A page in a room: its seat in the hub and the rules its room token gave it. */
@@ -43,7 +43,12 @@ export class Connection implements Page, AskTarget {
   readonly #outbox: Outbox;
   #work: Promise<void> = Promise.resolve();
 
-  constructor(ws: WebSocket, socket: Socket, app: App, options: { outboxBytes: number; budget: number; now: number }) {
+  constructor(
+    ws: WebSocket,
+    socket: Socket,
+    app: App,
+    options: { outboxBytes: number; budget: number; now: number; traffic: Traffic },
+  ) {
     this.id = `${process.pid.toString(36)}.${(++counter).toString(36)}`;
     this.ws = ws;
     this.app = app;
@@ -52,7 +57,7 @@ export class Connection implements Page, AskTarget {
     this.budget = options.budget;
     this.budgetAt = options.now;
     this.replayLimit = options.outboxBytes;
-    this.#outbox = new Outbox(socket, options.outboxBytes, () => this.onSlow());
+    this.#outbox = new Outbox(socket, options.outboxBytes, () => this.onSlow(), options.traffic);
   }
 
   /** Set by the gateway: what to do when the page cannot keep up. */

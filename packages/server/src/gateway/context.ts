@@ -5,6 +5,7 @@ import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
 import type { Connection } from './connection.js';
+import type { Traffic } from './outbox.js';
 
 /** What the page frame handlers need, passed explicitly. */
 export interface GatewayDeps {
@@ -18,4 +19,6 @@ export interface GatewayDeps {
   users: UserPresence;
   log: Logger;
   now: () => number;
+  /** What pages were sent, for metrics. */
+  traffic: Traffic;
 }

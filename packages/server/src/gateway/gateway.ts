@@ -103,6 +103,7 @@ export class Gateway {
           outboxBytes: this.#options.outboxBytes,
           budget: this.#options.frameBurst,
           now: this.#deps.now(),
+          traffic: this.#deps.traffic,
         });
         this.#open(conn);
       });
@@ -112,7 +113,10 @@ export class Gateway {
   #open(conn: Connection): void {
     this.#connections.add(conn);
     this.#greeting.add(conn);
-    conn.onSlow = () => conn.close(CLOSE.slowConsumer, 'slow consumer');
+    conn.onSlow = () => {
+      if (conn.state !== 'closed') this.#deps.traffic.slowConsumerCloses++;
+      conn.close(CLOSE.slowConsumer, 'slow consumer');
+    };
     conn.ws.on('message', (data, isBinary) => this.#onMessage(conn, data, isBinary));
     conn.ws.on('close', () => conn.queue(() => this.#onClose(conn)));
     conn.ws.on('error', (error) => this.#deps.log.debug({ err: error, page: conn.id }, 'socket error'));

@@ -1,6 +1,13 @@
 import type { Socket } from 'node:net';
 import { type Frame, frameLength } from './ws-frame.js';
 
+/** Counts of what pages were sent, shared by a gateway's outboxes and read by metrics. */
+export interface Traffic {
+  deliveries: number;
+  bytesOut: number;
+  slowConsumerCloses: number;
+}
+
 /**
  * A page's outgoing frames. Frames written in the same tick go out together: the socket is corked at
  * the first and uncorked on the next tick, so Node writes them with one writev. The queue is bounded:
@@ -10,13 +17,15 @@ export class Outbox {
   readonly #socket: Socket;
   readonly #limitBytes: number;
   readonly #onOverflow: () => void;
+  readonly #traffic: Traffic;
   #corked = false;
   #closed = false;
 
-  constructor(socket: Socket, limitBytes: number, onOverflow: () => void) {
+  constructor(socket: Socket, limitBytes: number, onOverflow: () => void, traffic: Traffic) {
     this.#socket = socket;
     this.#limitBytes = limitBytes;
     this.#onOverflow = onOverflow;
+    this.#traffic = traffic;
   }
 
   /** Queues one framed message; false when the page is closed or was found too slow. */
@@ -24,11 +33,14 @@ export class Outbox {
     if (this.#closed) return false;
     // A frame larger than the whole bound still goes to a page that has nothing waiting.
     const waiting = this.#socket.writableLength;
-    if (waiting > 0 && waiting + frameLength(frame) > this.#limitBytes) {
+    const length = frameLength(frame);
+    if (waiting > 0 && waiting + length > this.#limitBytes) {
       this.#closed = true;
       this.#onOverflow();
       return false;
     }
+    this.#traffic.deliveries++;
+    this.#traffic.bytesOut += length;
     if (!this.#corked) {
       this.#corked = true;
       this.#socket.cork();

@@ -3,6 +3,8 @@ import type { Handler } from './context.js';
 import * as handlers from './handlers.js';
 
 export interface Route {
+  /** A fixed name for logs and metrics (never the path, which holds user ids). */
+  name: string;
   method: 'GET' | 'POST';
   /** Matches the path (without query); groups are raw (still percent-encoded) parameters. */
   pattern: RegExp;
@@ -13,13 +15,19 @@ const base = API_BASE.replaceAll('/', '\\/');
 const segment = '([^/]+)';
 
 export const ROUTES: Route[] = [
-  { method: 'POST', pattern: new RegExp(`^${base}\\/emit$`), handler: handlers.emit },
-  { method: 'POST', pattern: new RegExp(`^${base}\\/emit\\/batch$`), handler: handlers.emitBatch },
-  { method: 'POST', pattern: new RegExp(`^${base}\\/users\\/${segment}\\/ask$`), handler: handlers.ask },
-  { method: 'GET', pattern: new RegExp(`^${base}\\/online$`), handler: handlers.online },
-  { method: 'POST', pattern: new RegExp(`^${base}\\/webhooks\\/test$`), handler: handlers.webhookTest },
-  { method: 'GET', pattern: new RegExp(`^${base}\\/webhooks$`), handler: handlers.webhookList },
+  { name: 'emit', method: 'POST', pattern: new RegExp(`^${base}\\/emit$`), handler: handlers.emit },
+  { name: 'emit_batch', method: 'POST', pattern: new RegExp(`^${base}\\/emit\\/batch$`), handler: handlers.emitBatch },
+  { name: 'ask', method: 'POST', pattern: new RegExp(`^${base}\\/users\\/${segment}\\/ask$`), handler: handlers.ask },
+  { name: 'online', method: 'GET', pattern: new RegExp(`^${base}\\/online$`), handler: handlers.online },
   {
+    name: 'webhooks_test',
+    method: 'POST',
+    pattern: new RegExp(`^${base}\\/webhooks\\/test$`),
+    handler: handlers.webhookTest,
+  },
+  { name: 'webhooks_list', method: 'GET', pattern: new RegExp(`^${base}\\/webhooks$`), handler: handlers.webhookList },
+  {
+    name: 'webhooks_resend',
     method: 'POST',
     pattern: new RegExp(`^${base}\\/webhooks\\/${segment}\\/resend$`),
     handler: handlers.webhookResend,

@@ -1,0 +1,148 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The service's Prometheus metrics, one registry per server (tests run several in one process).
+ * Labels are bounded sets (route names, status codes, states): never a room, user or app name,
+ * whose number a client decides.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly apiRequests = new Counter({
+    name: 'realtime_api_requests_total',
+    help: 'HTTP API requests answered, by route and status.',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'realtime_rate_limited_total',
+    help: 'Refusals for going over a limit: api (app request rate), asks (asks in flight per user), frames (page frame rate).',
+    labelNames: ['scope'] as const,
+    registers: [this.registry],
+  });
+  readonly askSeconds = new Histogram({
+    name: 'realtime_ask_duration_seconds',
+    help: 'Time from an ask request to its answer (a reply, every reply with all, or the timeout).',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly historyAppends = new Counter({
+    name: 'realtime_history_appends_total',
+    help: 'Events appended to room history, by result (ok or failed).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly historyAppendSeconds = new Histogram({
+    name: 'realtime_history_append_duration_seconds',
+    help: 'Time to store an event in room history, until it is committed.',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+  readonly publications = new Counter({
+    name: 'realtime_emits_total',
+    help: 'Events published to rooms or users, by target (room, user) and source (api, page).',
+    labelNames: ['target', 'source'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookTries = new Counter({
+    name: 'realtime_webhook_tries_total',
+    help: 'Webhook batch tries, by HTTP status (0 when nothing answered) and error (none, timeout, unreachable, not_public).',
+    labelNames: ['status', 'error'] as const,
+    registers: [this.registry],
+  });
+  /** Per-frame counts stay plain numbers on the hot path; the registry reads them when scraped. */
+  readonly traffic = { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0 };
+
+  constructor(sources: MetricSources) {
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
+    const registers = [this.registry];
+    const traffic = this.traffic;
+    new Gauge({
+      name: 'realtime_pages_open',
+      help: 'Open page sockets on this node (greeting or open).',
+      registers,
+      collect() {
+        this.set(sources.pages());
+      },
+    });
+    new Gauge({
+      name: 'realtime_rooms_joined',
+      help: 'Rooms with at least one page on this node.',
+      registers,
+      collect() {
+        this.set(sources.rooms());
+      },
+    });
+    new Counter({
+      name: 'realtime_deliveries_total',
+      help: 'Frames handed to page sockets (events, replies, asks, control frames).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.deliveries);
+      },
+    });
+    new Counter({
+      name: 'realtime_bytes_out_total',
+      help: 'Bytes of WebSocket frames handed to page sockets.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.bytesOut);
+      },
+    });
+    new Counter({
+      name: 'realtime_slow_consumer_closes_total',
+      help: 'Pages closed with 4200 because they did not read fast enough.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(traffic.slowConsumerCloses);
+      },
+    });
+    const waiting = new Gauge({
+      name: 'realtime_webhook_events_waiting',
+      help: 'Webhook events stored and not yet in a batch.',
+      registers,
+    });
+    const oldest = new Gauge({
+      name: 'realtime_webhook_oldest_waiting_seconds',
+      help: 'Age of the oldest webhook event not yet taken (waiting for a batch, or in a batch not yet delivered); 0 when none.',
+      registers,
+    });
+    const batches = new Gauge({
+      name: 'realtime_webhook_batches',
+      help: 'Stored webhook batches by state (pending, retrying, taken, given_up).',
+      labelNames: ['state'] as const,
+      registers,
+      // One store read per scrape sets all three webhook gauges.
+      async collect() {
+        const stats = await sources.webhooks();
+        waiting.set(stats.waiting);
+        oldest.set(stats.oldestWaitingMs / 1000);
+        for (const state of ['pending', 'retrying', 'taken', 'given_up'] as const) {
+          this.set({ state }, stats.batches[state] ?? 0);
+        }
+      },
+    });
+    void batches;
+  }
+
+  /** The text a Prometheus scrape gets. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+export interface WebhookQueueStats {
+  waiting: number;
+  /** Age of the oldest event not yet delivered, in ms; 0 when none. */
+  oldestWaitingMs: number;
+  batches: Partial<Record<'pending' | 'retrying' | 'taken' | 'given_up', number>>;
+}
+
+/** What the metrics read when scraped. */
+export interface MetricSources {
+  pages(): number;
+  rooms(): number;
+  webhooks(): Promise<WebhookQueueStats> | WebhookQueueStats;
+}
