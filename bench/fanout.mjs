@@ -3,6 +3,8 @@
 // broadcasting to a room. Each server runs in its own process; the pages and the publisher share this
 // one, and parse every system's frames the same cheap way. The publisher keeps WINDOW events in flight
 // (the next goes out when one has reached every page), so each system runs at its own pace.
+// Each system's server CPU time per delivered message (µs) is read from the server process itself
+// over the measured window, so it does not depend on the shared client.
 // Then heap and RSS per idle page with MEM_PAGES pages open.
 // Env: BENCH_PAGES (1000), BENCH_SECONDS (10), BENCH_WINDOW (8), MEM_PAGES (10000), BENCH_ONLY (a name).
 import { fork } from 'node:child_process';
@@ -210,11 +212,14 @@ async function throughput(name) {
   });
   for (let i = 0; i < WINDOW; i++) publishNext();
   await new Promise((resolve) => setTimeout(resolve, 2000)); // warm-up
+  const cpuBefore = await ask(child, 'cpu');
   measuring = true;
   const started = performance.now();
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   measuring = false;
   const elapsed = (performance.now() - started) / 1000;
+  const cpuAfter = await ask(child, 'cpu');
+  const counted = delivered;
   publishing = false;
   if (failed) throw failed;
   const quantile = (q) => {
@@ -227,7 +232,12 @@ async function throughput(name) {
   };
   await closePages(sockets);
   child.send('stop');
-  return { rate: delivered / elapsed, p50: quantile(0.5), p99: quantile(0.99) };
+  return {
+    rate: delivered / elapsed,
+    p50: quantile(0.5),
+    p99: quantile(0.99),
+    cpuPerMsg: (cpuAfter.cpu - cpuBefore.cpu) / counted,
+  };
 }
 
 async function memory(name) {
@@ -252,13 +262,21 @@ console.log(
 );
 for (const [name, r] of Object.entries(results)) {
   console.log(
-    `  ${name.padEnd(10)} ${Math.round(r.rate).toString().padStart(8)} msgs/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   idle page (${MEM_PAGES}): heap ${(r.heap / 1024).toFixed(1)} KB, rss ${(r.rss / 1024).toFixed(1)} KB`,
+    `  ${name.padEnd(10)} ${Math.round(r.rate).toString().padStart(8)} msgs/s   server CPU ${r.cpuPerMsg.toFixed(2)} µs/msg   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   idle page (${MEM_PAGES}): heap ${(r.heap / 1024).toFixed(1)} KB, rss ${(r.rss / 1024).toFixed(1)} KB`,
   );
 }
 if (results.service && results['raw ws'])
   console.log(`  service / raw ws:    ${(results.service.rate / results['raw ws'].rate).toFixed(2)}x (goal >= 0.9x)`);
 if (results.service && results['socket.io'])
   console.log(`  service / socket.io: ${(results.service.rate / results['socket.io'].rate).toFixed(2)}x (goal >= 3x)`);
+if (results.service && results['raw ws'])
+  console.log(
+    `  server CPU per msg, service / raw ws:    ${(results.service.cpuPerMsg / results['raw ws'].cpuPerMsg).toFixed(2)}x (goal <= 1.1x)`,
+  );
+if (results.service && results['socket.io'])
+  console.log(
+    `  server CPU per msg, service / socket.io: ${(results.service.cpuPerMsg / results['socket.io'].cpuPerMsg).toFixed(2)}x (goal <= 0.33x)`,
+  );
 if (results.service)
   console.log(`  heap per idle page:  ${(results.service.heap / 1024).toFixed(1)} KB (goal <= 8 KB)`);
 agent.destroy();

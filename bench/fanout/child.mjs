@@ -8,6 +8,11 @@ export function ready(port) {
       const { heapUsed, rss } = process.memoryUsage();
       process.send?.({ heapUsed, rss });
     }
+    // CPU time of this server process (user + system, µs): per delivered message over a window.
+    if (message === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      process.send?.({ cpu: user + system });
+    }
     if (message === 'stop') process.exit(0);
   });
 }
