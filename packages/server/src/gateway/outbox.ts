@@ -9,8 +9,9 @@ export interface Traffic {
 }
 
 /**
- * A page's outgoing frames. Frames written in the same tick go out together: the socket is corked at
- * the first and uncorked on the next tick, so Node writes them with one writev. The queue is bounded:
+ * A page's outgoing frames. Frames written in the same turn of the event loop go out together: the
+ * socket is corked at the first and uncorked once the turn's I/O callbacks have run (setImmediate), so
+ * the events of every emit that arrived in that turn reach a page in one writev, one syscall. The queue is bounded:
  * past `limitBytes` not yet handed to the kernel, the page is a slow consumer and `onOverflow` runs.
  */
 export class Outbox {
@@ -44,7 +45,7 @@ export class Outbox {
     if (!this.#corked) {
       this.#corked = true;
       this.#socket.cork();
-      if (corked.length === 0) process.nextTick(uncorkAll);
+      if (corked.length === 0) setImmediate(uncorkAll);
       corked.push(this);
     }
     if (Buffer.isBuffer(frame)) this.#socket.write(frame);
@@ -82,7 +83,10 @@ export class Outbox {
   }
 }
 
-/** Outboxes corked this tick: one nextTick uncorks them all, not one callback per page per event. */
+/**
+ * Outboxes corked this turn: one setImmediate uncorks them all, not one callback per page per event.
+ * Not nextTick: that would uncork after each emit's callback and cost a syscall per event per page.
+ */
 const corked: Outbox[] = [];
 
 function uncorkAll(): void {
