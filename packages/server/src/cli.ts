@@ -130,6 +130,8 @@ async function serve(args: string[]): Promise<void> {
       logLevel: logLevel as LogLevel,
       ...(config.webhooks === undefined ? {} : { webhooks: config.webhooks }),
       ...(config.offlineDelayMs === undefined ? {} : { offlineDelayMs: config.offlineDelayMs }),
+      ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
+      ...(config.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: config.shutdownDelayMs }),
     });
   } catch (error) {
     // A development app whose credentials were never shown would be lost to its user: the next

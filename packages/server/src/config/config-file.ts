@@ -7,7 +7,7 @@ import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
 const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
-const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs']);
+const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs']);
 const TIMING_FIELDS = new Set(['windowMs', 'maxEvents', 'retryDelaysMs', 'giveUpMs', 'resendWindowMs', 'answerMs']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -75,6 +75,10 @@ export interface ConfigFile {
   apps: App[];
   webhooks?: Partial<WebhookTimings>;
   offlineDelayMs?: number;
+  /** Bearer token GET /metrics asks for. */
+  metricsToken?: string;
+  /** How long /ready answers 503 on a stop before pages are closed. */
+  shutdownDelayMs?: number;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -99,6 +103,17 @@ function timings(value: unknown, where: string): Partial<WebhookTimings> {
   return out;
 }
 
+/** `"metrics": { "token": "..." }`: a token short enough to guess would make the bearer check moot. */
+function metricsToken(value: unknown, where: string): string {
+  if (!isObject(value)) throw new UsageError(`${where} must be { "token": "<at least 16 characters>" }`);
+  unknownField(value, new Set(['token']), where);
+  const { token } = value;
+  if (typeof token !== 'string' || token.length < 16 || /\s/.test(token)) {
+    throw new UsageError(`${where}.token must be at least 16 characters without spaces`);
+  }
+  return token;
+}
+
 /** Reads a config file; every problem is one line naming the file and the field. */
 export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigFile {
   const { apps, value } = readApps(path, allowPrivateWebhooks);
@@ -106,6 +121,14 @@ export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigF
   if (value.webhooks !== undefined) config.webhooks = timings(value.webhooks, `config ${path}: webhooks`);
   if (value.offlineDelayMs !== undefined) {
     config.offlineDelayMs = positiveWhole(value.offlineDelayMs, `config ${path}: offlineDelayMs`);
+  }
+  if (value.metrics !== undefined) config.metricsToken = metricsToken(value.metrics, `config ${path}: metrics`);
+  if (value.shutdownDelayMs !== undefined) {
+    const delay = value.shutdownDelayMs;
+    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > 600_000) {
+      throw new UsageError(`config ${path}: shutdownDelayMs must be a whole number of ms from 0 to 600000`);
+    }
+    config.shutdownDelayMs = delay;
   }
   return config;
 }
