@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sends one signed event with curl and openssl only (section 5.2 of the API document).
+# Sends one signed event with curl and openssl only (request signing as docs/api.md describes it).
 #   REALTIME_URL=http://127.0.0.1:4000 REALTIME_KEY=... REALTIME_SECRET=... bash examples/emit-curl.sh
 set -euo pipefail
 url=${REALTIME_URL:-http://127.0.0.1:4000}

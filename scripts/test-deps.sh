@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
-# playwright-core). The Redis engine, when it lands, adds redis-server here.
+# playwright-core). Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome
+# and nothing is installed. The Redis engine, when it lands, adds redis-server here.
 set -euo pipefail
 missing=()
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ -n "${CHROMIUM_PATH:-}" ]; then
+  [ -x "$CHROMIUM_PATH" ] || { echo "test-deps: CHROMIUM_PATH=$CHROMIUM_PATH is not an executable file" >&2; exit 1; }
+else
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
+command -v apt-get >/dev/null 2>&1 || {
+  echo "test-deps: ${missing[*]} is missing and there is no apt-get here: install Chromium and set CHROMIUM_PATH=/path/to/chrome" >&2
+  exit 1
+}
 echo "test-deps: installing ${missing[*]} from Debian's packages"
 sudo=""
 if [ "$(id -u)" != 0 ]; then

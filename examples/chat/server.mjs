@@ -7,9 +7,24 @@ import { Realtime } from '@realtime/node';
 const PAGE = new URL('./index.html', import.meta.url);
 const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
 
-/** Starts the demo on 127.0.0.1:port; `serviceUrl` is where the pages' browsers reach the service. */
-export async function startDemo({ serviceUrl, key, secret, port = 3000, host = '127.0.0.1' }) {
-  const realtime = new Realtime({ url: serviceUrl, key, secret });
+/**
+ * Starts the demo on 127.0.0.1:port; `serviceUrl` is where the pages' browsers reach the service.
+ * `app()` gives the app's key and secret each time a token is minted, so a rotated secret is used at
+ * once, without a restart.
+ */
+export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.1' }) {
+  const { key } = app();
+  // One client per secret: a rotation replaces it.
+  let client = { secret: '', realtime: undefined };
+  const realtimeNow = async () => {
+    const { secret } = app();
+    if (client.secret !== secret) {
+      const old = client.realtime;
+      client = { secret, realtime: new Realtime({ url: serviceUrl, key, secret }) };
+      await old?.close();
+    }
+    return client.realtime;
+  };
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://demo');
     try {
@@ -29,6 +44,7 @@ export async function startDemo({ serviceUrl, key, secret, port = 3000, host = '
             .end('{"error":"pick a name of letters and digits"}');
           return;
         }
+        const realtime = await realtimeNow();
         const identity = await realtime.identityToken(user, { info: { name: user } });
         const room = await realtime.roomToken('lobby', {
           userId: user,
@@ -51,7 +67,7 @@ export async function startDemo({ serviceUrl, key, secret, port = 3000, host = '
     url: `http://${host}:${address.port}`,
     close: async () => {
       await new Promise((resolve) => server.close(resolve));
-      await realtime.close();
+      await client.realtime?.close();
     },
   };
 }

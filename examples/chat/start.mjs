@@ -1,5 +1,6 @@
 // npm start: the service (embedded engine, ./data) on 127.0.0.1:4000 and the chat demo on :3000.
 // PORT, DEMO_PORT and DATA change those. The service alone: `npx realtime serve`.
+// A development command: webhooks may go to http:// and local addresses (like serve --allow-private-webhooks).
 import { resolve } from 'node:path';
 import { developmentAppBanner, ensureDevelopmentApp, startServer } from '@realtime/server';
 import { startDemo } from './server.mjs';
@@ -8,12 +9,35 @@ const port = Number(process.env.PORT ?? 4000);
 const demoPort = Number(process.env.DEMO_PORT ?? 3000);
 const dataDir = resolve(process.env.DATA ?? './data');
 
-const { app, created } = ensureDevelopmentApp(dataDir);
-const service = await startServer({ host: '127.0.0.1', port, dataDir });
+const { app, created, current } = ensureDevelopmentApp(dataDir);
+const service = await startServer({ host: '127.0.0.1', port, dataDir, allowPrivateWebhooks: true });
 service.log.info({ data: dataDir }, `listening on ${service.url}`);
-if (created) process.stdout.write(developmentAppBanner(app, service.url));
-const demo = await startDemo({ serviceUrl: service.url, key: app.key, secret: app.secret, port: demoPort });
-process.stdout.write(`\nChat demo: open ${demo.url} in two browser tabs (add ?name=alice to choose a name).\n\n`);
+// Banners go to stderr: stdout holds only the service's JSON log lines.
+const ownData = dataDir === resolve('./data') ? {} : { dataDir };
+if (created) process.stderr.write(developmentAppBanner(app, service.url, ownData));
+// The app as the data folder holds it now: `npx realtime apps rotate-secret` reaches the demo at once.
+// Were the app deleted, the demo keeps the last credentials it saw.
+let last = app;
+const demo = await startDemo({
+  serviceUrl: service.url,
+  app: () => {
+    last = current() ?? last;
+    return last;
+  },
+  port: demoPort,
+});
+process.stderr.write(
+  [
+    '',
+    `Chat demo: open ${demo.url} in two browser tabs (add ?name=alice to choose a name).`,
+    'This is a development setup: webhooks may go to http:// and local addresses, e.g.',
+    `  npx realtime apps set-webhook ${app.key} http://127.0.0.1:3001/realtime --allow-private-webhooks${
+      ownData.dataDir ? ` --data ${JSON.stringify(ownData.dataDir)}` : ''
+    }`,
+    '',
+    '',
+  ].join('\n'),
+);
 
 let stopping = false;
 async function stop() {

@@ -5,10 +5,13 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 
 const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
 
-/** Debian's Chromium, headless, with no network of its own beyond loopback. */
+/**
+ * Chromium, headless, with no network of its own beyond loopback: the one at CHROMIUM_PATH when
+ * set (any machine), else Debian's (scripts/test-deps.sh installs it).
+ */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
     args: [
       '--no-sandbox',

@@ -7,6 +7,7 @@ import { APP_KEY_PATTERN } from './apps/defaults.js';
 import { developmentAppBanner } from './apps/development-app.js';
 import { newApp, newSecret } from './apps/generate.js';
 import { type ConfigFile, readConfig } from './config/config-file.js';
+import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
@@ -17,15 +18,24 @@ import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [--data DIR] [--config FILE] [--allow-private-webhooks] [--log-level L]
-  realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [--data DIR] [--json]
+  realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [--data DIR] [--allow-private-webhooks] [--json]
   realtime apps list [--data DIR] [--json]
+  realtime apps show KEY [--secret] [--data DIR] [--json]
   realtime apps rotate-secret KEY [--data DIR]
   realtime apps set-webhook KEY URL|"" [--data DIR] [--allow-private-webhooks]
-  realtime keygen`;
+  realtime keygen
+
+Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
+REALTIME_DATA, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL.
+The apps commands read REALTIME_DATA, and create and set-webhook REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-type Flags = Record<string, { type: 'string' | 'boolean' }>;
+type Flags = FlagTypes;
+type Values = FlagValues;
+
+/** Flags that the apps commands also take from the environment, like serve does. */
+const SHARED_ENV = ['data', 'allow-private-webhooks'];
 
 /** The command could not do its work (port taken, data folder unusable): one line, exit 1. */
 class Failure extends Error {}
@@ -40,7 +50,8 @@ function argsProblem(error: Error): string {
   return text.split('\n')[0] || 'bad arguments';
 }
 
-function parse(args: string[], options: Flags, positionals: number) {
+/** Parses the command line; flags named in `env` left out of it come from their REALTIME_* variables. */
+function parse(args: string[], options: Flags, positionals: number, env: readonly string[] = []) {
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
@@ -50,22 +61,29 @@ function parse(args: string[], options: Flags, positionals: number) {
   if (parsed.positionals.length > positionals) {
     throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals])}`);
   }
-  return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+  const { values, source } = withEnv(
+    parsed.values as Values,
+    options,
+    env.filter((flag) => flag in options),
+    process.env,
+  );
+  return { values, source, positionals: parsed.positionals };
 }
 
-function str(values: Record<string, string | boolean | undefined>, name: string): string | undefined {
+function str(values: Values, name: string): string | undefined {
   const value = values[name];
   return typeof value === 'string' ? value : undefined;
 }
 
-function dataDir(values: Record<string, string | boolean | undefined>): string {
+function dataDir(values: Values): string {
   return resolve(str(values, 'data') ?? './data');
 }
 
-function parsePort(text: string | undefined): number {
+/** `where` is the flag or the variable the text came from. */
+function parsePort(text: string | undefined, where: string): number {
   if (text === undefined) return 4000;
   if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535) {
-    throw new UsageError(`--port must be a whole number from 0 to 65535 (got ${JSON.stringify(text)})`);
+    throw new UsageError(`${where} must be a whole number from 0 to 65535 (got ${JSON.stringify(text)})`);
   }
   return Number(text);
 }
@@ -81,33 +99,51 @@ function parseFeatures(text: string | undefined): Feature[] | undefined {
   return [...new Set(list as Feature[])];
 }
 
-function printDevelopmentApp(app: App, url: string): void {
-  process.stdout.write(developmentAppBanner(app, url));
+/** On stderr, so that stdout holds only JSON log lines. */
+function printDevelopmentApp(app: App, url: string, dir: string): void {
+  const data = dir === resolve('./data') ? undefined : dir;
+  process.stderr.write(developmentAppBanner(app, url, data === undefined ? {} : { dataDir: data }));
+}
+
+const SERVE_FLAGS: Flags = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  data: { type: 'string' },
+  config: { type: 'string' },
+  'allow-private-webhooks': { type: 'boolean' },
+  redis: { type: 'string' },
+  'log-level': { type: 'string' },
+};
+
+/** Reads the config file; when a variable named it, its errors say so (`REALTIME_CONFIG: config ...`). */
+function readConfigFrom(path: string, where: string, allowPrivateWebhooks: boolean): ConfigFile {
+  try {
+    return readConfig(resolve(path), allowPrivateWebhooks);
+  } catch (error) {
+    if (error instanceof UsageError && !where.startsWith('--')) throw new UsageError(`${where}: ${error.message}`);
+    throw error;
+  }
 }
 
 async function serve(args: string[]): Promise<void> {
-  const { values } = parse(
-    args,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      data: { type: 'string' },
-      config: { type: 'string' },
-      'allow-private-webhooks': { type: 'boolean' },
-      redis: { type: 'string' },
-      'log-level': { type: 'string' },
-    },
-    0,
-  );
+  const { values, source } = parse(args, SERVE_FLAGS, 0, Object.keys(SERVE_FLAGS));
   if (values.redis !== undefined) {
-    throw new UsageError('--redis: the Redis engine is not available in this version; leave it out to run embedded');
+    throw new UsageError(
+      `${source('redis')}: the Redis engine is not available in this version; leave it out to run embedded`,
+    );
   }
   const logLevel = str(values, 'log-level') ?? 'info';
-  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  const port = parsePort(str(values, 'port'));
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new UsageError(
+      `${source('log-level')} must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)})`,
+    );
+  }
+  const port = parsePort(str(values, 'port'), source('port'));
   const allowPrivateWebhooks = values['allow-private-webhooks'] === true;
   const configPath = str(values, 'config');
-  const config: ConfigFile = configPath ? readConfig(resolve(configPath), allowPrivateWebhooks) : { apps: [] };
+  const config: ConfigFile = configPath
+    ? readConfigFrom(configPath, source('config'), allowPrivateWebhooks)
+    : { apps: [] };
   const configApps = config.apps;
   const dir = dataDir(values);
 
@@ -165,7 +201,7 @@ async function serve(args: string[]): Promise<void> {
   server.log.info({ data: dir }, `listening on ${server.url}`);
   if (created) {
     server.log.info({ key: created.key }, 'created a development app');
-    printDevelopmentApp(created, server.url);
+    printDevelopmentApp(created, server.url, dir);
   }
 }
 
@@ -194,7 +230,7 @@ function forgetApp(dir: string, key: string): void {
   }
 }
 
-function withStore<T>(values: Record<string, string | boolean | undefined>, use: (store: SqliteAppStore) => T): T {
+function withStore<T>(values: Values, use: (store: SqliteAppStore) => T): T {
   const db = openData(dataDir(values));
   try {
     return use(new SqliteAppStore(db));
@@ -203,9 +239,23 @@ function withStore<T>(values: Record<string, string | boolean | undefined>, use:
   }
 }
 
+/** The text form of `apps show`: one field a line, the secret only when asked for. */
+function describeApp(app: App, showSecret: boolean): string {
+  const lines = [
+    ['key', app.key],
+    ['name', app.name],
+    ['features', app.features.join(',') || '-'],
+    ['webhook', app.webhook || '-'],
+    ['rate limit', `${app.rateLimit.perSecond}/s, burst ${app.rateLimit.burst}`],
+    ['secret', showSecret ? app.secret : '(hidden; add --secret to show it)'],
+  ];
+  return lines.map(([name, value]) => `${`${name}:`.padEnd(12)}${value}\n`).join('');
+}
+
 function apps(args: string[]): void {
   const [command, ...rest] = args;
   const common: Flags = { data: { type: 'string' } };
+  const noApp = (key: string) => new UsageError(`no app has the key ${JSON.stringify(key)}`);
   switch (command) {
     case 'create': {
       const { values } = parse(
@@ -220,6 +270,7 @@ function apps(args: string[]): void {
           'allow-private-webhooks': { type: 'boolean' },
         },
         0,
+        SHARED_ENV,
       );
       const key = str(values, 'key');
       if (key !== undefined && !APP_KEY_PATTERN.test(key)) {
@@ -244,7 +295,7 @@ function apps(args: string[]): void {
       return;
     }
     case 'list': {
-      const { values } = parse(rest, { ...common, json: { type: 'boolean' } }, 0);
+      const { values } = parse(rest, { ...common, json: { type: 'boolean' } }, 0, SHARED_ENV);
       const list = withStore(values, (store) => store.list());
       if (values.json) {
         process.stdout.write(`${JSON.stringify(list.map(({ secret: _secret, ...app }) => app))}\n`);
@@ -255,31 +306,56 @@ function apps(args: string[]): void {
       }
       return;
     }
+    case 'show': {
+      const { values, positionals } = parse(
+        rest,
+        { ...common, secret: { type: 'boolean' }, json: { type: 'boolean' } },
+        1,
+        SHARED_ENV,
+      );
+      const key = positionals[0];
+      if (key === undefined) throw new UsageError('apps show needs the app key');
+      const app = withStore(values, (store) => store.get(key));
+      if (!app) throw noApp(key);
+      const showSecret = values.secret === true;
+      if (values.json) {
+        const { secret, ...rest } = app;
+        process.stdout.write(`${JSON.stringify(showSecret ? { ...rest, secret } : rest)}\n`);
+      } else {
+        process.stdout.write(describeApp(app, showSecret));
+      }
+      return;
+    }
     case 'rotate-secret': {
-      const { values, positionals } = parse(rest, common, 1);
+      const { values, positionals } = parse(rest, common, 1, SHARED_ENV);
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps rotate-secret needs the app key');
       const secret = newSecret();
       const found = withStore(values, (store) => store.setSecret(key, secret));
-      if (!found) throw new UsageError(`no app has the key ${JSON.stringify(key)}`);
+      if (!found) throw noApp(key);
       process.stdout.write(`secret: ${secret}\n`);
       return;
     }
     case 'set-webhook': {
-      const { values, positionals } = parse(rest, { ...common, 'allow-private-webhooks': { type: 'boolean' } }, 2);
+      const { values, positionals } = parse(
+        rest,
+        { ...common, 'allow-private-webhooks': { type: 'boolean' } },
+        2,
+        SHARED_ENV,
+      );
       const [key, url] = positionals;
       if (key === undefined || url === undefined)
         throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
       checkWebhookUrl(url, values['allow-private-webhooks'] === true, 'set-webhook');
       const found = withStore(values, (store) => store.setWebhook(key, url));
-      if (!found) throw new UsageError(`no app has the key ${JSON.stringify(key)}`);
+      if (!found) throw noApp(key);
       process.stdout.write(url === '' ? 'webhook cleared\n' : `webhook: ${url}\n`);
       return;
     }
     default:
       throw new UsageError(
         command === undefined || command.startsWith('-')
-          ? 'apps needs a command first: create, list, rotate-secret, set-webhook'
+          ? 'apps needs a command first: create, list, show, rotate-secret, set-webhook'
           : `unknown apps command ${JSON.stringify(command)}`,
       );
   }

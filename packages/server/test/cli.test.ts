@@ -8,6 +8,7 @@ import { FEATURES } from '@realtime/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
 import { API, type RawAnswer, send } from './helpers.js';
+import { startReceiver } from './receiver.js';
 
 /**
  * The CLI binary, spawned for real from its build (`npx tsc -b packages/protocol packages/server`
@@ -67,12 +68,22 @@ interface Child {
   stdout: () => string;
   stderr: () => string;
   exited: Promise<Exit>;
-  /** Resolves when the output so far satisfies the test; rejects when the process ends first. */
-  waitFor: (test: (stdout: string) => boolean, what: string) => Promise<string>;
+  /** Resolves when the output so far (stdout, or stderr) satisfies the test; rejects when the process ends first. */
+  waitFor: (test: (output: string) => boolean, what: string, stream?: 'stdout' | 'stderr') => Promise<string>;
 }
 
-function start(args: string[]): Child {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/** The environment of the children: this one's, without any REALTIME_* variable of the machine. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
+  return { ...env, ...extra };
+}
+
+function start(args: string[], env: Record<string, string> = {}): Child {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   const waiters = new Set<() => void>();
@@ -82,6 +93,7 @@ function start(args: string[]): Child {
   });
   child.stderr?.setEncoding('utf8').on('data', (text: string) => {
     stderr += text;
+    for (const wake of waiters) wake();
   });
   let done = false;
   const exited = new Promise<Exit>((resolve) => {
@@ -93,12 +105,13 @@ function start(args: string[]): Child {
     });
   });
   running.set(child, exited);
-  const waitFor = (test: (out: string) => boolean, what: string) =>
+  const waitFor = (test: (out: string) => boolean, what: string, stream: 'stdout' | 'stderr' = 'stdout') =>
     new Promise<string>((resolve, reject) => {
       const check = () => {
-        if (test(stdout)) {
+        const output = stream === 'stdout' ? stdout : stderr;
+        if (test(output)) {
           waiters.delete(check);
-          resolve(stdout);
+          resolve(output);
         } else if (done) {
           waiters.delete(check);
           reject(new Error(`the CLI ended before ${what}\nstdout: ${stdout}\nstderr: ${stderr}`));
@@ -111,8 +124,8 @@ function start(args: string[]): Child {
 }
 
 /** Runs a CLI command to its end. */
-function run(args: string[]): Promise<Exit> {
-  return start(args).exited;
+function run(args: string[], env: Record<string, string> = {}): Promise<Exit> {
+  return start(args, env).exited;
 }
 
 interface LogLine {
@@ -121,11 +134,11 @@ interface LogLine {
   [field: string]: unknown;
 }
 
-/** The JSON log lines of stdout (the development app block is plain text between them). */
+/** The log lines of stdout: every line is one JSON object (the development app block goes to stderr). */
 function logLines(stdout: string): LogLine[] {
   return stdout
     .split('\n')
-    .filter((line) => line.startsWith('{'))
+    .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as LogLine);
 }
 
@@ -137,8 +150,8 @@ interface Serving extends Child {
   stop: () => Promise<Exit>;
 }
 
-async function serve(args: string[]): Promise<Serving> {
-  const child = start(['serve', '--port', '0', ...args]);
+async function serve(args: string[], env: Record<string, string> = {}): Promise<Serving> {
+  const child = start(['serve', '--port', '0', ...args], env);
   servers.add(child.child);
   const out = await child.waitFor((s) => logLines(s).some((l) => LISTENING.test(l.msg)), 'listening');
   const line = logLines(out).find((l) => LISTENING.test(l.msg)) as LogLine;
@@ -199,10 +212,10 @@ const SECRET_A = 'secret-a-0123456789-abcdefghijkl';
 const SECRET_B = 'secret-b-0123456789-abcdefghijkl';
 
 describe('serve without any app', () => {
-  it('prints a development app and a command line, answers a signed emit, stops on SIGTERM, keeps the app', async () => {
+  it('prints a development app and a command line on stderr, answers a signed emit, stops on SIGTERM, keeps the app', async () => {
     const data = tempDir();
     const first = await serve(['--data', data]);
-    const out = await first.waitFor((s) => /REALTIME_SECRET=\S+ node \S+\n/.test(s), 'the command line');
+    const out = await first.waitFor((s) => /REALTIME_SECRET=\S+ node \S+\n/.test(s), 'the command line', 'stderr');
     const key = /^ {2}key: +(\S+)$/m.exec(out)?.[1] as string;
     const secret = /^ {2}secret: +(\S+)$/m.exec(out)?.[1] as string;
     expect(key).toMatch(/^[A-Za-z0-9._-]{1,64}$/);
@@ -225,10 +238,17 @@ describe('serve without any app', () => {
     const stopped = await first.stop();
     expect(stopped.code).toBe(0);
     expect(stopped.signal).toBeNull();
+    // stdout is JSON log lines only; the credentials never reach the log.
     const logs = logLines(stopped.stdout);
     expect(logs.map((l) => l.msg)).toContain('stopped');
     expect(logs.every((l) => typeof l.level === 'number' && typeof l.time === 'string')).toBe(true);
-    expect(stopped.stderr).toBe('');
+    expect(stopped.stdout).not.toContain(secret);
+    // The banner tells how to show the secret again, for this data folder; that command shows it.
+    const show = /^ +npx realtime (apps show \S+ --secret --data \S+)$/m.exec(stopped.stderr)?.[1] ?? '';
+    expect(show, stopped.stderr).not.toBe('');
+    const shown = await run(show.split(' '));
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^secret: +${secret}$`, 'm'));
 
     // Same data folder: the app is still there, so nothing new is created or printed.
     const second = await serve(['--data', data]);
@@ -239,6 +259,7 @@ describe('serve without any app', () => {
     expect(secondExit.code).toBe(0);
     expect(secondExit.stdout).not.toContain('development app');
     expect(secondExit.stdout).not.toContain(secret);
+    expect(secondExit.stderr).toBe('');
     expect(logLines(secondExit.stdout).map((l) => l.msg)).toContain('stopped');
   });
 });
@@ -473,6 +494,192 @@ describe('apps commands', () => {
   });
 });
 
+/** A port free a moment ago (for a child that must be told its port through the environment). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+describe('settings from the environment', () => {
+  it('serve takes every flag from a REALTIME_* variable', async () => {
+    const data = tempDir();
+    const port = await freePort();
+    // The http:// webhook of the file is refused unless private webhooks are allowed.
+    const config = writeConfig({ apps: [{ key: 'envapp', secret: SECRET_A, webhook: 'http://127.0.0.1:9/hook' }] });
+    const child = start(['serve'], {
+      REALTIME_HOST: '127.0.0.1',
+      REALTIME_PORT: String(port),
+      REALTIME_DATA: data,
+      REALTIME_CONFIG: config,
+      REALTIME_ALLOW_PRIVATE_WEBHOOKS: '1',
+      REALTIME_LOG_LEVEL: 'warn',
+    });
+    servers.add(child.child);
+    // At warn, the only line is the warning about private webhooks; "listening" (info) is left out.
+    await child.waitFor((s) => s.includes('allow-private-webhooks'), 'the private webhooks warning');
+    const url = `http://127.0.0.1:${port}`;
+    let answer: RawAnswer | undefined;
+    for (let i = 0; i < 100 && answer?.status !== 200; i++) {
+      answer = await emit(url, 'envapp', SECRET_A).catch(() => undefined);
+      if (answer?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(answer?.json).toEqual({ ok: true, ids: {} });
+    expect(existsSync(join(data, 'realtime.db'))).toBe(true);
+    child.child.kill('SIGTERM');
+    const exit = await child.exited;
+    expect(exit.code).toBe(0);
+    const levels = logLines(exit.stdout).map((l) => l.level);
+    expect(levels.length).toBeGreaterThan(0);
+    expect(levels.every((level) => level >= 40)).toBe(true);
+    expect(exit.stderr).toBe('');
+  });
+
+  it('a flag wins over its variable, whose value is then not even read', async () => {
+    const [flagData, envData] = [tempDir(), tempDir()];
+    const server = await serve(['--data', flagData, '--log-level', 'info', '--allow-private-webhooks'], {
+      REALTIME_DATA: envData,
+      REALTIME_PORT: 'not-a-port',
+      REALTIME_LOG_LEVEL: 'loud',
+      REALTIME_ALLOW_PRIVATE_WEBHOOKS: '0',
+    });
+    expect(existsSync(join(flagData, 'realtime.db'))).toBe(true);
+    expect(existsSync(join(envData, 'realtime.db'))).toBe(false);
+    const exit = await server.stop();
+    expect(exit.code).toBe(0);
+    expect(logLines(exit.stdout).some((l) => l.msg.includes('allow-private-webhooks'))).toBe(true);
+  });
+
+  const cases: [string, Record<string, string>][] = [
+    ['REALTIME_PORT', { REALTIME_PORT: 'abc' }],
+    ['REALTIME_PORT', { REALTIME_PORT: '70000' }],
+    ['REALTIME_LOG_LEVEL', { REALTIME_LOG_LEVEL: 'loud' }],
+    ['REALTIME_ALLOW_PRIVATE_WEBHOOKS', { REALTIME_ALLOW_PRIVATE_WEBHOOKS: 'maybe' }],
+    ['REALTIME_REDIS', { REALTIME_REDIS: 'redis://127.0.0.1:6379' }],
+    ['REALTIME_CONFIG', { REALTIME_CONFIG: '/nonexistent/realtime.json' }],
+  ];
+  it.concurrent.for(cases)('a bad %s: exit 2 and one line naming it', async ([name, env], { expect }) => {
+    const data = tempDir();
+    const exit = await run(['serve', '--data', data], env);
+    expect(exit.code, exit.stderr).toBe(2);
+    const lines = exit.stderr.replace(/\n$/, '').split('\n');
+    expect(lines, exit.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(/^realtime: /);
+    expect(lines[0]).toContain(name);
+    expect(exit.stdout).toBe('');
+    expect(existsSync(join(data, 'realtime.db'))).toBe(false);
+  });
+
+  it('the apps commands read REALTIME_DATA', async () => {
+    const data = tempDir();
+    const created = await run(['apps', 'create', '--key', 'from-env', '--json'], { REALTIME_DATA: data });
+    expect(created.code, created.stderr).toBe(0);
+    const listed = await run(['apps', 'list', '--json', '--data', data]);
+    expect((JSON.parse(listed.stdout) as App[]).map((a) => a.key)).toEqual(['from-env']);
+  });
+});
+
+describe('apps show', () => {
+  it('shows an app with its secret hidden unless --secret, as text or JSON', async () => {
+    const data = tempDir();
+    const created = await run(['apps', 'create', '--name', 'Shop', '--key', 'shop', '--json', '--data', data]);
+    const app = JSON.parse(created.stdout) as App;
+
+    const text = await run(['apps', 'show', 'shop', '--data', data]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^key: +shop$/m);
+    expect(text.stdout).toMatch(/^name: +Shop$/m);
+    expect(text.stdout).toMatch(/^secret: +\(hidden; add --secret to show it\)$/m);
+    expect(text.stdout).not.toContain(app.secret);
+
+    const shown = await run(['apps', 'show', 'shop', '--secret', '--data', data]);
+    expect(shown.stdout).toMatch(new RegExp(`^secret: +${app.secret}$`, 'm'));
+
+    const json = await run(['apps', 'show', 'shop', '--json', '--data', data]);
+    const { secret: _secret, ...withoutSecret } = app;
+    expect(JSON.parse(json.stdout)).toEqual(withoutSecret);
+    const jsonSecret = await run(['apps', 'show', 'shop', '--json', '--secret', '--data', data]);
+    expect(JSON.parse(jsonSecret.stdout)).toEqual(app);
+
+    expectOneLine(await run(['apps', 'show', 'nope', '--data', data]), 2, '"nope"');
+    expectOneLine(await run(['apps', 'show', '--data', data]), 2, 'app key');
+  });
+});
+
+describe('set-webhook and create --webhook follow the rule of delivery', () => {
+  const refused = [
+    'http://example.com/hook',
+    'https://127.0.0.1/hook',
+    'https://127.1/hook',
+    'https://localhost:8443/hook',
+    'https://10.1.2.3/hook',
+    'https://192.168.0.10/hook',
+    'https://169.254.169.254/latest',
+    'https://[::1]/hook',
+    'https://[::ffff:10.0.0.1]/hook',
+    'https://[fd00::1]/hook',
+  ];
+
+  it('without --allow-private-webhooks: refuses what a production server refuses, takes public https', async () => {
+    const data = tempDir();
+    await run(['apps', 'create', '--key', 'k', '--data', data]);
+    const results = await Promise.all(refused.map((url) => run(['apps', 'set-webhook', 'k', url, '--data', data])));
+    for (const exit of results) expectOneLine(exit, 2, '--allow-private-webhooks');
+    expectOneLine(await run(['apps', 'create', '--webhook', 'https://10.0.0.1/', '--data', data]), 2, 'private');
+    for (const url of ['https://example.com/hook', 'https://8.8.8.8/hook']) {
+      const exit = await run(['apps', 'set-webhook', 'k', url, '--data', data]);
+      expect(exit.code, exit.stderr).toBe(0);
+    }
+  });
+
+  it('with it (flag or REALTIME_ALLOW_PRIVATE_WEBHOOKS=1): takes http:// and loopback, still refuses the rest', async () => {
+    const data = tempDir();
+    await run(['apps', 'create', '--key', 'k', '--data', data]);
+    for (const url of refused) {
+      const exit = await run(['apps', 'set-webhook', 'k', url, '--data', data, '--allow-private-webhooks']);
+      expect(exit.code, `${url}: ${exit.stderr}`).toBe(0);
+    }
+    const fromEnv = await run(['apps', 'set-webhook', 'k', 'http://127.0.0.1:9/hook', '--data', data], {
+      REALTIME_ALLOW_PRIVATE_WEBHOOKS: '1',
+    });
+    expect(fromEnv.code, fromEnv.stderr).toBe(0);
+    for (const url of ['ftp://127.0.0.1/hook', 'https://user:pw@127.0.0.1/hook', 'http://127.0.0.1/#frag']) {
+      expectOneLine(await run(['apps', 'set-webhook', 'k', url, '--data', data, '--allow-private-webhooks']), 2, url);
+    }
+  });
+
+  it('a loopback address taken with the flag is delivered to by a server started with the flag', async () => {
+    const data = tempDir();
+    const created = await run(['apps', 'create', '--key', 'hooked', '--json', '--data', data]);
+    const app = JSON.parse(created.stdout) as App;
+    const receiver = await startReceiver(app);
+    try {
+      const set = await run([
+        'apps',
+        'set-webhook',
+        'hooked',
+        receiver.url,
+        '--data',
+        data,
+        '--allow-private-webhooks',
+      ]);
+      expect(set.code, set.stderr).toBe(0);
+      const server = await serve(['--data', data, '--allow-private-webhooks']);
+      const answer = await send(client(server.url, app.key, app.secret), {
+        method: 'POST',
+        path: `${API}/webhooks/test`,
+      });
+      expect(answer.json).toMatchObject({ ok: true, delivered: true, status: 204 });
+      expect(receiver.events('webhook.test')).toHaveLength(1);
+      expect((await server.stop()).code).toBe(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 describe('start failures', () => {
   let blocker: Server;
   let port: number;
@@ -490,7 +697,7 @@ describe('start failures', () => {
     expect(exit.stderr).toContain('cannot listen');
 
     const next = await serve(['--data', data]);
-    await next.waitFor((s) => /^ {2}secret: +\S+$/m.test(s), 'the development app');
+    await next.waitFor((s) => /^ {2}secret: +\S+$/m.test(s), 'the development app', 'stderr');
     const nextExit = await next.stop();
     expect(nextExit.code, JSON.stringify(nextExit)).toBe(0);
   });
