@@ -1,0 +1,189 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Realtime } from '@realtime/node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openRawPage } from '../packages/server/test/pages.js';
+import { startReceiver } from '../packages/server/test/receiver.js';
+
+/**
+ * `npm start` (examples/chat/start.mjs) spawned for real from the build, in a fresh data folder:
+ * the development app is shown on stderr, the demo's token server follows a secret rotated by the
+ * CLI while it runs, and webhooks may go to a local address.
+ */
+
+const START = fileURLToPath(new URL('../examples/chat/start.mjs', import.meta.url));
+const CLI = fileURLToPath(new URL('../packages/server/dist/cli.js', import.meta.url));
+
+interface Tokens {
+  identity: string;
+  room: string;
+}
+
+let dir: string;
+let data: string;
+let child: ChildProcess;
+let exited: Promise<number | null>;
+let stdout = '';
+let stderr = '';
+let serviceUrl: string;
+let demoUrl: string;
+let key: string;
+let secret: string;
+
+/** Output so far, until `test` holds; fails when the demo ends first or after 20 s. */
+function waitForOutput(test: () => boolean, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(new Error(`timed out waiting for ${what}\n${stdout}\n${stderr}`)), 20_000);
+    const check = () => {
+      if (test()) done();
+    };
+    const ended = () => done(new Error(`the demo ended before ${what}\n${stdout}\n${stderr}`));
+    function done(error?: Error) {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      child.off('exit', ended);
+      if (error) reject(error);
+      else resolve();
+    }
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.once('exit', ended);
+    check();
+  });
+}
+
+function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  return spawnSync(process.execPath, [CLI, ...args, '--data', data], { cwd: dir, encoding: 'utf8' });
+}
+
+async function tokensFor(user: string): Promise<Tokens> {
+  const answer = await fetch(`${demoUrl}/token?user=${user}`);
+  expect(answer.status).toBe(200);
+  return (await answer.json()) as Tokens;
+}
+
+/** A page of the demo: says hello with the identity, joins the lobby, sends a chat line; what it got back. */
+async function chat(tokens: Tokens): Promise<Record<string, unknown>> {
+  const page = await openRawPage(serviceUrl, key);
+  try {
+    page.send({ t: 'hello', v: 1, identity: tokens.identity });
+    // A refused identity closes the socket instead of a welcome.
+    const welcome = await page.next((f) => f.t === 'welcome', 'welcome').catch(() => undefined);
+    if (!welcome) return { t: 'closed', code: (await page.closed).code };
+    page.send({ t: 'join', ref: 1, room: 'lobby', token: tokens.room });
+    await page.next((f) => f.t === 'joined' && f.ref === 1, 'joined');
+    page.send({ t: 'send', ref: 2, room: 'lobby', event: 'chat', data: { text: 'hi' } });
+    return await page.next((f) => f.ref === 2, 'the answer to send');
+  } finally {
+    await page.close();
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'realtime-demo-'));
+  data = join(dir, 'data');
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
+  child = spawn(process.execPath, [START], {
+    cwd: dir,
+    env: { ...env, PORT: '0', DEMO_PORT: '0', DATA: data },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
+    stdout += text;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    stderr += text;
+  });
+  // Two pipes: either may be read first.
+  await waitForOutput(() => /Chat demo: open (\S+) /.test(stderr) && stdout.includes('listening on'), 'the demo line');
+  serviceUrl = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1] ?? '';
+  demoUrl = /Chat demo: open (\S+) /.exec(stderr)?.[1] ?? '';
+  key = /^ {2}key: +(\S+)$/m.exec(stderr)?.[1] ?? '';
+  secret = /^ {2}secret: +(\S+)$/m.exec(stderr)?.[1] ?? '';
+});
+
+afterAll(async () => {
+  if (child.exitCode === null) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('npm start (the chat demo)', () => {
+  it('shows the development app on stderr and says it is a development setup; stdout is JSON log lines', () => {
+    expect(serviceUrl).not.toBe('');
+    expect(demoUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(key).not.toBe('');
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    expect(stderr).toMatch(/development/i);
+    expect(stderr).toContain('--allow-private-webhooks');
+    for (const line of stdout.split('\n').filter((l) => l !== '')) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(stdout).not.toContain(secret);
+    // The service runs with private webhooks allowed, and its log says so loudly.
+    expect(stdout).toMatch(/"level":40,[^\n]*allow-private-webhooks/);
+  });
+
+  it('the CLI shows the secret again', () => {
+    const shown = cli('apps', 'show', key, '--secret');
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^secret: +${secret}$`, 'm'));
+    const hidden = cli('apps', 'show', key);
+    expect(hidden.stdout).not.toContain(secret);
+  });
+
+  it('a secret rotated while the demo runs: the demo mints working tokens with the new one', async () => {
+    const before = await tokensFor('alice');
+    expect(await chat(before)).toMatchObject({ t: 'sent', ref: 2 });
+
+    const rotated = cli('apps', 'rotate-secret', key);
+    expect(rotated.status, rotated.stderr).toBe(0);
+    const fresh = /^secret: (\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    expect(fresh).not.toBe(secret);
+
+    // The service keeps an app for up to a second: wait until it refuses what the old secret signed.
+    let refused: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++) {
+      refused = await chat(before);
+      if (refused.t === 'closed') break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(refused).toEqual({ t: 'closed', code: 4002 });
+
+    const after = await tokensFor('bob');
+    expect(after.identity).not.toBe(before.identity);
+    expect(await chat(after)).toMatchObject({ t: 'sent', ref: 2 });
+    secret = fresh;
+  });
+
+  it('delivers webhooks to a local address set with set-webhook --allow-private-webhooks', async () => {
+    const receiver = await startReceiver({ key, secret });
+    const realtime = new Realtime({ url: serviceUrl, key, secret });
+    try {
+      const set = cli('apps', 'set-webhook', key, receiver.url, '--allow-private-webhooks');
+      expect(set.status, set.stderr).toBe(0);
+      // The new address reaches the service within a second (its app cache): no_webhook until then.
+      let answer: unknown;
+      for (let i = 0; i < 100; i++) {
+        answer = await realtime.webhooks.test().catch((error: Error) => error.message);
+        if (typeof answer === 'object') break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(answer).toEqual({ delivered: true, status: 204 });
+      expect(receiver.events('webhook.test').length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await realtime.close();
+      await receiver.close();
+    }
+  });
+
+  it('stops on SIGTERM with exit 0', async () => {
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});
