@@ -14,6 +14,7 @@ export const ERRORS = {
   not_included: { status: 403, message: "The app's plan does not include this operation." },
   not_found: { status: 404, message: 'Nothing is found at this address.' },
   bad_method: { status: 405, message: 'This address does not take that method.' },
+  request_timeout: { status: 408, message: 'The request did not arrive in time.' },
   no_webhook: { status: 409, message: 'The app has no webhook address.' },
   not_resendable: { status: 409, message: 'The batch was taken or is out of its resend window.' },
   too_large: { status: 413, message: 'The body or its data is too large.' },
