@@ -20,7 +20,9 @@ import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
 import type { App } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
+import { Admission, type ConnectionLimits } from './http/admission.js';
 import type { ApiDeps } from './http/context.js';
+import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeContinue } from './http/guards.js';
 import { handleOpsRequest } from './http/ops.js';
 import { handleApiRequest } from './http/pipeline.js';
 import { matchRoute } from './http/routes.js';
@@ -60,6 +62,8 @@ export interface ServerOptions {
   shutdownDelayMs?: number;
   /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
   webhookLookup?: Parameters<typeof createDeliverer>[0]['lookup'];
+  /** Connection caps, header timeout and trusted proxies; see docs/operations-network.md. */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export interface RunningServer {
@@ -172,12 +176,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       db.prepare('SELECT 1').get();
     },
   };
-  const server: Server = createServer({ keepAliveTimeout: 30_000, requireHostHeader: false }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
     countRequest(metrics, req, res);
     void handleApiRequest(req, res, deps);
+  };
+  const admission = new Admission(options.limits, log);
+  const server: Server = createServer(
+    { keepAliveTimeout: 30_000, requireHostHeader: false, ...guardedServerOptions(admission.limits.headersTimeoutMs) },
+    onRequest,
+  );
+  guardConnections(server, admission);
+  server.on('upgrade', (req, socket, head) => {
+    // Refused before the WebSocket is accepted: a page over a cap never costs a page.
+    const refused = admission.admitPage(req, socket);
+    if (refused === undefined) return gateway.handleUpgrade(req, socket, head);
+    socket.on('error', () => socket.destroy());
+    socket.end(rawAnswer(503, 'Service Unavailable', 'unavailable', refused, false));
   });
-  server.on('upgrade', (req, socket, head) => gateway.handleUpgrade(req, socket, head));
+  // Without this listener Node would send 100 Continue for any body, even one it will refuse.
+  server.on('checkContinue', (req, res) => {
+    if (refuseLargeContinue(req, res)) return;
+    res.writeContinue();
+    onRequest(req, res);
+  });
   // An Expect other than 100-continue would get Node's bare 417; take the request as any other.
   server.on('checkExpectation', (req, res) => void handleApiRequest(req, res, deps));
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
@@ -186,9 +208,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       socket.destroy();
       return;
     }
+    const head = error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
+    if (isRequestTimeout(error)) {
+      socket.end(rawAnswer(408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time', head));
+      return;
+    }
     const message =
       error.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are over 16 KB' : 'the request is not valid HTTP';
-    const head = error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
     socket.end(rawAnswer(400, 'Bad Request', 'bad_request', message, head));
   });
   // CONNECT is no method of this API; without a listener Node would drop the connection unanswered.

@@ -2,12 +2,21 @@ import { readFileSync } from 'node:fs';
 import { type Feature, isFeature } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
 import type { App, RateLimit } from '../engines/types.js';
+import type { ConnectionLimits } from '../http/admission.js';
+import { TrustedProxies } from '../http/client-address.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
 const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
-const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs']);
+const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs', 'limits']);
+const LIMIT_FIELDS = new Set([
+  'maxPages',
+  'maxPagesPerAddress',
+  'maxPendingHandshakes',
+  'headersTimeoutMs',
+  'trustProxy',
+]);
 const TIMING_FIELDS = new Set(['windowMs', 'maxEvents', 'retryDelaysMs', 'giveUpMs', 'resendWindowMs', 'answerMs']);
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -79,6 +88,8 @@ export interface ConfigFile {
   metricsToken?: string;
   /** How long /ready answers 503 on a stop before pages are closed. */
   shutdownDelayMs?: number;
+  /** Connection caps, header timeout and trusted proxies (defaults where left out). */
+  limits?: Partial<ConnectionLimits>;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -114,6 +125,36 @@ function metricsToken(value: unknown, where: string): string {
   return token;
 }
 
+/** `"limits": { "maxPages": n, ..., "trustProxy": ["10.0.0.0/8"] }`: see docs/operations-network.md. */
+function limits(value: unknown, where: string): Partial<ConnectionLimits> {
+  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  unknownField(value, LIMIT_FIELDS, where);
+  const out: Partial<ConnectionLimits> = {};
+  for (const name of ['maxPages', 'maxPagesPerAddress', 'maxPendingHandshakes'] as const) {
+    if (value[name] !== undefined) out[name] = positiveWhole(value[name], `${where}.${name}`);
+  }
+  const timeout = value.headersTimeoutMs;
+  if (timeout !== undefined) {
+    if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 100 || timeout > 60_000) {
+      throw new UsageError(`${where}.headersTimeoutMs must be a whole number of ms from 100 to 60000`);
+    }
+    out.headersTimeoutMs = timeout;
+  }
+  const trust = value.trustProxy;
+  if (trust !== undefined) {
+    if (!Array.isArray(trust) || !trust.every((entry) => typeof entry === 'string')) {
+      throw new UsageError(`${where}.trustProxy must be an array of addresses or CIDR ranges, like ["10.0.0.0/8"]`);
+    }
+    try {
+      new TrustedProxies(trust);
+    } catch (error) {
+      throw new UsageError(`${where}.trustProxy: ${(error as Error).message}`);
+    }
+    out.trustProxy = trust;
+  }
+  return out;
+}
+
 /** Reads a config file; every problem is one line naming the file and the field. */
 export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigFile {
   const { apps, value } = readApps(path, allowPrivateWebhooks);
@@ -130,6 +171,7 @@ export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigF
     }
     config.shutdownDelayMs = delay;
   }
+  if (value.limits !== undefined) config.limits = limits(value.limits, `config ${path}: limits`);
   return config;
 }
 
