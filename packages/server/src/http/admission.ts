@@ -82,7 +82,8 @@ export class Admission {
   requestEnded(socket: Socket): void {
     const left = (this.#inFlight.get(socket) ?? 1) - 1;
     this.#inFlight.set(socket, left);
-    if (left === 0 && !socket.destroyed) this.#wait(socket);
+    // A socket the server is closing (Connection: close) takes no further request.
+    if (left === 0 && !socket.destroyed && !socket.writableEnded) this.#wait(socket);
   }
 
   #wait(socket: Socket): void {
