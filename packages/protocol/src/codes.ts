@@ -21,6 +21,8 @@ export const ERRORS = {
   too_many: { status: 413, message: 'Too many rooms, users, ids or events.' },
   rate_limited: { status: 429, message: 'The app is over its rate limit; retry after the time given.' },
   internal: { status: 500, message: 'The service failed; the request may be retried.' },
+  storage_full: { status: 503, message: "The service's storage is full: nothing was stored or delivered." },
+  unavailable: { status: 503, message: 'The service could not take the request now: nothing was stored or delivered.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

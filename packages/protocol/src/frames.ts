@@ -151,6 +151,8 @@ export const SOCKET_ERRORS = {
   too_large: 'The data is over 1 MB.',
   not_included: "The app's plan does not include this operation.",
   rate_limited: 'The page sends too fast.',
+  storage_full: "The service's storage is full: the send was not stored or delivered.",
+  unavailable: 'The service could not store the send: it was not delivered.',
 } as const;
 
 export type SocketErrorCode = keyof typeof SOCKET_ERRORS;

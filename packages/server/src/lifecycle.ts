@@ -13,11 +13,13 @@ import { MemoryBroker } from './engines/memory/broker.js';
 import { MemoryPresenceStore } from './engines/memory/presence.js';
 import { SqliteAppStore } from './engines/sqlite/apps.js';
 import { type Db, openDb } from './engines/sqlite/db.js';
+import { GroupCommit } from './engines/sqlite/group-commit.js';
 import { SqliteHistoryStore } from './engines/sqlite/history.js';
+import { CommittedHistory } from './engines/sqlite/history-commit.js';
 import { savePendingOffline, takePendingOffline } from './engines/sqlite/pending-offline.js';
 import { readWebhookStats } from './engines/sqlite/webhook-stats.js';
 import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
-import type { App } from './engines/types.js';
+import type { App, HistoryStore, WebhookStore } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
@@ -64,6 +66,11 @@ export interface ServerOptions {
   webhookLookup?: Parameters<typeof createDeliverer>[0]['lookup'];
   /** Connection caps, header timeout and trusted proxies; see docs/operations-network.md. */
   limits?: Partial<ConnectionLimits>;
+  /** Wraps the stores as they are made (tests inject store failures here); default: as they are. */
+  wrapStores?: (stores: { history: HistoryStore; webhooks: WebhookStore }) => {
+    history: HistoryStore;
+    webhooks: WebhookStore;
+  };
 }
 
 export interface RunningServer {
@@ -103,7 +110,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     rooms: () => hub.roomCount,
     webhooks: () => readWebhookStats(db, now()),
   });
-  const history = timedHistory(new SqliteHistoryStore(db), metrics);
+  // One commit per event-loop turn for everything stored before it is delivered (group-commit.ts).
+  const commits = new GroupCommit(db);
+  const made = { history: new SqliteHistoryStore(db), webhooks: new SqliteWebhookStore(db, commits) };
+  const stores = options.wrapStores ? options.wrapStores(made) : made;
+  const history = new CommittedHistory(commits, timedHistory(stores.history, metrics));
   const broker = countedBroker(new MemoryBroker(), metrics);
   const presence = new MemoryPresenceStore(
     options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
@@ -125,7 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
   );
   const webhooks = new Webhooks({
-    store: new SqliteWebhookStore(db),
+    store: stores.webhooks,
     apps,
     deliverer,
     log,
@@ -136,8 +147,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const events: EventSink = extra
     ? {
         record: (app, event) => {
-          webhooks.record(app, event);
+          const recorded = webhooks.record(app, event);
           extra.record(app, event);
+          return recorded;
         },
       }
     : webhooks;
@@ -235,7 +247,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const url = `http://${urlHost}:${address.port}`;
 
   await webhooks.start();
-  const pruner = setInterval(() => history.prune(now()), HISTORY_PRUNE_MS);
+  const pruneHistory = async () => {
+    try {
+      await history.prune(now());
+    } catch (error) {
+      // A full disk fails deletes too: logged, tried again next time.
+      log.error({ err: error }, 'pruning history failed');
+    }
+  };
+  const pruner = setInterval(() => void pruneHistory(), HISTORY_PRUNE_MS);
   pruner.unref();
 
   let closing: Promise<void> | undefined;
@@ -256,6 +276,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
       clearTimeout(timer);
       server.closeAllConnections();
+      await commits.close();
       await webhooks.close();
       await broker.close();
       presence.close();

@@ -9,7 +9,12 @@ export type AppEvent =
   | { type: 'user.online' | 'user.offline'; user: string };
 
 export interface EventSink {
-  record(app: string, event: AppEvent): void;
+  /**
+   * Records an event. Returns once it is stored: at once, or with a promise that settles then. A
+   * failure rejects that promise (with a StoreError when the store failed) and never throws, so a
+   * caller that does not wait loses only the event; the sink logs the failure.
+   */
+  record(app: string, event: AppEvent): Promise<void> | undefined;
 }
 
 /** Keeps the newest events in memory: for tests and embedders that want to watch what is recorded. */
@@ -23,8 +28,9 @@ export class MemoryEventSink implements EventSink {
     this.#now = options.now ?? Date.now;
   }
 
-  record(app: string, event: AppEvent): void {
+  record(app: string, event: AppEvent): undefined {
     if (this.events.length >= this.#max) this.events.shift();
     this.events.push({ app, at: this.#now(), event });
+    return undefined;
   }
 }

@@ -1,10 +1,15 @@
 import { eventNameProblem, isReservedEvent, isSealed, LIMITS, rulesAllow, type SendFrame } from '@realtime/protocol';
+import { StoreError } from '../engines/store-error.js';
+import { writeUnitsOf } from '../engines/write-units.js';
 import type { Connection } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { refreshApp } from './room-frames.js';
 
-/** A page send: the token's rules, the room's seal, then history (when the token keeps sends) and fan-out. */
+/**
+ * A page send: the token's rules, the room's seal, then what it keeps (history when the token keeps
+ * sends, the webhook event when its `w` rule matches) is stored, and only then fan-out and `sent`.
+ */
 export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame): Promise<void> {
   const { ref, room, event } = frame;
   const membership = conn.rooms.get(room);
@@ -43,23 +48,52 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   const now = deps.now();
   const from = conn.user ?? undefined;
   const entry = from === undefined ? { event, data } : { event, data, from };
-  const issued = claims.history
-    ? deps.history.append(app, room, entry, claims.history, now)
-    : deps.history.nextId(app, room, now);
-  const id = issued instanceof Promise ? await issued : issued;
-  const publication = { app, room, event, data, id, origin: conn.id, ...(from === undefined ? {} : { from }) };
-  const published = deps.broker.publish(publication);
-  if (published instanceof Promise) await published;
-  // Recorded (durably, with a webhook queue) before the page hears `sent`: an acknowledged send is never lost.
-  if (rulesAllow(claims.w, event)) {
-    deps.events.record(app, {
-      type: 'emit',
-      room,
-      event,
-      data: frame.data ?? null,
-      ...(from === undefined ? {} : { from }),
-      event_id: id,
-    });
+  const keep = claims.history;
+  const report = rulesAllow(claims.w, event);
+  const issue = () => (keep ? deps.history.append(app, room, entry, keep, now) : deps.history.nextId(app, room, now));
+  // Recorded (durably, with a webhook queue) before anyone hears of the send: an acknowledged send is never lost.
+  const record = (id: string) =>
+    report
+      ? deps.events.record(app, {
+          type: 'emit',
+          room,
+          event,
+          data: frame.data ?? null,
+          ...(from === undefined ? {} : { from }),
+          event_id: id,
+        })
+      : undefined;
+  const publish = (id: string): string | Promise<string> => {
+    const publication = { app, room, event, data, id, origin: conn.id, ...(from === undefined ? {} : { from }) };
+    const published = deps.broker.publish(publication);
+    return published instanceof Promise ? published.then(() => id) : id;
+  };
+
+  let id: string;
+  try {
+    const units = writeUnitsOf(deps.history);
+    if (units && (keep || report)) {
+      // The history append and the webhook event are stored together (all or nothing), then delivered.
+      id = await units.run(
+        () => {
+          const issued = issue();
+          if (typeof issued !== 'string') throw new TypeError('write units need a synchronous history store');
+          return { id: issued, recorded: record(issued) };
+        },
+        (stored) => (stored.recorded ? stored.recorded.then(() => publish(stored.id)) : publish(stored.id)),
+      );
+    } else {
+      const issued = issue();
+      id = typeof issued === 'string' ? issued : await issued;
+      const recorded = record(id);
+      if (recorded) await recorded;
+      const published = publish(id);
+      if (typeof published !== 'string') await published;
+    }
+  } catch (error) {
+    // Nothing was delivered: the page hears why, for this send.
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
+    throw error;
   }
   conn.send({ t: 'sent', ref, id });
 }

@@ -65,9 +65,8 @@ export const emitBatch: Handler = async (request, deps) => {
   events.forEach((event, i) => {
     if (event.history.size > 0) requireFeature(request, 'history', `history on events[${i}]`);
   });
-  const ids = [];
-  for (const event of events) ids.push(await deps.emitter.emit(request.app.key, event));
-  return { ids };
+  // Stored all together before any is delivered: a failed batch delivered nothing, so a retry cannot duplicate.
+  return { ids: await deps.emitter.emitAll(request.app.key, events) };
 };
 
 const ASK_FIELDS = new Set(['event', 'data', 'timeout', 'all']);

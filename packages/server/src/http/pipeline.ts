@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StoreError } from '../engines/store-error.js';
 import { sendError, sendJson } from './answer.js';
 import { ApiError, quote } from './api-error.js';
 import { readBody } from './body.js';
@@ -72,6 +73,12 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
     if (error instanceof ApiError) {
       sendError(res, error);
       if (error.headers?.Connection === 'close') req.resume();
+      return;
+    }
+    if (error instanceof StoreError) {
+      // Nothing of the request was delivered: 503, so the client may retry (a full disk is no 500).
+      deps.log.error({ err: error.cause ?? error, method: req.method, url: req.url }, 'storing failed');
+      sendError(res, new ApiError(error.code, error.message));
       return;
     }
     deps.log.error({ err: error, method: req.method, url: req.url }, 'request failed');

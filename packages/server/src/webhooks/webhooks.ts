@@ -78,30 +78,51 @@ export class Webhooks implements EventSink {
     void this.#dispatch();
   }
 
-  /** Records an event for the app's webhook, when the app has one and its plan includes webhooks. */
-  record(appKey: string, event: AppEvent): void {
-    if (this.#closed) return;
-    const app = this.#deps.apps.get(appKey);
-    if (app instanceof Promise) {
-      void app.then((found) => found && this.#add(found.key, found.webhook, found.features, event));
-      return;
+  /**
+   * Records an event for the app's webhook, when the app has one and its plan includes webhooks.
+   * Returns once the event is stored (with a promise when the app or the store is asynchronous).
+   * A failure is logged and rejects that promise; it never throws, so callers that do not wait
+   * lose only the event.
+   */
+  record(appKey: string, event: AppEvent): Promise<void> | undefined {
+    if (this.#closed) return undefined;
+    try {
+      const app = this.#deps.apps.get(appKey);
+      if (app instanceof Promise) {
+        return this.#logged(
+          app.then((found) => (found ? this.#add(found.key, found.webhook, found.features, event) : undefined)),
+          appKey,
+        );
+      }
+      const added = app ? this.#add(app.key, app.webhook, app.features, event) : undefined;
+      return added && this.#logged(added, appKey);
+    } catch (error) {
+      return this.#logged(Promise.reject(error), appKey);
     }
-    if (app) this.#add(app.key, app.webhook, app.features, event);
   }
 
-  #add(app: string, webhook: string, features: readonly string[], event: AppEvent): void {
-    if (webhook === '' || !features.includes('webhooks')) return;
+  /** Stores the event; throws (or rejects) when the store fails. */
+  #add(app: string, webhook: string, features: readonly string[], event: AppEvent): Promise<void> | undefined {
+    if (webhook === '' || !features.includes('webhooks')) return undefined;
     const now = this.#deps.now();
     const json = JSON.stringify({ id: newId('ev_', now), at: now, ...event });
     const added = this.#deps.store.addEvent(app, json);
-    if (added instanceof Promise) void added.then(() => this.#counted(app));
-    else this.#counted(app);
+    if (added instanceof Promise) return added.then(() => this.#counted(app));
+    this.#counted(app);
+    return undefined;
+  }
+
+  /** Logs a failure; the promise keeps its rejection for a caller that waits, and no other is unhandled. */
+  #logged(recorded: Promise<void>, app: string): Promise<void> {
+    recorded.catch((error: unknown) => this.#deps.log.error({ err: error, app }, 'recording a webhook event failed'));
+    return recorded;
   }
 
   #counted(app: string): void {
     const count = (this.#counts.get(app) ?? 0) + 1;
     this.#counts.set(app, count);
-    if (count >= this.#timings.maxEvents) void this.#closeWindow(app);
+    // Later: the event may be part of a write unit still being written; forming the batch waits for it.
+    if (count >= this.#timings.maxEvents) queueMicrotask(() => void this.#closeWindow(app));
     else this.#openWindow(app);
   }
 

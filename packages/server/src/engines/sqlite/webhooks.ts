@@ -1,6 +1,7 @@
 import type { DeliveryError, DeliveryState } from '@realtime/protocol';
 import type { StoredBatch, WebhookStore } from '../types.js';
 import type { Db } from './db.js';
+import { asStoreError, withStoreErrors } from './sqlite-error.js';
 
 interface BatchRow {
   id: string;
@@ -38,8 +39,14 @@ function toBatch(row: BatchRow): StoredBatch {
   };
 }
 
-/** The webhook queue in the service's SQLite file: events waiting for a batch, and batches with their tries. */
+/**
+ * The webhook queue in the service's SQLite file: events waiting for a batch, and batches with their
+ * tries. Its errors are StoreErrors. Given the file's group commit, an event added inside a write
+ * unit is committed with that unit, and a failure to add it fails the unit even when the caller
+ * goes on.
+ */
 export class SqliteWebhookStore implements WebhookStore {
+  readonly #commits: { taint(error: unknown): void } | undefined;
   readonly #addEvent;
   readonly #waiting;
   readonly #oldest;
@@ -53,7 +60,8 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #form;
   #batchSeq = 0;
 
-  constructor(db: Db) {
+  constructor(db: Db, commits?: { taint(error: unknown): void }) {
+    this.#commits = commits;
     this.#addEvent = db.prepare('INSERT INTO webhook_events (app, json) VALUES (?, ?)');
     this.#waiting = db.prepare<[], { app: string; n: number }>(
       'SELECT app, COUNT(*) AS n FROM webhook_events GROUP BY app',
@@ -92,37 +100,36 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   addEvent(app: string, json: string): void {
-    this.#addEvent.run(app, json);
+    try {
+      this.#addEvent.run(app, json);
+    } catch (error) {
+      this.#commits?.taint(error);
+      throw asStoreError(error);
+    }
   }
 
-  waiting(): Map<string, number> {
-    return new Map(this.#waiting.all().map((r) => [r.app, r.n]));
-  }
+  readonly waiting = withStoreErrors((): Map<string, number> => new Map(this.#waiting.all().map((r) => [r.app, r.n])));
 
-  formBatch(app: string, batchId: string, max: number, now: number): StoredBatch | undefined {
+  readonly formBatch = withStoreErrors((app: string, batchId: string, max: number, now: number) => {
     const row = this.#form(app, batchId, max, now);
     return row ? toBatch(row) : undefined;
-  }
+  });
 
-  addBatch(app: string, batchId: string, events: string[], now: number): StoredBatch {
+  readonly addBatch = withStoreErrors((app: string, batchId: string, events: string[], now: number) => {
     this.#insertBatch.run(batchId, app, `{"events":[${events.join(',')}]}`, events.length, now, now, ++this.#batchSeq);
     return toBatch(this.#get.get(batchId) as BatchRow);
-  }
+  });
 
-  due(now: number, limit: number): StoredBatch[] {
-    return this.#due.all(now, limit).map(toBatch);
-  }
+  readonly due = withStoreErrors((now: number, limit: number) => this.#due.all(now, limit).map(toBatch));
 
-  get(id: string): StoredBatch | undefined {
+  readonly get = withStoreErrors((id: string) => {
     const row = this.#get.get(id);
     return row ? toBatch(row) : undefined;
-  }
+  });
 
-  list(app: string, limit: number): StoredBatch[] {
-    return this.#list.all(app, limit).map(toBatch);
-  }
+  readonly list = withStoreErrors((app: string, limit: number) => this.#list.all(app, limit).map(toBatch));
 
-  saveTry(batch: StoredBatch): void {
+  readonly saveTry = withStoreErrors((batch: StoredBatch): void => {
     this.#save.run({
       id: batch.id,
       state: batch.state,
@@ -135,11 +142,9 @@ export class SqliteWebhookStore implements WebhookStore {
       nextAt: batch.nextAt,
       doneAt: batch.doneAt,
     });
-  }
+  });
 
-  prune(before: number): number {
-    return this.#prune.run(before).changes;
-  }
+  readonly prune = withStoreErrors((before: number) => this.#prune.run(before).changes);
 
   close(): void {
     // The database handle is owned by whoever opened it.
