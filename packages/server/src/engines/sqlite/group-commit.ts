@@ -12,7 +12,10 @@ interface Unit {
 
 type Stored = [unit: Unit, value: unknown];
 
-/** Units per transaction: bounds how long one commit holds the write lock (the CLI waits for it). */
+/**
+ * Units per transaction; a group this full is committed at once. Bounds how long one commit holds
+ * the write lock (the CLI waits for it) and how long the first unit of a group waits.
+ */
 const MAX_UNITS = 256;
 
 /**
@@ -28,6 +31,7 @@ export class GroupCommit implements WriteUnits {
   readonly #maxUnits: number;
   #pending: Unit[] = [];
   #scheduled = false;
+  #flushing = false;
   #writing = false;
   #tainted: { error: unknown } | undefined;
   /** Deliveries under way (only when one returned a promise): later ones wait, so order holds. */
@@ -35,7 +39,10 @@ export class GroupCommit implements WriteUnits {
   #closed = false;
   readonly #group;
   readonly #unit;
-  readonly #flushSoon = () => this.#flush();
+  readonly #flushSoon = () => {
+    this.#scheduled = false;
+    this.#flush();
+  };
 
   constructor(db: Db, options: { maxUnits?: number } = {}) {
     this.#maxUnits = options.maxUnits ?? MAX_UNITS;
@@ -85,7 +92,8 @@ export class GroupCommit implements WriteUnits {
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      if (!this.#scheduled) {
+      if (this.#pending.length >= this.#maxUnits && !this.#flushing) this.#flush();
+      else if (!this.#scheduled) {
         this.#scheduled = true;
         // After the I/O callbacks of this turn: every request read in it joins the same commit.
         setImmediate(this.#flushSoon);
@@ -101,10 +109,14 @@ export class GroupCommit implements WriteUnits {
   }
 
   #flush(): void {
-    this.#scheduled = false;
-    while (this.#pending.length > 0) {
-      const units = this.#pending.splice(0, this.#maxUnits);
-      this.#deliverInOrder(this.#commit(units));
+    this.#flushing = true;
+    try {
+      while (this.#pending.length > 0) {
+        const units = this.#pending.splice(0, this.#maxUnits);
+        this.#deliverInOrder(this.#commit(units));
+      }
+    } finally {
+      this.#flushing = false;
     }
   }
 
