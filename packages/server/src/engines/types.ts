@@ -48,10 +48,31 @@ export interface KeptEvent {
   from?: string;
 }
 
-export interface ResumeResult {
+/**
+ * How much one history read returns: at most `events` events, and no more events once their data
+ * would pass about `bytes` (a single larger event still comes, alone). A replay reads page by page,
+ * so a page that joins never makes the service hold a whole room's history at once.
+ */
+export interface PageBound {
+  events: number;
+  bytes: number;
+}
+
+/** One page of kept events, oldest first. */
+export interface HistoryPage {
   events: KeptEvent[];
-  /** True when events after the given id were dropped (limit or age), so the list has a gap. */
+  /**
+   * Kept events of the read after this page, counted when it was read (0: the page ends the read).
+   * The next page is `since` the page's last id.
+   */
+  remaining: number;
+}
+
+export interface ResumeResult extends HistoryPage {
+  /** True when events after the given id were dropped (limit or age) or never kept, so the list has a gap. */
   truncated: boolean;
+  /** True when kept events after the given id were dropped (limit or age): the gap a slow reader can fall into. */
+  dropped: boolean;
 }
 
 /**
@@ -61,6 +82,8 @@ export interface ResumeResult {
  *   Id assignment and storage are atomic: two appends never get the same id.
  * - `since` returns the kept events after `afterId`, oldest first, and whether some were dropped.
  * - `last` returns the newest `count` kept events, oldest first.
+ * - Both read one page when given a bound (everything at once without one): the first events of the
+ *   read and how many follow; the rest comes by `since` the page's last id, one bounded page at a time.
  */
 export interface HistoryStore {
   append(
@@ -75,8 +98,14 @@ export interface HistoryStore {
    * every room event has an id and a page can resume after any of them.
    */
   nextId(app: string, room: string, nowMs: number): Promise<string> | string;
-  since(app: string, room: string, afterId: string, nowMs: number): Promise<ResumeResult> | ResumeResult;
-  last(app: string, room: string, count: number, nowMs: number): Promise<KeptEvent[]> | KeptEvent[];
+  since(
+    app: string,
+    room: string,
+    afterId: string,
+    nowMs: number,
+    page?: PageBound,
+  ): Promise<ResumeResult> | ResumeResult;
+  last(app: string, room: string, count: number, nowMs: number, page?: PageBound): Promise<HistoryPage> | HistoryPage;
   /** Removes events past their age everywhere; returns how many went. */
   prune(nowMs: number): Promise<number> | number;
   close(): Promise<void> | void;

@@ -20,7 +20,7 @@
 import type { HistoryRule } from '@realtime/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { compareEventIds, type EventId, formatEventId, parseEventId } from '../event-id.js';
-import type { HistoryStore, KeptEvent } from '../types.js';
+import type { HistoryStore, KeptEvent, PageBound } from '../types.js';
 
 export interface HistoryHarness {
   /** A store with no events in it. */
@@ -60,6 +60,19 @@ function expectRising(ids: readonly string[]): void {
 }
 
 const ids = (events: readonly KeptEvent[]): string[] => events.map((e) => e.id);
+
+/** The events of a `last` read without a bound: one page holds them all. */
+async function allLast(
+  store: HistoryStore,
+  app: string,
+  room: string,
+  count: number,
+  nowMs: number,
+): Promise<KeptEvent[]> {
+  const page = await store.last(app, room, count, nowMs);
+  expect(page.remaining).toBe(0);
+  return page.events;
+}
 const datas = (events: readonly KeptEvent[]): string[] => events.map((e) => e.data);
 
 export function historyContract(name: string, makeStore: () => Promise<HistoryHarness>): void {
@@ -112,7 +125,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         expectRising(given);
         for (const id of given) expect(parsed(id).ms).toBe(T0);
         // Numeric order, not text order: 10 comes after 9 within one millisecond.
-        expect(ids(await store.last('a', 'lobby', 1000, T0))).toEqual(given);
+        expect(ids(await allLast(store, 'a', 'lobby', 1000, T0))).toEqual(given);
       });
 
       it('rises strictly when the clock steps backwards, and follows the clock again once it passes', async () => {
@@ -155,7 +168,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         for (const [app, room] of targets) {
           const key = `${app}/${room}`;
           const expected = [0, 1, 2, 3].map((round) => JSON.stringify(`${key}#${round}`));
-          const last = await store.last(app, room, 100, T0 + 10);
+          const last = await allLast(store, app, room, 100, T0 + 10);
           expect(datas(last)).toEqual(expected);
           expect(ids(last)).toEqual(given.get(key));
           const since = await store.since(app, room, '0-0', T0 + 10);
@@ -170,10 +183,10 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         await fill('b', 'one', 5, KEEP_ALL, T0, 'b-one');
         // A tight limit and a short life in a/one only.
         await store.append('a', 'one', { event: 'e', data: '"last"' }, [1, 0.5], T0 + 1);
-        expect(datas(await store.last('a', 'one', 100, T0 + 1))).toEqual(['"last"']);
-        expect(await store.last('a', 'one', 100, T0 + HOUR)).toEqual([]);
-        expect(await store.last('a', 'two', 100, T0 + HOUR)).toHaveLength(5);
-        expect(await store.last('b', 'one', 100, T0 + HOUR)).toHaveLength(5);
+        expect(datas(await allLast(store, 'a', 'one', 100, T0 + 1))).toEqual(['"last"']);
+        expect(await allLast(store, 'a', 'one', 100, T0 + HOUR)).toEqual([]);
+        expect(await allLast(store, 'a', 'two', 100, T0 + HOUR)).toHaveLength(5);
+        expect(await allLast(store, 'b', 'one', 100, T0 + HOUR)).toHaveLength(5);
         expect((await store.since('a', 'two', '0-0', T0 + HOUR)).truncated).toBe(false);
         expect((await store.since('b', 'one', '0-0', T0 + HOUR)).truncated).toBe(false);
         expect((await store.since('a', 'one', '0-0', T0 + HOUR)).truncated).toBe(true);
@@ -192,19 +205,19 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
     describe('limit', () => {
       it('keeps the newest `limit` events', async () => {
         const given = await fill('a', 'lobby', 10, [3, 1], T0);
-        const kept = await store.last('a', 'lobby', 100, T0);
+        const kept = await allLast(store, 'a', 'lobby', 100, T0);
         expect(datas(kept)).toEqual(['"n7"', '"n8"', '"n9"']);
         expect(ids(kept)).toEqual(given.slice(7));
       });
 
       it('keeps only the newest with a limit of 1', async () => {
         const given = await fill('a', 'lobby', 4, [1, 1], T0);
-        expect(ids(await store.last('a', 'lobby', 100, T0))).toEqual(given.slice(3));
+        expect(ids(await allLast(store, 'a', 'lobby', 100, T0))).toEqual(given.slice(3));
       });
 
       it('keeps up to 1,000 events', async () => {
         const given = await fill('a', 'lobby', 1001, [1000, 168], T0);
-        const kept = await store.last('a', 'lobby', 1000, T0);
+        const kept = await allLast(store, 'a', 'lobby', 1000, T0);
         expect(kept).toHaveLength(1000);
         expect(ids(kept)).toEqual(given.slice(1));
       });
@@ -212,9 +225,9 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
       it("applies each append's limit: a smaller one trims at once, a larger one lets the room grow again", async () => {
         await fill('a', 'lobby', 5, [5, 1], T0, 'first');
         await store.append('a', 'lobby', { event: 'e', data: '"small"' }, [2, 1], T0);
-        expect(datas(await store.last('a', 'lobby', 100, T0))).toEqual(['"first4"', '"small"']);
+        expect(datas(await allLast(store, 'a', 'lobby', 100, T0))).toEqual(['"first4"', '"small"']);
         await fill('a', 'lobby', 3, [4, 1], T0, 'big');
-        expect(datas(await store.last('a', 'lobby', 100, T0))).toEqual(['"small"', '"big0"', '"big1"', '"big2"']);
+        expect(datas(await allLast(store, 'a', 'lobby', 100, T0))).toEqual(['"small"', '"big0"', '"big1"', '"big2"']);
       });
     });
 
@@ -222,28 +235,28 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
       it('drops each event `hours` after it was appended', async () => {
         await store.append('a', 'lobby', { event: 'e', data: '"early"' }, [100, 1], T0);
         await store.append('a', 'lobby', { event: 'e', data: '"later"' }, [100, 1], T0 + 30 * MINUTE);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + HOUR - 1))).toEqual(['"early"', '"later"']);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + HOUR + 1))).toEqual(['"later"']);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + 30 * MINUTE + HOUR - 1))).toEqual(['"later"']);
-        expect(await store.last('a', 'lobby', 10, T0 + 30 * MINUTE + HOUR + 1)).toEqual([]);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + HOUR - 1))).toEqual(['"early"', '"later"']);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + HOUR + 1))).toEqual(['"later"']);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + 30 * MINUTE + HOUR - 1))).toEqual(['"later"']);
+        expect(await allLast(store, 'a', 'lobby', 10, T0 + 30 * MINUTE + HOUR + 1)).toEqual([]);
       });
 
       it('takes hours that are not whole', async () => {
         await store.append('a', 'lobby', { event: 'e', data: '"q"' }, [100, 0.25], T0);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + 15 * MINUTE - 1))).toEqual(['"q"']);
-        expect(await store.last('a', 'lobby', 10, T0 + 15 * MINUTE + 1)).toEqual([]);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + 15 * MINUTE - 1))).toEqual(['"q"']);
+        expect(await allLast(store, 'a', 'lobby', 10, T0 + 15 * MINUTE + 1)).toEqual([]);
       });
 
       it('keeps events for up to 168 hours', async () => {
         await store.append('a', 'lobby', { event: 'e', data: '"week"' }, [100, 168], T0);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + 168 * HOUR - 1))).toEqual(['"week"']);
-        expect(await store.last('a', 'lobby', 10, T0 + 168 * HOUR + 1)).toEqual([]);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + 168 * HOUR - 1))).toEqual(['"week"']);
+        expect(await allLast(store, 'a', 'lobby', 10, T0 + 168 * HOUR + 1)).toEqual([]);
       });
 
       it('keeps only the young events once new ones come in after old ones aged out', async () => {
         const old = await fill('a', 'lobby', 3, [100, 1], T0, 'old');
         const young = await store.append('a', 'lobby', { event: 'e', data: '"new"' }, [100, 1], T0 + 2 * HOUR);
-        expect(datas(await store.last('a', 'lobby', 10, T0 + 2 * HOUR))).toEqual(['"new"']);
+        expect(datas(await allLast(store, 'a', 'lobby', 10, T0 + 2 * HOUR))).toEqual(['"new"']);
         expect(await store.since('a', 'lobby', old[0] ?? '', T0 + 2 * HOUR)).toMatchObject({ truncated: true });
         expect(ids((await store.since('a', 'lobby', old[2] ?? '', T0 + 2 * HOUR)).events)).toEqual([young]);
       });
@@ -291,16 +304,41 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
 
       it('returns nothing, not truncated, after the newest id or an id from the future', async () => {
         const given = await fill('a', 'lobby', 3, KEEP_ALL, T0);
-        expect(await store.since('a', 'lobby', given[2] ?? '', T0)).toEqual({ events: [], truncated: false });
+        expect(await store.since('a', 'lobby', given[2] ?? '', T0)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
         const future = formatEventId({ ms: T0 + HOUR, seq: 0 });
-        expect(await store.since('a', 'lobby', future, T0)).toEqual({ events: [], truncated: false });
+        expect(await store.since('a', 'lobby', future, T0)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
       });
 
       it('returns nothing, not truncated, for a room that has no history', async () => {
         await fill('a', 'lobby', 2, [1, 1], T0);
-        expect(await store.since('a', 'nowhere', '0-0', T0)).toEqual({ events: [], truncated: false });
-        expect(await store.since('b', 'lobby', '0-0', T0)).toEqual({ events: [], truncated: false });
-        expect(await store.since('b', 'lobby', `${T0}-0`, T0)).toEqual({ events: [], truncated: false });
+        expect(await store.since('a', 'nowhere', '0-0', T0)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
+        expect(await store.since('b', 'lobby', '0-0', T0)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
+        expect(await store.since('b', 'lobby', `${T0}-0`, T0)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
       });
 
       it('is truncated when the limit dropped events after the id, and only then', async () => {
@@ -333,14 +371,29 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         const after1 = await store.since('a', 'lobby', given[1] ?? '', now);
         expect(ids(after1.events)).toEqual(given.slice(2));
         expect(after1.truncated).toBe(false);
-        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({ events: [], truncated: false });
+        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
       });
 
       it('still reports the gap when every event of the room aged out', async () => {
         const given = await fill('a', 'lobby', 3, [100, 1], T0);
         const now = T0 + 2 * HOUR;
-        expect(await store.since('a', 'lobby', given[0] ?? '', now)).toEqual({ events: [], truncated: true });
-        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({ events: [], truncated: false });
+        expect(await store.since('a', 'lobby', given[0] ?? '', now)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: true,
+          dropped: true,
+        });
+        expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: false,
+          dropped: false,
+        });
         // New events after the gap come with it.
         const next = await store.append('a', 'lobby', { event: 'e', data: '"next"' }, [100, 1], now);
         const result = await store.since('a', 'lobby', given[1] ?? '', now);
@@ -348,7 +401,9 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         expect(result.truncated).toBe(true);
         expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({
           events: [{ id: next, event: 'e', data: '"next"' }],
+          remaining: 0,
           truncated: false,
+          dropped: false,
         });
       });
     });
@@ -356,22 +411,111 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
     describe('last', () => {
       it('returns the newest n events, oldest first', async () => {
         const given = await fill('a', 'lobby', 7, KEEP_ALL, T0);
-        expect(ids(await store.last('a', 'lobby', 3, T0))).toEqual(given.slice(4));
-        expect(ids(await store.last('a', 'lobby', 1, T0))).toEqual(given.slice(6));
-        expect(ids(await store.last('a', 'lobby', 7, T0))).toEqual(given);
-        expect(ids(await store.last('a', 'lobby', 100, T0))).toEqual(given);
-        expect(await store.last('a', 'lobby', 0, T0)).toEqual([]);
+        expect(ids(await allLast(store, 'a', 'lobby', 3, T0))).toEqual(given.slice(4));
+        expect(ids(await allLast(store, 'a', 'lobby', 1, T0))).toEqual(given.slice(6));
+        expect(ids(await allLast(store, 'a', 'lobby', 7, T0))).toEqual(given);
+        expect(ids(await allLast(store, 'a', 'lobby', 100, T0))).toEqual(given);
+        expect(await allLast(store, 'a', 'lobby', 0, T0)).toEqual([]);
       });
 
       it('returns whole events: id, event, data and from', async () => {
         const id = await store.append('a', 'lobby', { event: 'chat', data: '{"t":1}', from: 'ann' }, KEEP_ALL, T0);
-        expect(await store.last('a', 'lobby', 1, T0)).toEqual([{ id, event: 'chat', data: '{"t":1}', from: 'ann' }]);
+        expect(await allLast(store, 'a', 'lobby', 1, T0)).toEqual([
+          { id, event: 'chat', data: '{"t":1}', from: 'ann' },
+        ]);
       });
 
       it('returns nothing for a room that has no history', async () => {
         await fill('a', 'lobby', 2, KEEP_ALL, T0);
-        expect(await store.last('a', 'elsewhere', 10, T0)).toEqual([]);
-        expect(await store.last('b', 'lobby', 10, T0)).toEqual([]);
+        expect(await allLast(store, 'a', 'elsewhere', 10, T0)).toEqual([]);
+        expect(await allLast(store, 'b', 'lobby', 10, T0)).toEqual([]);
+      });
+    });
+
+    describe('pages', () => {
+      /** Reads a whole `last` read page by page as a replay does: `since` the last id, for what remains. */
+      async function pagedLast(room: string, count: number, bound: PageBound, now = T0): Promise<KeptEvent[][]> {
+        const first = await store.last('a', room, count, now, bound);
+        const pages = [first.events];
+        let remaining = first.remaining;
+        while (remaining > 0) {
+          const after = pages.at(-1)?.at(-1)?.id ?? '0-0';
+          const next = await store.since('a', room, after, now, {
+            ...bound,
+            events: Math.min(bound.events, remaining),
+          });
+          expect(next.dropped).toBe(false);
+          expect(next.events.length).toBeGreaterThan(0);
+          pages.push(next.events);
+          remaining -= next.events.length;
+        }
+        return pages;
+      }
+
+      it('reads `last` in pages of at most the bound, oldest first, counting what follows', async () => {
+        const given = await fill('a', 'lobby', 10, KEEP_ALL, T0);
+        const first = await store.last('a', 'lobby', 7, T0, { events: 3, bytes: 1_000_000 });
+        expect(ids(first.events)).toEqual(given.slice(3, 6));
+        expect(first.remaining).toBe(4);
+        const pages = await pagedLast('lobby', 7, { events: 3, bytes: 1_000_000 });
+        expect(pages.map((page) => page.length)).toEqual([3, 3, 1]);
+        expect(ids(pages.flat())).toEqual(given.slice(3));
+        // A bound larger than the read: one page, nothing follows.
+        expect(await store.last('a', 'lobby', 4, T0, { events: 100, bytes: 1_000_000 })).toEqual({
+          events: (await allLast(store, 'a', 'lobby', 4, T0)).map((e) => expect.objectContaining({ id: e.id })),
+          remaining: 0,
+        });
+        expect(await store.last('a', 'elsewhere', 4, T0, { events: 2, bytes: 1000 })).toEqual({
+          events: [],
+          remaining: 0,
+        });
+      });
+
+      it('stops a page before the event that would pass its bytes, but always gives one event', async () => {
+        const big = JSON.stringify('x'.repeat(1000));
+        const given: string[] = [];
+        for (let i = 0; i < 5; i++)
+          given.push(await store.append('a', 'lobby', { event: 'e', data: big }, KEEP_ALL, T0));
+        const pages = await pagedLast('lobby', 5, { events: 100, bytes: 2500 });
+        expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+        expect(ids(pages.flat())).toEqual(given);
+        // Each event alone is over the bound: one per page, none left out.
+        const single = await pagedLast('lobby', 5, { events: 100, bytes: 10 });
+        expect(single.map((page) => page.length)).toEqual([1, 1, 1, 1, 1]);
+        const since = await store.since('a', 'lobby', '0-0', T0, { events: 100, bytes: 10 });
+        expect(ids(since.events)).toEqual(given.slice(0, 1));
+        expect(since.remaining).toBe(4);
+      });
+
+      it('reads `since` in pages; the first says whether there is a gap, every one what follows', async () => {
+        const given = await fill('a', 'lobby', 8, [6, 1], T0);
+        // Kept: 2..7; 0 and 1 were dropped.
+        const first = await store.since('a', 'lobby', given[0] ?? '', T0, { events: 4, bytes: 1_000_000 });
+        expect(first).toMatchObject({ remaining: 2, truncated: true, dropped: true });
+        expect(ids(first.events)).toEqual(given.slice(2, 6));
+        const second = await store.since('a', 'lobby', given[5] ?? '', T0, { events: 4, bytes: 1_000_000 });
+        expect(second).toMatchObject({ remaining: 0, truncated: false, dropped: false });
+        expect(ids(second.events)).toEqual(given.slice(6));
+        // What remains is counted at each read: events appended meanwhile come in later pages.
+        const more = await fill('a', 'lobby', 2, [6, 1], T0, 'more');
+        const third = await store.since('a', 'lobby', given[7] ?? '', T0, { events: 1, bytes: 1_000_000 });
+        expect(ids(third.events)).toEqual(more.slice(0, 1));
+        expect(third.remaining).toBe(1);
+      });
+
+      it('says `dropped` when the limit passed a reader between two pages', async () => {
+        const given = await fill('a', 'lobby', 5, [5, 1], T0);
+        const first = await store.last('a', 'lobby', 5, T0, { events: 2, bytes: 1_000_000 });
+        expect(ids(first.events)).toEqual(given.slice(0, 2));
+        // Four more events push out the four oldest: the reader's next event (given[2]) is gone.
+        const newer = await fill('a', 'lobby', 4, [5, 1], T0, 'newer');
+        const next = await store.since('a', 'lobby', given[1] ?? '', T0, { events: 3, bytes: 1_000_000 });
+        expect(next).toMatchObject({ truncated: true, dropped: true });
+        expect(ids(next.events)).toEqual([given[4], newer[0], newer[1]]);
+        // An event the room never kept is a gap for a resume, but nothing a reader fell behind on.
+        await store.nextId('a', 'lobby', T0);
+        const after = await store.since('a', 'lobby', newer[3] ?? '', T0, { events: 3, bytes: 1_000_000 });
+        expect(after).toEqual({ events: [], remaining: 0, truncated: true, dropped: false });
       });
     });
 
@@ -380,7 +524,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         await store.append('a', 'lobby', { event: 'say', data: '1', from: 'user ü 42' }, KEEP_ALL, T0);
         await store.append('a', 'lobby', { event: 'say', data: '2' }, KEEP_ALL, T0);
         await store.append('a', 'lobby', { event: 'say', data: '3', from: '' }, KEEP_ALL, T0);
-        const [withFrom, without, empty] = await store.last('a', 'lobby', 3, T0);
+        const [withFrom, without, empty] = await allLast(store, 'a', 'lobby', 3, T0);
         expect(withFrom?.from).toBe('user ü 42');
         expect(without?.from).toBeUndefined();
         expect(without?.data).toBe('2');
@@ -405,7 +549,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         ];
         const given: string[] = [];
         for (const data of texts) given.push(await store.append('a', 'lobby', { event: 'é 🚀', data }, KEEP_ALL, T0));
-        const kept = await store.last('a', 'lobby', texts.length, T0);
+        const kept = await allLast(store, 'a', 'lobby', texts.length, T0);
         expect(kept).toHaveLength(texts.length);
         for (const [i, event] of kept.entries()) {
           expect(event.data === texts[i]).toBe(true);
@@ -427,11 +571,11 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         expect(await store.prune(T0)).toBe(0);
         expect(await store.prune(T0 + HOUR + 1)).toBe(4);
         expect(await store.prune(T0 + HOUR + 1)).toBe(0);
-        expect(await store.last('a', 'one', 10, T0)).toEqual([]);
-        expect(await store.last('a', 'two', 10, T0)).toHaveLength(2);
-        expect(datas(await store.last('b', 'one', 10, T0 + 2 * HOUR))).toEqual(['"young"']);
+        expect(await allLast(store, 'a', 'one', 10, T0)).toEqual([]);
+        expect(await allLast(store, 'a', 'two', 10, T0)).toHaveLength(2);
+        expect(datas(await allLast(store, 'b', 'one', 10, T0 + 2 * HOUR))).toEqual(['"young"']);
         expect(await store.prune(T0 + 2 * HOUR + 1)).toBe(2);
-        expect(await store.last('a', 'two', 10, T0 + 2 * HOUR + 1)).toEqual([]);
+        expect(await allLast(store, 'a', 'two', 10, T0 + 2 * HOUR + 1)).toEqual([]);
         expect(await store.prune(T0 + 3 * HOUR + 1)).toBe(1);
       });
 
@@ -464,17 +608,17 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         await fill('b', 'other', 1, KEEP_ALL, T0 + 1000);
         const again = harness.reopen ? await harness.reopen() : store;
         store = again;
-        const kept = await again.last('a', 'lobby', 10, T0 + 1000);
+        const kept = await allLast(again, 'a', 'lobby', 10, T0 + 1000);
         expect(ids(kept)).toEqual(before.slice(1));
         expect(datas(kept)).toEqual(['"n1"', '"n2"', '"n3"']);
         expect((await again.since('a', 'lobby', before[0] ?? '', T0 + 1000)).truncated).toBe(false);
         expect(await again.since('a', 'lobby', '0-0', T0 + 1000)).toMatchObject({ truncated: true });
-        expect(await again.last('b', 'other', 10, T0 + 1000)).toHaveLength(1);
+        expect(await allLast(again, 'b', 'other', 10, T0 + 1000)).toHaveLength(1);
         // A clock behind the newest id still gives a greater id, and so does a clock in step.
         const behind = await again.append('a', 'lobby', { event: 'e', data: '"behind"' }, [3, 1], T0);
         const inStep = await again.append('a', 'lobby', { event: 'e', data: '"in step"' }, [3, 1], T0 + 1000);
         expectRising([...before, behind, inStep]);
-        expect(datas(await again.last('a', 'lobby', 10, T0 + 1000))).toEqual(['"n3"', '"behind"', '"in step"']);
+        expect(datas(await allLast(again, 'a', 'lobby', 10, T0 + 1000))).toEqual(['"n3"', '"behind"', '"in step"']);
       });
     });
 
@@ -520,7 +664,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         const [results] = await Promise.all([Promise.all(tasks), reader()]);
         for (const { mine } of results) expectRising(mine);
         for (const [app, room] of rooms) {
-          const kept = await store.last(app, room, 1000, T0 + 100);
+          const kept = await allLast(store, app, room, 1000, T0 + 100);
           expect(kept).toHaveLength(writersPerRoom * appendsPerWriter);
           expectRising(ids(kept));
           const given = results.filter((r) => r.app === app && r.room === room).flatMap((r) => r.mine);

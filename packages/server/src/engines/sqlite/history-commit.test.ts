@@ -67,7 +67,7 @@ describe('GroupCommit: one transaction per turn', () => {
   });
 
   const breakCommit = () => db.prepare('INSERT INTO child (p) VALUES (42)').run();
-  const data = (events: { data: string }[]) => events.map((e) => e.data);
+  const data = (read: { events: { data: string }[] }) => read.events.map((e) => e.data);
 
   it('answers the appends of one turn after one commit, ids rising per room in call order', async () => {
     const calls = Array.from({ length: 300 }, (_, i) =>

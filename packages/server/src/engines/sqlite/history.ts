@@ -1,6 +1,6 @@
 import type { HistoryRule } from '@realtime/protocol';
 import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
-import type { HistoryStore, KeptEvent, ResumeResult } from '../types.js';
+import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import type { Db } from './db.js';
 
 interface RoomRow {
@@ -20,11 +20,31 @@ interface EventRow {
 
 const HOUR_MS = 3_600_000;
 const ISSUED_ROOMS_KEPT = 100_000;
+const WHOLE: PageBound = { events: Number.POSITIVE_INFINITY, bytes: Number.POSITIVE_INFINITY };
 
 function toKept(row: EventRow): KeptEvent {
   const kept: KeptEvent = { id: `${row.ms}-${row.seq}`, event: row.event, data: row.data };
   if (row.sender !== null) kept.from = row.sender;
   return kept;
+}
+
+/**
+ * Reads rows one at a time up to the bound: rows past it are never read, so a page of a room of
+ * large events costs the page's bytes, not the room's.
+ */
+function readPage(rows: IterableIterator<EventRow>, bound: PageBound): KeptEvent[] {
+  const events: KeptEvent[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    // String length stands in for bytes: "about" the bound is enough, and it costs no pass over the data.
+    const size = row.data.length + row.event.length;
+    if (events.length > 0 && bytes + size > bound.bytes) break;
+    events.push(toKept(row));
+    bytes += size;
+    if (events.length >= bound.events) break;
+  }
+  // Leaving the loop early ends the statement (the iterator's return), so rows past the bound are never read.
+  return events;
 }
 
 /**
@@ -42,7 +62,10 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly #deleteUpTo;
   readonly #setDropped;
   readonly #after;
-  readonly #newest;
+  readonly #countAfter;
+  readonly #countRoom;
+  readonly #nthNewest;
+  readonly #from;
   readonly #expiredRooms;
   readonly #appendTx;
   readonly #issued = new Map<string, EventId>();
@@ -52,7 +75,8 @@ export class SqliteHistoryStore implements HistoryStore {
   #floor: EventId | undefined;
   /** The floor when rooms were last forgotten from memory: such a room starts above it. */
   #forgotten: EventId | undefined;
-  readonly #readTx;
+  readonly #sinceTx;
+  readonly #lastTx;
 
   constructor(db: Db) {
     this.#db = db;
@@ -82,9 +106,19 @@ export class SqliteHistoryStore implements HistoryStore {
       `SELECT ms, seq, event, data, sender FROM history WHERE app = ? AND room = ?
          AND (ms > ? OR (ms = ? AND seq > ?)) ORDER BY ms, seq`,
     );
-    this.#newest = db.prepare<[string, string, number], EventRow>(
+    this.#countAfter = db.prepare<[string, string, number, number, number], { n: number }>(
+      'SELECT COUNT(*) AS n FROM history WHERE app = ? AND room = ? AND (ms > ? OR (ms = ? AND seq > ?))',
+    );
+    this.#countRoom = db.prepare<[string, string], { n: number }>(
+      'SELECT COUNT(*) AS n FROM history WHERE app = ? AND room = ?',
+    );
+    // The oldest of the newest n: where a `last` read starts.
+    this.#nthNewest = db.prepare<[string, string, number], { ms: number; seq: number }>(
+      'SELECT ms, seq FROM history WHERE app = ? AND room = ? ORDER BY ms DESC, seq DESC LIMIT 1 OFFSET ?',
+    );
+    this.#from = db.prepare<[string, string, number, number, number], EventRow>(
       `SELECT ms, seq, event, data, sender FROM history WHERE app = ? AND room = ?
-         ORDER BY ms DESC, seq DESC LIMIT ?`,
+         AND (ms > ? OR (ms = ? AND seq >= ?)) ORDER BY ms, seq`,
     );
     this.#expiredRooms = db.prepare<[number], { app: string; room: string }>(
       'SELECT DISTINCT app, room FROM history WHERE expires_at <= ?',
@@ -111,10 +145,15 @@ export class SqliteHistoryStore implements HistoryStore {
         return formatEventId(id);
       },
     );
-    this.#readTx = db.transaction((app: string, room: string, now: number) => {
-      this.#dropExpired(app, room, now);
-      return this.#room.get(app, room);
-    });
+    // A read's count and its page come from one snapshot, after what aged out was dropped.
+    this.#sinceTx = db.transaction(
+      (app: string, room: string, afterId: string, now: number, page: PageBound): ResumeResult =>
+        this.#since(app, room, afterId, now, page),
+    );
+    this.#lastTx = db.transaction(
+      (app: string, room: string, count: number, now: number, page: PageBound): HistoryPage =>
+        this.#last(app, room, count, now, page),
+    );
   }
 
   /**
@@ -171,28 +210,42 @@ export class SqliteHistoryStore implements HistoryStore {
     return this.#appendTx(app, room, entry, rule, nowMs);
   }
 
-  since(app: string, room: string, afterId: string, nowMs: number): ResumeResult {
+  since(app: string, room: string, afterId: string, nowMs: number, page: PageBound = WHOLE): ResumeResult {
+    return this.#sinceTx(app, room, afterId, nowMs, page);
+  }
+
+  #since(app: string, room: string, afterId: string, nowMs: number, page: PageBound): ResumeResult {
     const after = parseEventId(afterId) ?? { ms: -1, seq: -1 };
     const row = this.#keptRoom(app, room, nowMs);
     // Missed: an event dropped after `since`, or one after it that the room never kept.
     const unkept = this.#unkept.get(`${app}:${room}`);
     const missedUnkept = unkept !== undefined && compareEventIds(unkept, after) > 0;
-    if (!row) return { events: [], truncated: missedUnkept };
-    const events = this.#after.all(app, room, after.ms, after.ms, after.seq).map(toKept);
-    const truncated =
-      missedUnkept || row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
-    return { events, truncated };
+    if (!row) return { events: [], remaining: 0, truncated: missedUnkept, dropped: false };
+    const where = [app, room, after.ms, after.ms, after.seq] as const;
+    const total = this.#countAfter.get(...where)?.n ?? 0;
+    const events = total === 0 ? [] : readPage(this.#after.iterate(...where), page);
+    const dropped = row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
+    return { events, remaining: total - events.length, truncated: missedUnkept || dropped, dropped };
   }
 
   /** Drops what aged out (always a prefix, so kept events never have a hole), then reads the room row. */
   #keptRoom(app: string, room: string, nowMs: number): RoomRow | undefined {
-    return this.#readTx(app, room, nowMs);
+    this.#dropExpired(app, room, nowMs);
+    return this.#room.get(app, room);
   }
 
-  last(app: string, room: string, count: number, nowMs: number): KeptEvent[] {
-    if (count <= 0) return [];
-    if (!this.#keptRoom(app, room, nowMs)) return [];
-    return this.#newest.all(app, room, count).reverse().map(toKept);
+  last(app: string, room: string, count: number, nowMs: number, page: PageBound = WHOLE): HistoryPage {
+    if (count <= 0) return { events: [], remaining: 0 };
+    return this.#lastTx(app, room, count, nowMs, page);
+  }
+
+  #last(app: string, room: string, count: number, nowMs: number, page: PageBound): HistoryPage {
+    if (!this.#keptRoom(app, room, nowMs)) return { events: [], remaining: 0 };
+    const total = Math.min(count, this.#countRoom.get(app, room)?.n ?? 0);
+    const start = total === 0 ? undefined : this.#nthNewest.get(app, room, total - 1);
+    if (!start) return { events: [], remaining: 0 };
+    const events = readPage(this.#from.iterate(app, room, start.ms, start.ms, start.seq), page);
+    return { events, remaining: total - events.length };
   }
 
   prune(nowMs: number): number {
