@@ -18,6 +18,8 @@ export interface Membership {
 export type ConnectionState = 'greeting' | 'open' | 'closed';
 
 let counter = 0;
+/** Default stall time of a replay: a page that reads at all drains half its queue well within it. */
+export const DEFAULT_STALL_MS = 10_000;
 const lastAsk: { id: string; frame: Buffer } = { id: '', frame: Buffer.alloc(0) };
 
 /** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
@@ -40,6 +42,8 @@ export class Connection implements Page, AskTarget {
   budget: number;
   budgetAt: number;
   readonly replayLimit: number;
+  /** How long a replay waits for the page to read before closing it as a slow consumer. */
+  readonly #stallMs: number;
   readonly #outbox: Outbox;
   #work: Promise<void> = Promise.resolve();
 
@@ -47,7 +51,7 @@ export class Connection implements Page, AskTarget {
     ws: WebSocket,
     socket: Socket,
     app: App,
-    options: { outboxBytes: number; budget: number; now: number; traffic: Traffic },
+    options: { outboxBytes: number; budget: number; now: number; traffic: Traffic; stallMs?: number },
   ) {
     this.id = `${process.pid.toString(36)}.${(++counter).toString(36)}`;
     this.ws = ws;
@@ -57,6 +61,7 @@ export class Connection implements Page, AskTarget {
     this.budget = options.budget;
     this.budgetAt = options.now;
     this.replayLimit = options.outboxBytes;
+    this.#stallMs = options.stallMs ?? DEFAULT_STALL_MS;
     this.#outbox = new Outbox(socket, options.outboxBytes, () => this.onSlow(), options.traffic);
   }
 
@@ -67,9 +72,21 @@ export class Connection implements Page, AskTarget {
     this.#outbox.write(frame);
   }
 
-  /** Waits while the page has more than half its queue waiting (a replay paces itself this way). */
+  /**
+   * Waits while the page has more than half its queue waiting (a replay paces itself this way). A page
+   * that does not read it down below that mark within the stall time is closed as a slow consumer
+   * (4200), like one whose queue overflows: a page that never reads holds no replay open.
+   */
   async paced(): Promise<void> {
-    while (this.#outbox.full && this.state !== 'closed') await this.#outbox.drained();
+    const deadline = Date.now() + this.#stallMs;
+    while (this.#outbox.full && this.state !== 'closed') {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        this.slow();
+        return;
+      }
+      await this.#outbox.drained(left);
+    }
   }
 
   send(value: object): void {

@@ -11,7 +11,7 @@ import {
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
-import { Connection } from './connection.js';
+import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, parseFrame } from './frames-in.js';
 import { join, leave, leaveRoom } from './room-frames.js';
@@ -29,6 +29,8 @@ export interface GatewayOptions {
   /** Frames per second a page may send, and its burst. */
   framesPerSecond?: number;
   frameBurst?: number;
+  /** A page replaying history that does not read its queue below half within this long is closed (4200). */
+  replayStallMs?: number;
 }
 
 const PING = frameJson({ t: 'ping' });
@@ -55,6 +57,7 @@ export class Gateway {
       helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
       framesPerSecond: options.framesPerSecond ?? 100,
       frameBurst: options.frameBurst ?? 200,
+      replayStallMs: options.replayStallMs ?? DEFAULT_STALL_MS,
     };
     this.#wss = new WebSocketServer({
       noServer: true,
@@ -104,6 +107,7 @@ export class Gateway {
           budget: this.#options.frameBurst,
           now: this.#deps.now(),
           traffic: this.#deps.traffic,
+          stallMs: this.#options.replayStallMs,
         });
         this.#open(conn);
       });

@@ -58,15 +58,17 @@ export class Outbox {
     return this.#socket.writableLength > this.#limitBytes / 2;
   }
 
-  /** Resolves when the socket has written what waits (or has closed). */
-  drained(): Promise<void> {
+  /** Resolves when the socket has written what waits (or has closed), or after `ms` at the latest. */
+  drained(ms = Number.POSITIVE_INFINITY): Promise<void> {
     if (this.#closed || this.#socket.writableLength === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
+        clearTimeout(timer);
         this.#socket.off('drain', done);
         this.#socket.off('close', done);
         resolve();
       };
+      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
       this.#socket.once('drain', done);
       this.#socket.once('close', done);
     });

@@ -1,10 +1,16 @@
 import { CLOSE, type JoinFrame, type LeaveFrame, type Member, roomNameProblem } from '@realtime/protocol';
-import type { App, KeptEvent } from '../engines/types.js';
+import type { App, HistoryPage, KeptEvent, PageBound, ResumeResult } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
 import { frameString } from './ws-frame.js';
+
+/**
+ * One page of a replay: what the service holds of a room's history per joining page at a time. A
+ * page that does not read keeps at most this (and its bounded queue) in memory, never the room.
+ */
+export const REPLAY_PAGE: Readonly<PageBound> = { events: 256, bytes: 1_048_576 };
 
 function keptFrame(room: string, kept: KeptEvent): Buffer {
   let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
@@ -95,18 +101,18 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const members = member ? await deps.presence.members(app, room) : undefined;
 
   const now = deps.now();
-  let kept: KeptEvent[] = [];
+  let first: HistoryPage = { events: [], remaining: 0 };
   let truncated = false;
   try {
     if (!features.includes('history')) {
       // Rooms keep nothing on this plan: a page resuming may have missed events and none can come back.
       truncated = frame.since !== undefined;
     } else if (frame.since !== undefined) {
-      const result = await deps.history.since(app, room, frame.since, now);
-      kept = result.events;
+      const result = await deps.history.since(app, room, frame.since, now, REPLAY_PAGE);
+      first = result;
       truncated = result.truncated;
     } else if (frame.last !== undefined && !existing) {
-      kept = await deps.history.last(app, room, frame.last, now);
+      first = await deps.history.last(app, room, frame.last, now, REPLAY_PAGE);
     }
   } catch (error) {
     // No seat may stay half-joined, holding live frames nobody will read.
@@ -114,20 +120,15 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
     throw error;
   }
 
-  const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: kept.length };
+  const total = first.events.length + first.remaining;
+  const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: total };
   if (members) joined.members = members;
   if (truncated) joined.truncated = true;
   conn.send(joined);
   // Announced now, before the replay: a page closed during the replay leaves with a matching left.
   if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
-  const replayed = new Set<string>();
-  for (const event of kept) {
-    // A long replay goes at the page's pace instead of overflowing its queue.
-    await conn.paced();
-    if ((conn.state as string) === 'closed') return;
-    conn.deliver(keptFrame(room, event));
-    replayed.add(event.id);
-  }
+  const replayed = await replay(deps, conn, room, first, total);
+  if (!replayed) return;
   // Live frames that came during the replay, in order; the ones the replay already carried are dropped.
   for (;;) {
     const waiting = seat.replay ?? [];
@@ -139,6 +140,63 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   }
   seat.replay = undefined;
   seat.replayBytes = 0;
+}
+
+/** Read through a function: the compiler would keep a narrowing of `conn.state` across awaits. */
+function isClosed(conn: Connection): boolean {
+  return conn.state === 'closed';
+}
+
+/**
+ * Sends a room's kept events at the page's pace, one page of history at a time: the read's `first`
+ * page, then `since` the last one sent, until `total` went (the count `joined` announced). Returns
+ * the ids sent, for dropping the live frames the replay already carried; undefined once the page closed.
+ */
+async function replay(
+  deps: GatewayDeps,
+  conn: Connection,
+  room: string,
+  first: HistoryPage,
+  total: number,
+): Promise<Set<string> | undefined> {
+  const sent = new Set<string>();
+  let page = first.events;
+  // Only `page` holds the events: each page is garbage once sent, so a replay holds one at a time.
+  first.events = [];
+  let last: string | undefined;
+  for (;;) {
+    for (const event of page) {
+      // Waits while the page's queue is over half full; a page that does not read is closed (4200).
+      await conn.paced();
+      if (isClosed(conn)) return undefined;
+      conn.deliver(keptFrame(room, event));
+      sent.add(event.id);
+      last = event.id;
+    }
+    page = [];
+    const left = total - sent.size;
+    if (left <= 0 || last === undefined) return sent;
+    let next: ResumeResult;
+    try {
+      next = await deps.history.since(conn.app.key, room, last, deps.now(), {
+        ...REPLAY_PAGE,
+        events: Math.min(REPLAY_PAGE.events, left),
+      });
+    } catch (error) {
+      // Half a replay cannot be finished without a gap: the page reconnects and resumes from its last id.
+      conn.close(1011, 'the room history could not be read');
+      throw error;
+    }
+    if (isClosed(conn)) return undefined;
+    if (next.dropped) {
+      // The room's limit or age overtook the page while it read: it could not keep up. Closed (4200),
+      // it resumes from its last id and learns of the gap from `truncated`.
+      conn.slow();
+      return undefined;
+    }
+    if (next.events.length === 0) return sent;
+    page = next.events;
+  }
 }
 
 /** Takes a page out of a room: its seat, and its presence (a user leaves with their last page). */
