@@ -64,13 +64,18 @@ export interface ServerOptions {
   shutdownDelayMs?: number;
   /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
   webhookLookup?: Parameters<typeof createDeliverer>[0]['lookup'];
-  /** Connection caps, header timeout and trusted proxies; see docs/operations-network.md. */
-  limits?: Partial<ConnectionLimits>;
+  /** Connection caps, header timeout and trusted proxies (see docs/operations-network.md); asks in flight per user. */
+  limits?: Partial<ServerLimits>;
   /** Wraps the stores as they are made (tests inject store failures here); default: as they are. */
   wrapStores?: (stores: { history: HistoryStore; webhooks: WebhookStore }) => {
     history: HistoryStore;
     webhooks: WebhookStore;
   };
+}
+
+/** The `limits` of a server: its connection caps, and asks in flight per user (beyond: 429). */
+export interface ServerLimits extends ConnectionLimits {
+  maxAsksPerUser: number;
 }
 
 export interface RunningServer {
@@ -161,7 +166,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   users.resume(pendingOffline);
   const offlineDelay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
   for (const { app, user, dueAt } of pendingOffline) presence.closedBefore(app, user, dueAt - offlineDelay);
-  const ask = new AskService({ now });
+  const ask = new AskService({
+    now,
+    ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
+  });
   const hub = new Hub<Connection>(broker);
   const gateway = new Gateway(
     { apps, hub, broker, history, presence, ask, events, users, log, now, traffic: metrics.traffic },

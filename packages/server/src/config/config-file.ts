@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { type Feature, isFeature } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
 import type { App, RateLimit } from '../engines/types.js';
-import type { ConnectionLimits } from '../http/admission.js';
 import { TrustedProxies } from '../http/client-address.js';
+import type { ServerLimits } from '../lifecycle.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
@@ -16,6 +16,7 @@ const LIMIT_FIELDS = new Set([
   'maxPendingHandshakes',
   'headersTimeoutMs',
   'trustProxy',
+  'maxAsksPerUser',
 ]);
 const TIMING_FIELDS = new Set(['windowMs', 'maxEvents', 'retryDelaysMs', 'giveUpMs', 'resendWindowMs', 'answerMs']);
 
@@ -88,8 +89,8 @@ export interface ConfigFile {
   metricsToken?: string;
   /** How long /ready answers 503 on a stop before pages are closed. */
   shutdownDelayMs?: number;
-  /** Connection caps, header timeout and trusted proxies (defaults where left out). */
-  limits?: Partial<ConnectionLimits>;
+  /** Connection caps, header timeout, trusted proxies and asks in flight per user (defaults where left out). */
+  limits?: Partial<ServerLimits>;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -126,11 +127,11 @@ function metricsToken(value: unknown, where: string): string {
 }
 
 /** `"limits": { "maxPages": n, ..., "trustProxy": ["10.0.0.0/8"] }`: see docs/operations-network.md. */
-function limits(value: unknown, where: string): Partial<ConnectionLimits> {
+function limits(value: unknown, where: string): Partial<ServerLimits> {
   if (!isObject(value)) throw new UsageError(`${where} must be an object`);
   unknownField(value, LIMIT_FIELDS, where);
-  const out: Partial<ConnectionLimits> = {};
-  for (const name of ['maxPages', 'maxPagesPerAddress', 'maxPendingHandshakes'] as const) {
+  const out: Partial<ServerLimits> = {};
+  for (const name of ['maxPages', 'maxPagesPerAddress', 'maxPendingHandshakes', 'maxAsksPerUser'] as const) {
     if (value[name] !== undefined) out[name] = positiveWhole(value[name], `${where}.${name}`);
   }
   const timeout = value.headersTimeoutMs;

@@ -14,6 +14,18 @@ export interface UserPages {
 /** Nobody's pages: the directory until a gateway is attached. */
 export const NO_PAGES: UserPages = { askTargets: () => [] };
 
+/** Asks in flight per user by default: well above a burst a page answers (450 at once work). */
+export const DEFAULT_MAX_ASKS_PER_USER = 500;
+
+/** The user has as many asks in flight as allowed: the ask is refused at once, before any page sees it. */
+export class TooManyAsks extends Error {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`the user already has ${limit} asks waiting for an answer; retry once some are answered`);
+    this.limit = limit;
+  }
+}
+
 interface PendingAsk {
   replies: Reply[];
   all: boolean;
@@ -35,13 +47,17 @@ export interface AskOptions {
  */
 export class AskService {
   readonly #pending = new Map<string, PendingAsk>();
+  /** Asks in flight per `<app>:<user>`: bounded where asks start, not by closing the page that answers. */
+  readonly #inFlight = new Map<string, number>();
+  readonly #maxPerUser: number;
   #pages: UserPages;
   readonly #now: () => number;
   #counter = 0;
 
-  constructor(deps: { pages?: UserPages; now: () => number }) {
+  constructor(deps: { pages?: UserPages; now: () => number; maxAsksPerUser?: number }) {
     this.#pages = deps.pages ?? NO_PAGES;
     this.#now = deps.now;
+    this.#maxPerUser = deps.maxAsksPerUser ?? DEFAULT_MAX_ASKS_PER_USER;
   }
 
   /** The gateway attaches its page directory when it starts. */
@@ -49,9 +65,17 @@ export class AskService {
     this.#pages = pages;
   }
 
+  /**
+   * Throws TooManyAsks, at once, when the user has `maxAsksPerUser` asks in flight. App keys hold no
+   * ':', so `<app>:<user>` names one user of one app.
+   */
   ask(app: string, user: string, options: AskOptions): Promise<Reply[]> {
     const targets = this.#pages.askTargets(app, user);
     if (targets.length === 0) return Promise.resolve([]);
+    const key = `${app}:${user}`;
+    const inFlight = this.#inFlight.get(key) ?? 0;
+    if (inFlight >= this.#maxPerUser) throw new TooManyAsks(this.#maxPerUser);
+    this.#inFlight.set(key, inFlight + 1);
     const askId = `${this.#now().toString(36)}.${(++this.#counter).toString(36)}`;
     return new Promise((resolve) => {
       const timer = setTimeout(() => pending.finish(), options.timeout);
@@ -61,7 +85,11 @@ export class AskService {
         waiting: targets.length,
         finish: () => {
           clearTimeout(timer);
-          if (this.#pending.delete(askId)) resolve(pending.replies);
+          if (!this.#pending.delete(askId)) return;
+          const left = (this.#inFlight.get(key) ?? 1) - 1;
+          if (left > 0) this.#inFlight.set(key, left);
+          else this.#inFlight.delete(key);
+          resolve(pending.replies);
         },
       };
       this.#pending.set(askId, pending);

@@ -130,6 +130,9 @@ export class Gateway {
     if (conn.state === 'closed') return;
     const now = this.#deps.now();
     conn.lastSeen = now;
+    // Answers to the service's own asks are not the page's flood: they cost no frame budget (asks are
+    // bounded where they start, per user). Frames are read before the charge only while asks wait here.
+    if (!isBinary && conn.asks.size > 0 && this.#answersAsk(conn, data)) return;
     if (!this.#spend(conn, now)) return;
     if (isBinary) {
       if (conn.state === 'greeting') conn.close(CLOSE.badHello, 'the first frame must be hello');
@@ -156,6 +159,30 @@ export class Gateway {
     }
     if (frame.t === 'pong') return;
     conn.queue(() => this.#handle(conn, frame));
+  }
+
+  /**
+   * A `reply` or `decline` to an ask waiting on this page: handled at once (not behind a join's
+   * replay) and uncharged; each ask is answered once, so a repeat is an unknown ask and costs. False
+   * for any other frame, which then goes the usual way.
+   */
+  #answersAsk(conn: Connection, data: RawData): boolean {
+    const text = data.toString();
+    if (!text.includes('"ask"')) return false;
+    let frame: ClientFrame;
+    try {
+      frame = parseFrame(text);
+    } catch {
+      return false;
+    }
+    if ((frame.t !== 'reply' && frame.t !== 'decline') || !conn.asks.delete(frame.ask)) return false;
+    try {
+      if (frame.t === 'reply') this.#reply(frame.ask, frame.data ?? null);
+      else this.#deps.ask.decline(frame.ask);
+    } catch (error) {
+      this.#refuse(conn, error);
+    }
+    return true;
   }
 
   /** The page's frame budget: a token bucket. Far over it, the page is closed to back off. */

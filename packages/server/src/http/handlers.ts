@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
+import { TooManyAsks } from '../core/ask.js';
 import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
 import { ApiError, quote } from './api-error.js';
@@ -95,7 +96,15 @@ export const ask: Handler = async (request, deps) => {
   const all = body.all === undefined ? false : body.all;
   if (typeof all !== 'boolean') throw new ApiError('bad_request', 'all must be a boolean');
   requireFeature(request, 'ask', 'ask');
-  return { replies: await deps.ask.ask(request.app.key, user, { event, data, timeout, all }) };
+  let replies: ReturnType<typeof deps.ask.ask>;
+  try {
+    replies = deps.ask.ask(request.app.key, user, { event, data, timeout, all });
+  } catch (error) {
+    // Refused where it starts, at once: a burst of asks never reaches (and never floods) the user's pages.
+    if (error instanceof TooManyAsks) throw new ApiError('rate_limited', error.message, { 'Retry-After': '1' });
+    throw error;
+  }
+  return { replies: await replies };
 };
 
 export const online: Handler = async (request, deps) => {
