@@ -37,23 +37,26 @@ export function parseFrame(text: string): ClientFrame {
     throw new FrameError('bad_frame', 'the frame is not JSON');
   }
   if (!isObject(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
+  // Whatever is wrong with the frame, its error frame carries its ref and room when it had them, so
+  // the page can tell which of its frames was refused.
+  const ref = Number.isSafeInteger(value.ref) ? (value.ref as number) : undefined;
+  const room = typeof value.room === 'string' ? value.room : undefined;
   const type = value.t;
   if (typeof type !== 'string' || !Object.hasOwn(FIELDS, type)) {
-    throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`);
+    throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`, ref, room);
   }
-  const ref = Number.isSafeInteger(value.ref) ? (value.ref as number) : undefined;
+  const fail = (message: string): never => {
+    throw new FrameError('bad_frame', `${type}: ${message}`, ref, room);
+  };
   const fields = FIELDS[type as ClientFrame['t']];
   for (const name of fields.required) {
-    if (value[name] === undefined) throw new FrameError('bad_frame', `${type}: ${name} is missing`, ref);
+    if (value[name] === undefined) fail(`${name} is missing`);
   }
   for (const name of Object.keys(value)) {
     if (name !== 't' && !fields.required.includes(name) && !fields.optional.includes(name)) {
-      throw new FrameError('bad_frame', `${type}: unknown field ${JSON.stringify(name).slice(0, 40)}`, ref);
+      fail(`unknown field ${JSON.stringify(name).slice(0, 40)}`);
     }
   }
-  const fail = (message: string): never => {
-    throw new FrameError('bad_frame', `${type}: ${message}`, ref);
-  };
   if ('ref' in value && ref === undefined) fail('ref must be a whole number');
   for (const name of ['room', 'token', 'event', 'ask', 'identity']) {
     if (value[name] !== undefined && typeof value[name] !== 'string') fail(`${name} must be a string`);
