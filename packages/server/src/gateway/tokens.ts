@@ -18,11 +18,28 @@ export class TokenError extends Error {
 }
 
 const LEEWAY_SECONDS = 300;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * A JWT part written the one way base64url writes its bytes: no padding, no `+` or `/`, and a last
+ * character whose unused bits are zero. jose accepts some other spellings of the same bytes (padding
+ * or a different last character on the signature), which would let one token be written many ways.
+ */
+function isCanonicalBase64url(part: string): boolean {
+  return BASE64URL.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
+}
 
 /** Verifies an HS256 JWT under the app's channels key: signature, `exp` (with leeway), then the claims. */
 async function verify(token: string, secret: string, what: string, nowMs: number): Promise<Record<string, unknown>> {
   if (typeof token !== 'string' || token.length === 0 || token.length > 8192) {
     throw new TokenError('bad_token', `the ${what} token is not a JWT`);
+  }
+  const parts = token.split('.');
+  if (parts.length === 3 && !parts.every(isCanonicalBase64url)) {
+    throw new TokenError(
+      'bad_token',
+      `the ${what} token is not a JWT: its parts must be base64url without padding, + or /, or stray bits`,
+    );
   }
   const now = Math.floor(nowMs / 1000);
   try {
