@@ -4,7 +4,7 @@ import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
-import { frameString } from './ws-frame.js';
+import { type Frame, frameAround, frameString } from './ws-frame.js';
 
 /**
  * One page of a replay: what the service holds of a room's history per joining page at a time. A
@@ -12,9 +12,13 @@ import { frameString } from './ws-frame.js';
  */
 export const REPLAY_PAGE: Readonly<PageBound> = { events: 256, bytes: 1_048_576 };
 
-function keptFrame(room: string, kept: KeptEvent): Buffer {
+/** Large data is encoded once into its own buffer, not first joined to the frame's text (one copy less). */
+const LARGE_DATA = 64 * 1024;
+
+function keptFrame(room: string, kept: KeptEvent): Frame {
   let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
   if (kept.from !== undefined) text += `,"from":${JSON.stringify(kept.from)}`;
+  if (kept.data.length > LARGE_DATA) return frameAround(`${text},"data":`, Buffer.from(kept.data));
   return frameString(`${text},"data":${kept.data}}`);
 }
 
