@@ -14,5 +14,7 @@ const server = await startServer({
   logLevel: 'warn',
   // 10,000 pages joining at once are a burst of frames from one process, not abuse.
   gateway: { framesPerSecond: 1000, frameBurst: 1000 },
+  // Every bench page comes from 127.0.0.1: the per-address cap would refuse them.
+  limits: { maxPagesPerAddress: 100_000, maxPendingHandshakes: 50_000 },
 });
 ready(server.port);

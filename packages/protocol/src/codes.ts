@@ -10,6 +10,7 @@ export const ERRORS = {
   missing_signature: { status: 401, message: 'A signature header is missing or malformed.' },
   stale_signature: { status: 401, message: 'The timestamp is more than 5 minutes from the server clock.' },
   unknown_site: { status: 401, message: 'No app has that key.' },
+  unauthorized: { status: 401, message: 'GET /metrics needs Authorization: Bearer <the configured token>.' },
   bad_signature: { status: 401, message: 'The signature does not match the request.' },
   not_included: { status: 403, message: "The app's plan does not include this operation." },
   not_found: { status: 404, message: 'Nothing is found at this address.' },

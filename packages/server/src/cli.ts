@@ -168,6 +168,7 @@ async function serve(args: string[]): Promise<void> {
       ...(config.offlineDelayMs === undefined ? {} : { offlineDelayMs: config.offlineDelayMs }),
       ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
       ...(config.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: config.shutdownDelayMs }),
+      ...(config.limits === undefined ? {} : { limits: config.limits }),
     });
   } catch (error) {
     // A development app whose credentials were never shown would be lost to its user: the next

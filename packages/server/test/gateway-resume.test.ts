@@ -311,7 +311,7 @@ describe('join: live events that arrive while history is read', () => {
     events: new MemoryEventSink(),
     log: pino({ level: 'silent' }),
     now: Date.now,
-    traffic: { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0 },
+    traffic: { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 },
   });
   const emit = async (room: string, event: string, data: unknown, keep = true) =>
     (

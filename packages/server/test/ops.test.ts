@@ -79,6 +79,46 @@ describe('health and readiness', () => {
   });
 });
 
+describe('readiness when a store fails', () => {
+  it('answers 503 unavailable while the webhook store does not answer, 200 again once it does', async () => {
+    let failing = false;
+    const server = await startTestServer({
+      wrapStores: ({ history, webhooks }) => ({
+        history,
+        // Every call goes to the real store (bound: it keeps private fields) but `waiting`, which fails on demand.
+        webhooks: new Proxy(webhooks, {
+          get(target, name) {
+            if (name === 'waiting') {
+              return () => {
+                if (failing) throw new Error('disk I/O error');
+                return target.waiting();
+              };
+            }
+            const value: unknown = Reflect.get(target, name, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+      }),
+    });
+    try {
+      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
+      failing = true;
+      const down = await fetchPlain(server.url, `${API}/ready`);
+      expect(down.status).toBe(503);
+      expect(JSON.parse(down.text)).toMatchObject({
+        ok: false,
+        error: 'unavailable',
+        message: 'a store does not answer: disk I/O error',
+      });
+      expect((await fetchPlain(server.url, `${API}/health`)).status).toBe(200);
+      failing = false;
+      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('Prometheus metrics', () => {
   let server: TestServer;
   let sdk: Realtime;
@@ -184,14 +224,23 @@ describe('Prometheus metrics', () => {
     expect(after).toMatch(/^realtime_webhook_oldest_waiting_seconds [\d.e-]+$/m);
   });
 
-  it('counts API rate-limit refusals', async () => {
-    const limited = await startTestServer({ app: { rateLimit: { perSecond: 1, burst: 1 } } });
+  it('counts API and page-frame rate-limit refusals', async () => {
+    const limited = await startTestServer({
+      app: { rateLimit: { perSecond: 1, burst: 1 } },
+      gateway: { framesPerSecond: 1, frameBurst: 2 },
+    });
     try {
       await post(limited, `${API}/emit`, { rooms: ['a'], event: 'x' });
       const refused = await post(limited, `${API}/emit`, { rooms: ['a'], event: 'x' });
       expect(refused.status).toBe(429);
+      const page = await helloPage(limited.url, limited.app.key);
+      pages.push(page);
+      page.send({ t: 'leave', ref: 1, room: 'a' });
+      page.send({ t: 'leave', ref: 2, room: 'a' });
+      await page.next((f) => f.t === 'error' && f.code === 'rate_limited', 'a rate_limited error frame');
       const text = (await fetchPlain(limited.url, '/metrics')).text;
       expect(sample(text, 'realtime_rate_limited_total{scope="api"}')).toBe(1);
+      expect(sample(text, 'realtime_rate_limited_total{scope="frames"}')).toBeGreaterThanOrEqual(1);
     } finally {
       await limited.close();
     }

@@ -126,7 +126,7 @@ function metricsToken(value: unknown, where: string): string {
   return token;
 }
 
-/** `"limits": { "maxPages": n, ..., "trustProxy": ["10.0.0.0/8"] }`: see docs/operations-network.md. */
+/** `"limits": { "maxPages": n, ..., "trustProxy": ["10.0.0.0/8"] }`: see docs/operations.md. */
 function limits(value: unknown, where: string): Partial<ServerLimits> {
   if (!isObject(value)) throw new UsageError(`${where} must be an object`);
   unknownField(value, LIMIT_FIELDS, where);

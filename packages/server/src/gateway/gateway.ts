@@ -192,6 +192,7 @@ export class Gateway {
     conn.budgetAt = now;
     conn.budget -= 1;
     if (conn.budget >= 0) return true;
+    this.#deps.traffic.framesRateLimited++;
     if (conn.budget < -frameBurst) conn.close(CLOSE.tooFast, 'too many frames');
     else this.#refuse(conn, new FrameError('rate_limited', `more than ${framesPerSecond} frames per second`));
     return false;

@@ -6,6 +6,8 @@ export interface Traffic {
   deliveries: number;
   bytesOut: number;
   slowConsumerCloses: number;
+  /** Page frames refused (or the page closed) for going over its frame budget. */
+  framesRateLimited: number;
 }
 
 /**

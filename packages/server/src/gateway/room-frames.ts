@@ -1,4 +1,5 @@
 import { CLOSE, type JoinFrame, type LeaveFrame, type Member, roomNameProblem } from '@realtime/protocol';
+import { StoreError } from '../engines/store-error.js';
 import type { App, HistoryPage, KeptEvent, PageBound, ResumeResult } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
@@ -121,6 +122,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   } catch (error) {
     // No seat may stay half-joined, holding live frames nobody will read.
     await leaveRoom(deps, conn, room);
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
     throw error;
   }
 

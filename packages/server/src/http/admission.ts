@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '../log.js';
 import { clientAddress, TrustedProxies } from './client-address.js';
 
-/** Bounds on what clients may hold open; see docs/operations-network.md. */
+/** Bounds on what clients may hold open; see docs/operations.md. */
 export interface ConnectionLimits {
   /** Open pages (WebSockets, greeted or not) on this node. */
   maxPages: number;

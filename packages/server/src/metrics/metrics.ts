@@ -13,12 +13,7 @@ export class Metrics {
     labelNames: ['route', 'status'] as const,
     registers: [this.registry],
   });
-  readonly rateLimited = new Counter({
-    name: 'realtime_rate_limited_total',
-    help: 'Refusals for going over a limit: api (app request rate), asks (asks in flight per user), frames (page frame rate).',
-    labelNames: ['scope'] as const,
-    registers: [this.registry],
-  });
+  readonly rateLimited: Counter<'scope'>;
   readonly askSeconds = new Histogram({
     name: 'realtime_ask_duration_seconds',
     help: 'Time from an ask request to its answer (a reply, every reply with all, or the timeout).',
@@ -50,12 +45,24 @@ export class Metrics {
     registers: [this.registry],
   });
   /** Per-frame counts stay plain numbers on the hot path; the registry reads them when scraped. */
-  readonly traffic = { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0 };
+  readonly traffic = { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 };
 
   constructor(sources: MetricSources) {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
     const registers = [this.registry];
     const traffic = this.traffic;
+    // api and asks are counted as they happen; frames, on the hot path, is read from traffic when scraped.
+    let framesCounted = 0;
+    this.rateLimited = new Counter({
+      name: 'realtime_rate_limited_total',
+      help: 'Refusals for going over a limit: api (app request rate), asks (asks in flight per user), frames (page frame rate).',
+      labelNames: ['scope'] as const,
+      registers,
+      collect() {
+        this.labels('frames').inc(traffic.framesRateLimited - framesCounted);
+        framesCounted = traffic.framesRateLimited;
+      },
+    });
     new Gauge({
       name: 'realtime_pages_open',
       help: 'Open page sockets on this node (greeting or open).',

@@ -168,7 +168,12 @@ export class Webhooks implements EventSink {
       if ((this.#perApp.get(batch.app) ?? 0) >= MAX_TRIES_PER_APP) continue;
       if (batch.firstTryAt !== null && now - batch.firstTryAt >= this.#timings.giveUpMs) {
         // Overdue past the 24 hours (the service was down, or behind): given up without a try.
-        await this.#deps.store.saveTry({ ...batch, state: 'given_up', nextAt: null, doneAt: now });
+        try {
+          await this.#deps.store.saveTry({ ...batch, state: 'given_up', nextAt: null, doneAt: now });
+        } catch (error) {
+          // Still due: the next poll gives it up once the store takes writes again.
+          this.#deps.log.error({ err: error, batch: batch.id }, 'giving up an overdue webhook batch failed');
+        }
         continue;
       }
       void this.#try(batch, 'scheduled');
