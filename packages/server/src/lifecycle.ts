@@ -117,7 +117,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   // One commit per event-loop turn for everything stored before it is delivered (group-commit.ts).
   const commits = new GroupCommit(db);
-  const made = { history: new SqliteHistoryStore(db), webhooks: new SqliteWebhookStore(db, commits) };
+  const made = {
+    history: new SqliteHistoryStore(db, { group: commits }),
+    webhooks: new SqliteWebhookStore(db, commits),
+  };
   const stores = options.wrapStores ? options.wrapStores(made) : made;
   const history = new CommittedHistory(commits, timedHistory(stores.history, metrics));
   const broker = countedBroker(new MemoryBroker(), metrics);

@@ -37,6 +37,7 @@ export class GroupCommit implements WriteUnits {
   /** Deliveries under way (only when one returned a promise): later ones wait, so order holds. */
   #delivering: Promise<void> | undefined;
   #closed = false;
+  readonly #beforeCommit: (() => void)[] = [];
   readonly #group;
   readonly #unit;
   readonly #flushSoon = () => {
@@ -58,6 +59,8 @@ export class GroupCommit implements WriteUnits {
           failed.push([unit, error]);
         }
       }
+      // In the transaction: a hook that fails fails the group.
+      for (const hook of this.#beforeCommit) hook();
     });
     // Called inside #group, so a savepoint: a unit that throws is rolled back alone.
     this.#unit = db.transaction((unit: Unit) => {
@@ -68,6 +71,11 @@ export class GroupCommit implements WriteUnits {
       if (tainted) throw tainted.error;
       return value;
     });
+  }
+
+  /** Runs inside every group's transaction after its units' writes, before the commit. */
+  beforeCommit(hook: () => void): void {
+    this.#beforeCommit.push(hook);
   }
 
   /** True while a unit's write runs: store calls made now are part of its transaction. */

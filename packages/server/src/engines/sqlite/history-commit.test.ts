@@ -10,7 +10,11 @@ import { GroupCommit } from './group-commit.js';
 import { SqliteHistoryStore } from './history.js';
 import { CommittedHistory } from './history-commit.js';
 
-const committed = (db: Db) => new CommittedHistory(new GroupCommit(db), new SqliteHistoryStore(db));
+const committed = (db: Db) => {
+  const commits = new GroupCommit(db);
+  // Trimming left to the group, as the server runs it.
+  return new CommittedHistory(commits, new SqliteHistoryStore(db, { group: commits }));
+};
 
 historyContract('CommittedHistory (group commit over SqliteHistoryStore)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'realtime-history-commit-'));
@@ -52,7 +56,7 @@ describe('GroupCommit: one transaction per turn', () => {
     dir = mkdtempSync(join(tmpdir(), 'realtime-group-'));
     db = openDb(dir);
     commits = new GroupCommit(db, { maxUnits: 64 });
-    store = new SqliteHistoryStore(db);
+    store = new SqliteHistoryStore(db, { group: commits });
     history = new CommittedHistory(commits, store);
     // A row that breaks a deferred foreign key fails the COMMIT itself, not the statement.
     db.exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY);
@@ -85,6 +89,26 @@ describe('GroupCommit: one transaction per turn', () => {
     // A later turn goes on above them.
     const next = await history.append('a', 'even', { event: 'e', data: 'later' }, RULE, T0);
     expect(rising([...even, next])).toBe(true);
+  });
+
+  it('trims once per room at the commit to what trimming after each append would keep', async () => {
+    for (const i of [1, 2, 3, 4]) await history.append('a', 't', { event: 'e', data: `"old${i}"` }, [10, 1], T0);
+    // One turn, limits 5, 2, 5: after each, trimming would leave 5, then 2, then 3 newest.
+    const group = [
+      history.append('a', 't', { event: 'e', data: '"a"' }, [5, 1], T0),
+      history.append('a', 't', { event: 'e', data: '"b"' }, [2, 1], T0),
+      history.append('a', 't', { event: 'e', data: '"c"' }, [5, 1], T0),
+    ];
+    const [first] = await Promise.all(group);
+    expect(data(await history.last('a', 't', 100, T0))).toEqual(['"a"', '"b"', '"c"']);
+    // The events dropped in the group are reported to a page resuming from before them.
+    const resumed = await history.since('a', 't', first as string, T0);
+    expect(resumed.events.map((e) => e.data)).toEqual(['"b"', '"c"']);
+    // Many appends of one turn to a room at its limit keep exactly the limit.
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => history.append('a', 'u', { event: 'e', data: String(i) }, [7, 1], T0)),
+    );
+    expect(data(await history.last('a', 'u', 100, T0))).toEqual(Array.from({ length: 7 }, (_, i) => String(43 + i)));
   });
 
   it('a failed commit fails every append of it, keeps none, and ids still rise after it', async () => {

@@ -3,6 +3,12 @@ import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId
 import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import type { Db } from './db.js';
 
+/** A group commit the store can leave its trimming to: once per room, just before the group commits. */
+export interface TrimGroup {
+  readonly writing: boolean;
+  beforeCommit(hook: () => void): void;
+}
+
 interface RoomRow {
   last_ms: number;
   last_seq: number;
@@ -70,6 +76,12 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly #expiredRooms;
   readonly #appendTx;
   readonly #issued = new Map<string, EventId>();
+  readonly #group: TrimGroup | undefined;
+  /**
+   * Rooms appended to in the open group: how many newest events may stay (the least, over its
+   * appends, of the append's limit plus the appends after it: what trimming after each would keep).
+   */
+  readonly #toTrim = new Map<string, { app: string; room: string; keep: number; now: number }>();
   /** The newest id given to an event the room did not keep, per room (memory: lost on restart). */
   readonly #unkept = new Map<string, EventId>();
   /** The highest id issued in any room so far. */
@@ -79,7 +91,9 @@ export class SqliteHistoryStore implements HistoryStore {
   readonly #sinceTx;
   readonly #lastTx;
 
-  constructor(db: Db) {
+  constructor(db: Db, options: { group?: TrimGroup } = {}) {
+    this.#group = options.group;
+    this.#group?.beforeCommit(() => this.#trimGroup());
     this.#db = db;
     // Rows hold data of up to 1 MB, and stepping over a row in the table reads all of it: every query
     // that walks a room's events (counts, offsets, expiry) walks this index of their keys instead.
@@ -146,9 +160,15 @@ export class SqliteHistoryStore implements HistoryStore {
         else this.#insertRoom.run(app, room, id.ms, id.seq);
         const [limit, hours] = rule;
         this.#insert.run(app, room, id.ms, id.seq, entry.event, entry.data, entry.from ?? null, now + hours * HOUR_MS);
-        const beyond = this.#overLimit.get(app, room, limit);
-        if (beyond) this.#drop(app, room, beyond);
-        this.#dropExpired(app, room, now);
+        if (this.#group?.writing) {
+          // Trimmed once per room when the group commits: the same result, one trim for many appends.
+          const key = `${app}\u0000${room}`;
+          const pending = this.#toTrim.get(key);
+          if (pending) {
+            pending.keep = Math.min(pending.keep + 1, limit);
+            pending.now = Math.max(pending.now, now);
+          } else this.#toTrim.set(key, { app, room, keep: limit, now });
+        } else this.#trim(app, room, limit, now);
         return formatEventId(id);
       },
     );
@@ -200,6 +220,18 @@ export class SqliteHistoryStore implements HistoryStore {
   #drop(app: string, room: string, upTo: EventId): void {
     this.#deleteUpTo.run(app, room, upTo.ms, upTo.ms, upTo.seq);
     this.#setDropped.run(upTo.ms, upTo.seq, app, room, upTo.ms, upTo.ms, upTo.seq);
+  }
+
+  /** Drops what the room no longer keeps: beyond the `keep` newest, or past its age. */
+  #trim(app: string, room: string, keep: number, now: number): void {
+    const beyond = this.#overLimit.get(app, room, keep);
+    if (beyond) this.#drop(app, room, beyond);
+    this.#dropExpired(app, room, now);
+  }
+
+  #trimGroup(): void {
+    for (const { app, room, keep, now } of this.#toTrim.values()) this.#trim(app, room, keep, now);
+    this.#toTrim.clear();
   }
 
   #dropExpired(app: string, room: string, now: number): void {
