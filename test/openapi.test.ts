@@ -5,11 +5,12 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { StoreError, type StoreErrorKind } from '../packages/server/src/engines/store-error.js';
+import type { StoreErrorKind } from '../packages/server/src/engines/store-error.js';
 import type { HistoryStore, WebhookStore } from '../packages/server/src/engines/types.js';
 import { HEALTH_PATH, METRICS_PATH, READY_PATH } from '../packages/server/src/http/ops.js';
 import { ROUTES } from '../packages/server/src/http/routes.js';
 import { type App, newApp } from '../packages/server/src/index.js';
+import { failingAppends } from '../packages/server/test/failing-stores.js';
 import {
   API,
   type RawAnswer,
@@ -168,18 +169,7 @@ const FAILING_ROOMS: Record<string, StoreErrorKind> = { 'full-room': 'full', 'br
 
 function failingHistory(stores: { history: HistoryStore; webhooks: WebhookStore }) {
   const { history } = stores;
-  const wrapped: HistoryStore = {
-    append: (app, room, entry, rule, nowMs) => {
-      const kind = FAILING_ROOMS[room];
-      if (kind) throw new StoreError(kind);
-      return history.append(app, room, entry, rule, nowMs);
-    },
-    nextId: (...args) => history.nextId(...args),
-    since: (...args) => history.since(...args),
-    last: (...args) => history.last(...args),
-    prune: (...args) => history.prune(...args),
-    close: () => history.close(),
-  };
+  const wrapped = failingAppends(history, (room) => FAILING_ROOMS[room]);
   return { history: wrapped, webhooks: stores.webhooks };
 }
 

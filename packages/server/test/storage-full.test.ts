@@ -6,6 +6,7 @@ import { Realtime } from '@realtime/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError, type StoreErrorKind } from '../src/engines/store-error.js';
 import type { HistoryStore, WebhookStore } from '../src/engines/types.js';
+import { failingAppends } from './failing-stores.js';
 import { API, post, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
 
@@ -20,18 +21,10 @@ interface Failures {
 function failing(failures: Failures) {
   return (stores: { history: HistoryStore; webhooks: WebhookStore }) => {
     const { history, webhooks } = stores;
-    const wrappedHistory: HistoryStore = {
-      append: (app, room, entry, rule, nowMs) => {
-        const fail = failures.history;
-        if (fail && (fail.rooms === undefined || fail.rooms.includes(room))) throw new StoreError(fail.kind);
-        return history.append(app, room, entry, rule, nowMs);
-      },
-      nextId: (...args) => history.nextId(...args),
-      since: (...args) => history.since(...args),
-      last: (...args) => history.last(...args),
-      prune: (...args) => history.prune(...args),
-      close: () => history.close(),
-    };
+    const wrappedHistory = failingAppends(history, (room) => {
+      const fail = failures.history;
+      return fail && (fail.rooms === undefined || fail.rooms.includes(room)) ? fail.kind : undefined;
+    });
     const wrappedWebhooks: WebhookStore = Object.create(webhooks);
     wrappedWebhooks.addEvent = (app, json) => {
       if (failures.webhooks) throw new StoreError(failures.webhooks);
