@@ -22,13 +22,13 @@ export class Metrics {
   });
   readonly historyAppends = new Counter({
     name: 'realtime_history_appends_total',
-    help: 'Events appended to room history, by result (ok or failed).',
+    help: 'Events written to room history, by result (ok, or failed: the write was refused by the store).',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
   readonly historyAppendSeconds = new Histogram({
     name: 'realtime_history_append_duration_seconds',
-    help: 'Time to store an event in room history, until it is committed.',
+    help: "Time to write an event to room history (its statements, inside the turn's group transaction).",
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
     registers: [this.registry],
   });
