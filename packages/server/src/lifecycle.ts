@@ -27,7 +27,6 @@ import type { ApiDeps } from './http/context.js';
 import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeContinue } from './http/guards.js';
 import { handleOpsRequest } from './http/ops.js';
 import { handleApiRequest } from './http/pipeline.js';
-import { matchRoute } from './http/routes.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer, timedHistory } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
@@ -186,6 +185,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     webhooks,
     presence,
     limiter: new RateLimiter(),
+    answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
     now,
   };
@@ -202,7 +202,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
-    countRequest(metrics, req, res);
     void handleApiRequest(req, res, deps);
   };
   const admission = new Admission(options.limits, log);
@@ -313,19 +312,4 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
     close,
   };
-}
-
-/** Counts an API request by route and status once answered; an answered ask also times the ask. */
-function countRequest(metrics: Metrics, req: IncomingMessage, res: ServerResponse): void {
-  const started = performance.now();
-  res.once('finish', () => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const match = matchRoute(req.method ?? '', q < 0 ? url : url.slice(0, q));
-    const route = match && 'route' in match ? match.route.name : 'none';
-    const status = res.statusCode;
-    metrics.apiRequests.labels(route, String(status)).inc();
-    if (status === 429) metrics.rateLimited.labels(route === 'ask' ? 'asks' : 'api').inc();
-    if (route === 'ask' && status === 200) metrics.askSeconds.observe((performance.now() - started) / 1000);
-  });
 }

@@ -224,6 +224,28 @@ describe('Prometheus metrics', () => {
     expect(after).toMatch(/^realtime_webhook_oldest_waiting_seconds [\d.e-]+$/m);
   });
 
+  it('counts asks refused for too many in flight apart from the app rate', async () => {
+    const busy = await startTestServer({ limits: { maxAsksPerUser: 1 } });
+    const busySdk = new Realtime({ url: busy.url, key: busy.app.key, secret: busy.app.secret });
+    try {
+      const page = await helloPage(busy.url, busy.app.key, await busySdk.identityToken('bob'));
+      pages.push(page);
+      const path = `${API}/users/bob/ask`;
+      const waiting = send(busy, { path, body: JSON.stringify({ event: 'q', timeout: 1000 }) });
+      await page.next((f) => f.t === 'ask', 'the first ask');
+      const refused = await send(busy, { path, body: JSON.stringify({ event: 'q', timeout: 1000 }) });
+      expect(refused.status).toBe(429);
+      await waiting;
+      const text = (await fetchPlain(busy.url, '/metrics')).text;
+      expect(sample(text, 'realtime_rate_limited_total{scope="asks"}')).toBe(1);
+      expect(sample(text, 'realtime_rate_limited_total{scope="api"}')).toBe(0);
+      expect(sample(text, 'realtime_api_requests_total{route="ask",status="429"}')).toBe(1);
+    } finally {
+      await busySdk.close();
+      await busy.close();
+    }
+  });
+
   it('counts API and page-frame rate-limit refusals', async () => {
     const limited = await startTestServer({
       app: { rateLimit: { perSecond: 1, burst: 1 } },

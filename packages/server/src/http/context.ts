@@ -15,6 +15,11 @@ export interface ApiDeps {
   limiter: RateLimiter;
   log: Logger;
   now: () => number;
+  /**
+   * Told of every answer: the route's name ('none' when no route matched), its status, when it began,
+   * and whether it was refused for the app's request rate (other 429s are asks in flight).
+   */
+  answered: (route: string, status: number, startedMs: number, overAppRate: boolean) => void;
 }
 
 /** One verified request, handed to its route's handler. */

@@ -36,6 +36,9 @@ function checkContentType(req: IncomingMessage, body: Buffer): void {
  * parameters -> handler. Each stage refuses with its own code; nothing a client sends answers 500.
  */
 export async function handleApiRequest(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
+  const started = performance.now();
+  let route = 'none';
+  let overAppRate = false;
   try {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -49,6 +52,7 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
         Allow: match.allowed.join(', '),
       });
     }
+    route = match.route.name;
 
     const repeated = repeatedHeader(req);
     if (repeated) throw new ApiError('bad_request', `the ${repeated} header is sent more than once`);
@@ -59,6 +63,7 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
     const app = verified instanceof Promise ? await verified : verified;
     const wait = deps.limiter.take(app.key, app.rateLimit, deps.now());
     if (wait > 0) {
+      overAppRate = true;
       throw new ApiError('rate_limited', `the app is over ${app.rateLimit.perSecond} requests per second`, {
         'Retry-After': String(wait),
       });
@@ -83,5 +88,7 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
     }
     deps.log.error({ err: error, method: req.method, url: req.url }, 'request failed');
     sendError(res, new ApiError('internal'));
+  } finally {
+    deps.answered(route, res.statusCode, started, overAppRate);
   }
 }

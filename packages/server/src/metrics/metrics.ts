@@ -134,6 +134,13 @@ export class Metrics {
     void batches;
   }
 
+  /** An API answer: counted by route and status; a 429 is a refusal; an answered ask is timed. */
+  answered(route: string, status: number, startedMs: number, overAppRate: boolean): void {
+    this.apiRequests.labels(route, String(status)).inc();
+    if (status === 429) this.rateLimited.labels(overAppRate ? 'api' : 'asks').inc();
+    if (route === 'ask' && status === 200) this.askSeconds.observe((performance.now() - startedMs) / 1000);
+  }
+
   /** The text a Prometheus scrape gets. */
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
