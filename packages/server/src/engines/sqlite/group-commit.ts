@@ -12,6 +12,16 @@ interface Unit {
 
 type Stored = [unit: Unit, value: unknown];
 
+/** What a store on the file may follow of a group: work it defers must share the fate of what it wrote. */
+export interface GroupHooks {
+  /** A unit's savepoint was released (kept) or rolled back (its writes undone). */
+  unitEnded(kept: boolean): void;
+  /** Inside the transaction, after every unit; throwing fails the group. */
+  beforeCommit(): void;
+  /** The group's transaction was rolled back: nothing of it is kept. */
+  groupFailed(): void;
+}
+
 /**
  * Units per transaction; a group this full is committed at once. Bounds how long one commit holds
  * the write lock (the CLI waits for it) and how long the first unit of a group waits.
@@ -37,7 +47,7 @@ export class GroupCommit implements WriteUnits {
   /** Deliveries under way (only when one returned a promise): later ones wait, so order holds. */
   #delivering: Promise<void> | undefined;
   #closed = false;
-  readonly #beforeCommit: (() => void)[] = [];
+  readonly #hooks: GroupHooks[] = [];
   readonly #group;
   readonly #unit;
   readonly #flushSoon = () => {
@@ -53,14 +63,16 @@ export class GroupCommit implements WriteUnits {
         if (!db.inTransaction) throw new StoreError('unavailable');
         try {
           stored.push([unit, this.#unit(unit)]);
+          for (const hooks of this.#hooks) hooks.unitEnded(true);
         } catch (error) {
+          for (const hooks of this.#hooks) hooks.unitEnded(false);
           // SQLite rolls the whole transaction back on some errors (a full disk, I/O): all fail.
           if (!db.inTransaction) throw error;
           failed.push([unit, error]);
         }
       }
       // In the transaction: a hook that fails fails the group.
-      for (const hook of this.#beforeCommit) hook();
+      for (const hooks of this.#hooks) hooks.beforeCommit();
     });
     // Called inside #group, so a savepoint: a unit that throws is rolled back alone.
     this.#unit = db.transaction((unit: Unit) => {
@@ -73,9 +85,9 @@ export class GroupCommit implements WriteUnits {
     });
   }
 
-  /** Runs inside every group's transaction after its units' writes, before the commit. */
-  beforeCommit(hook: () => void): void {
-    this.#beforeCommit.push(hook);
+  /** Follows the group's units and its fate: see GroupHooks. */
+  addHooks(hooks: GroupHooks): void {
+    this.#hooks.push(hooks);
   }
 
   /** True while a unit's write runs: store calls made now are part of its transaction. */
@@ -137,6 +149,7 @@ export class GroupCommit implements WriteUnits {
       this.#group(units, stored, failed);
     } catch (error) {
       // The commit failed, or the transaction was lost: nothing of this group is kept.
+      for (const hooks of this.#hooks) hooks.groupFailed();
       const cause = asStoreError(error);
       const own = new Set(failed.map(([unit]) => unit));
       for (const unit of units) if (!own.has(unit)) unit.reject(cause);

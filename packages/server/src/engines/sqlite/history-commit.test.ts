@@ -111,6 +111,26 @@ describe('GroupCommit: one transaction per turn', () => {
     expect(data(await history.last('a', 'u', 100, T0))).toEqual(Array.from({ length: 7 }, (_, i) => String(43 + i)));
   });
 
+  it('a trim never outlives what it trimmed for: a failed unit or a failed group trims nothing', async () => {
+    for (const i of [1, 2, 3, 4, 5]) await history.append('a', 'v', { event: 'e', data: `"${i}"` }, [10, 1], T0);
+    const unit = commits.run(
+      () => {
+        store.append('a', 'v', { event: 'e', data: '"undone"' }, [1, 1], T0);
+        throw new Error('the rest of the unit failed');
+      },
+      () => 'delivered',
+    );
+    await expect(unit).rejects.toThrow('the rest of the unit failed');
+    expect(data(await history.last('a', 'v', 100, T0))).toEqual(['"1"', '"2"', '"3"', '"4"', '"5"']);
+    const failedGroup = [
+      history.append('a', 'v', { event: 'e', data: '"lost"' }, [1, 1], T0),
+      commits.run(breakCommit, () => 'delivered'),
+    ];
+    await Promise.allSettled(failedGroup);
+    await history.append('a', 'v', { event: 'e', data: '"6"' }, [100, 1], T0);
+    expect(data(await history.last('a', 'v', 100, T0))).toEqual(['"1"', '"2"', '"3"', '"4"', '"5"', '"6"']);
+  });
+
   it('a failed commit fails every append of it, keeps none, and ids still rise after it', async () => {
     const before = await history.append('a', 'r', { event: 'e', data: '"before"' }, RULE, T0);
     const appends = [1, 2, 3].map((i) => history.append('a', 'r', { event: 'e', data: String(i) }, RULE, T0));

@@ -2,11 +2,21 @@ import type { HistoryRule } from '@realtime/protocol';
 import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
 import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import type { Db } from './db.js';
+import type { GroupHooks } from './group-commit.js';
 
 /** A group commit the store can leave its trimming to: once per room, just before the group commits. */
 export interface TrimGroup {
   readonly writing: boolean;
-  beforeCommit(hook: () => void): void;
+  addHooks(hooks: GroupHooks): void;
+}
+
+/** A room's trim waiting for the commit: how many newest events may stay, after how many appends. */
+interface PendingTrim {
+  app: string;
+  room: string;
+  keep: number;
+  appends: number;
+  now: number;
 }
 
 interface RoomRow {
@@ -81,7 +91,9 @@ export class SqliteHistoryStore implements HistoryStore {
    * Rooms appended to in the open group: how many newest events may stay (the least, over its
    * appends, of the append's limit plus the appends after it: what trimming after each would keep).
    */
-  readonly #toTrim = new Map<string, { app: string; room: string; keep: number; now: number }>();
+  readonly #toTrim = new Map<string, PendingTrim>();
+  /** The same, for the unit being written: joins #toTrim only if the unit is kept. */
+  readonly #unitTrims = new Map<string, PendingTrim>();
   /** The newest id given to an event the room did not keep, per room (memory: lost on restart). */
   readonly #unkept = new Map<string, EventId>();
   /** The highest id issued in any room so far. */
@@ -93,7 +105,17 @@ export class SqliteHistoryStore implements HistoryStore {
 
   constructor(db: Db, options: { group?: TrimGroup } = {}) {
     this.#group = options.group;
-    this.#group?.beforeCommit(() => this.#trimGroup());
+    this.#group?.addHooks({
+      unitEnded: (kept) => {
+        if (kept) for (const [key, trim] of this.#unitTrims) this.#toTrim.set(key, after(this.#toTrim.get(key), trim));
+        this.#unitTrims.clear();
+      },
+      beforeCommit: () => this.#trimGroup(),
+      groupFailed: () => {
+        this.#unitTrims.clear();
+        this.#toTrim.clear();
+      },
+    });
     this.#db = db;
     // Rows hold data of up to 1 MB, and stepping over a row in the table reads all of it: every query
     // that walks a room's events (counts, offsets, expiry) walks this index of their keys instead.
@@ -163,11 +185,7 @@ export class SqliteHistoryStore implements HistoryStore {
         if (this.#group?.writing) {
           // Trimmed once per room when the group commits: the same result, one trim for many appends.
           const key = `${app}\u0000${room}`;
-          const pending = this.#toTrim.get(key);
-          if (pending) {
-            pending.keep = Math.min(pending.keep + 1, limit);
-            pending.now = Math.max(pending.now, now);
-          } else this.#toTrim.set(key, { app, room, keep: limit, now });
+          this.#unitTrims.set(key, after(this.#unitTrims.get(key), { app, room, keep: limit, appends: 1, now }));
         } else this.#trim(app, room, limit, now);
         return formatEventId(id);
       },
@@ -306,4 +324,19 @@ export class SqliteHistoryStore implements HistoryStore {
   close(): void {
     // The database handle is owned by whoever opened it.
   }
+}
+
+/**
+ * The trim of `earlier` appends followed by `later` ones: the earlier bound grows by the later
+ * appends, and the later bound holds as is (what trimming after each append would have kept).
+ */
+function after(earlier: PendingTrim | undefined, later: PendingTrim): PendingTrim {
+  if (!earlier) return later;
+  return {
+    app: later.app,
+    room: later.room,
+    keep: Math.min(earlier.keep + later.appends, later.keep),
+    appends: earlier.appends + later.appends,
+    now: Math.max(earlier.now, later.now),
+  };
 }
