@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { API_BASE } from '@realtime/protocol';
 import type { Metrics } from '../metrics/metrics.js';
-import { sendJson } from './answer.js';
+import { ApiError, sendError, sendJson } from './answer.js';
 
 export const HEALTH_PATH = `${API_BASE}/health`;
 export const READY_PATH = `${API_BASE}/ready`;
@@ -19,19 +19,6 @@ export interface OpsDeps {
 }
 
 const OK = JSON.stringify({ ok: true });
-
-function error(res: ServerResponse, status: number, code: string, message: string, head: boolean): void {
-  const body = JSON.stringify({ ok: false, error: code, message });
-  if (!head) {
-    sendJson(res, status, body);
-    return;
-  }
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-  });
-  res.end();
-}
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
@@ -54,51 +41,45 @@ export function handleOpsRequest(req: IncomingMessage, res: ServerResponse, deps
   if (path !== HEALTH_PATH && path !== READY_PATH && path !== METRICS_PATH) return false;
   // Nothing is read from a body here; drain it so the connection stays usable.
   req.resume();
-  const head = req.method === 'HEAD';
-  if (req.method !== 'GET' && !head) {
-    res.setHeader('Allow', 'GET, HEAD');
-    error(res, 405, 'bad_method', `${path} takes GET, HEAD, not ${req.method}`, false);
+  // Node leaves the body out of a HEAD answer by itself.
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    sendError(res, new ApiError('bad_method', `${path} takes GET, HEAD, not ${req.method}`, { Allow: 'GET, HEAD' }));
     return true;
   }
   if (path === HEALTH_PATH) {
-    answer(res, OK, head);
+    sendJson(res, 200, OK);
     return true;
   }
   if (path === READY_PATH) {
-    void ready(res, deps, head);
+    void ready(res, deps);
     return true;
   }
   if (deps.metricsToken !== undefined && !tokenMatches(req.headers.authorization, deps.metricsToken)) {
-    res.setHeader('WWW-Authenticate', 'Bearer');
-    error(res, 401, 'unauthorized', 'metrics need Authorization: Bearer <the configured token>', head);
+    const message = 'metrics need Authorization: Bearer <the configured token>';
+    sendError(res, new ApiError('unauthorized', message, { 'WWW-Authenticate': 'Bearer' }));
     return true;
   }
   void deps.metrics.render().then(
     ({ contentType, body }) => {
       res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
-      res.end(head ? undefined : body);
+      res.end(body);
     },
-    () => error(res, 503, 'unavailable', 'the metrics could not be read', head),
+    () => sendError(res, new ApiError('unavailable', 'the metrics could not be read')),
   );
   return true;
 }
 
-function answer(res: ServerResponse, body: string, head: boolean): void {
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
-  res.end(head ? undefined : body);
-}
-
-async function ready(res: ServerResponse, deps: OpsDeps, head: boolean): Promise<void> {
+async function ready(res: ServerResponse, deps: OpsDeps): Promise<void> {
   if (deps.draining()) {
-    error(res, 503, 'unavailable', 'the service is stopping', head);
+    sendError(res, new ApiError('unavailable', 'the service is stopping'));
     return;
   }
   try {
     await deps.checkStores();
   } catch (failure) {
     const reason = failure instanceof Error ? failure.message.split('\n')[0]?.slice(0, 120) : 'no answer';
-    error(res, 503, 'unavailable', `a store does not answer: ${reason}`, head);
+    sendError(res, new ApiError('unavailable', `a store does not answer: ${reason}`));
     return;
   }
-  answer(res, OK, head);
+  sendJson(res, 200, OK);
 }

@@ -9,19 +9,14 @@ import type { Metrics } from './metrics.js';
 
 /** Counts publications: by target, and by source (a page send has an origin; `$` events are the service's own). */
 export function countedBroker(broker: Broker, metrics: Metrics): Broker {
-  const counter = metrics.publications;
-  const byKind = {
-    roomApi: counter.labels('room', 'api'),
-    roomPage: counter.labels('room', 'page'),
-    roomService: counter.labels('room', 'service'),
-    user: counter.labels('user', 'api'),
-  };
+  const counts = metrics.published;
+  const count = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
   return {
     publish(publication) {
-      if (publication.room === undefined) byKind.user.inc();
-      else if (publication.origin !== undefined) byKind.roomPage.inc();
-      else if (publication.event.startsWith('$')) byKind.roomService.inc();
-      else byKind.roomApi.inc();
+      if (publication.room === undefined) count('user api');
+      else if (publication.origin !== undefined) count('room page');
+      else if (publication.event.startsWith('$')) count('room service');
+      else count('room api');
       return broker.publish(publication);
     },
     subscribe: (topic, handler) => broker.subscribe(topic, handler),
@@ -64,7 +59,8 @@ export function timedHistory(history: HistoryStore, metrics: Metrics): HistorySt
   // Plain delegation: the stores keep private fields, so a prototype-based wrapper would break them.
   return {
     append,
-    nextId: (...args) => history.nextId(...args),
+    // Bound, not wrapped: nextId is on every emit's path and needs no counting.
+    nextId: history.nextId.bind(history),
     since: (...args) => history.since(...args),
     last: (...args) => history.last(...args),
     prune: (...args) => history.prune(...args),

@@ -7,12 +7,6 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly apiRequests = new Counter({
-    name: 'realtime_api_requests_total',
-    help: 'HTTP API requests answered, by route and status.',
-    labelNames: ['route', 'status'] as const,
-    registers: [this.registry],
-  });
   readonly rateLimited: Counter<'scope'>;
   readonly askSeconds = new Histogram({
     name: 'realtime_ask_duration_seconds',
@@ -32,12 +26,6 @@ export class Metrics {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
     registers: [this.registry],
   });
-  readonly publications = new Counter({
-    name: 'realtime_emits_total',
-    help: 'Events published to rooms or users, by target (room, user) and source (api, page).',
-    labelNames: ['target', 'source'] as const,
-    registers: [this.registry],
-  });
   readonly webhookTries = new Counter({
     name: 'realtime_webhook_tries_total',
     help: 'Webhook batch tries, by HTTP status (0 when nothing answered) and error (none, timeout, unreachable, not_public).',
@@ -46,11 +34,42 @@ export class Metrics {
   });
   /** Per-frame counts stay plain numbers on the hot path; the registry reads them when scraped. */
   readonly traffic = { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 };
+  /** Publications by `target source`, and API answers by `route status`: plain counts, labelled when scraped. */
+  readonly published = new Map<string, number>();
+  readonly #answers = new Map<string, number>();
 
   constructor(sources: MetricSources) {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
     const registers = [this.registry];
     const traffic = this.traffic;
+    const answers = this.#answers;
+    new Counter({
+      name: 'realtime_api_requests_total',
+      help: 'HTTP API requests answered, by route and status.',
+      labelNames: ['route', 'status'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [key, count] of answers) {
+          const [route = '', status = ''] = key.split(' ');
+          this.labels(route, status).inc(count);
+        }
+      },
+    });
+    const published = this.published;
+    new Counter({
+      name: 'realtime_emits_total',
+      help: 'Events published to rooms or users, by target (room, user) and source (api, page, service).',
+      labelNames: ['target', 'source'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [key, count] of published) {
+          const [target = '', source = ''] = key.split(' ');
+          this.labels(target, source).inc(count);
+        }
+      },
+    });
     // api and asks are counted as they happen; frames, on the hot path, is read from traffic when scraped.
     let framesCounted = 0;
     this.rateLimited = new Counter({
@@ -116,7 +135,7 @@ export class Metrics {
       help: 'Age of the oldest webhook event not yet taken (waiting for a batch, or in a batch not yet delivered); 0 when none.',
       registers,
     });
-    const batches = new Gauge({
+    new Gauge({
       name: 'realtime_webhook_batches',
       help: 'Stored webhook batches by state (pending, retrying, taken, given_up).',
       labelNames: ['state'] as const,
@@ -131,12 +150,12 @@ export class Metrics {
         }
       },
     });
-    void batches;
   }
 
   /** An API answer: counted by route and status; a 429 is a refusal; an answered ask is timed. */
   answered(route: string, status: number, startedMs: number, overAppRate: boolean): void {
-    this.apiRequests.labels(route, String(status)).inc();
+    const key = `${route} ${status}`;
+    this.#answers.set(key, (this.#answers.get(key) ?? 0) + 1);
     if (status === 429) this.rateLimited.labels(overAppRate ? 'api' : 'asks').inc();
     if (route === 'ask' && status === 200) this.askSeconds.observe((performance.now() - startedMs) / 1000);
   }
