@@ -78,6 +78,7 @@ export class Connection implements Page, AskTarget {
    * (4200), like one whose queue overflows: a page that never reads holds no replay open.
    */
   async paced(): Promise<void> {
+    if (!this.#outbox.full) return;
     const deadline = Date.now() + this.#stallMs;
     while (this.#outbox.full && this.state !== 'closed') {
       const left = deadline - Date.now();
