@@ -1,11 +1,12 @@
 import { CLOSE, type JoinFrame, type LeaveFrame, type Member, roomNameProblem } from '@realtime/protocol';
+import { encodeEvent } from '../core/hub.js';
 import { StoreError } from '../engines/store-error.js';
-import type { App, HistoryPage, KeptEvent, PageBound, ResumeResult } from '../engines/types.js';
+import type { App, HistoryPage, KeptEvent, PageBound, Publication, ResumeResult } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
-import { type Frame, frameAround, frameString } from './ws-frame.js';
+import type { Frame } from './ws-frame.js';
 
 /**
  * One page of a replay: what the service holds of a room's history per joining page at a time. A
@@ -16,11 +17,12 @@ export const REPLAY_PAGE: Readonly<PageBound> = { events: 256, bytes: 1_048_576 
 /** Large data is encoded once into its own buffer, not first joined to the frame's text (one copy less). */
 const LARGE_DATA = 64 * 1024;
 
-function keptFrame(room: string, kept: KeptEvent): Frame {
-  let text = `{"t":"event","room":${JSON.stringify(room)},"id":"${kept.id}","event":${JSON.stringify(kept.event)}`;
-  if (kept.from !== undefined) text += `,"from":${JSON.stringify(kept.from)}`;
-  if (kept.data.length > LARGE_DATA) return frameAround(`${text},"data":`, Buffer.from(kept.data));
-  return frameString(`${text},"data":${kept.data}}`);
+/** A kept event's frame: the same encoding as a live one (the hub's), so a page cannot tell them apart. */
+function keptFrame(app: string, room: string, kept: KeptEvent): Frame {
+  const publication: Publication = { app, room, id: kept.id, event: kept.event, data: kept.data };
+  if (kept.from !== undefined) publication.from = kept.from;
+  if (kept.data.length > LARGE_DATA) publication.dataBytes = Buffer.from(kept.data);
+  return encodeEvent(publication);
 }
 
 function publishMember(
@@ -175,7 +177,7 @@ async function replay(
       // Waits while the page's queue is over half full; a page that does not read is closed (4200).
       await conn.paced();
       if (isClosed(conn)) return undefined;
-      conn.deliver(keptFrame(room, event));
+      conn.deliver(keptFrame(conn.app.key, room, event));
       sent.add(event.id);
       last = event.id;
     }
