@@ -218,7 +218,8 @@ describe('Prometheus metrics', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       after = await scrape();
     }
-    expect(sample(after, tries)).toBe(sample(before, tries) + 1);
+    // Batches of the earlier tests' events (room.occupied, user.online...) may be tried in the same while.
+    expect(sample(after, tries)).toBeGreaterThanOrEqual(sample(before, tries) + 1);
     expect(sample(after, 'realtime_webhook_batches{state="taken"}')).toBeGreaterThanOrEqual(1);
     expect(after).toMatch(/^realtime_webhook_events_waiting \d+$/m);
     expect(after).toMatch(/^realtime_webhook_oldest_waiting_seconds [\d.e-]+$/m);
