@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
-# playwright-core). Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome
-# and nothing is installed. The Redis engine, when it lands, adds redis-server here.
+# playwright-core) and redis-server (the Redis engine's tests start their own on 127.0.0.1).
+# Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome and at a
+# redis-server binary with REDIS_SERVER_PATH=/path/to/redis-server, and nothing is installed.
 set -euo pipefail
 missing=()
 if [ -n "${CHROMIUM_PATH:-}" ]; then
@@ -9,9 +10,14 @@ if [ -n "${CHROMIUM_PATH:-}" ]; then
 else
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fi
+if [ -n "${REDIS_SERVER_PATH:-}" ]; then
+  [ -x "$REDIS_SERVER_PATH" ] || { echo "test-deps: REDIS_SERVER_PATH=$REDIS_SERVER_PATH is not an executable file" >&2; exit 1; }
+else
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 command -v apt-get >/dev/null 2>&1 || {
-  echo "test-deps: ${missing[*]} is missing and there is no apt-get here: install Chromium and set CHROMIUM_PATH=/path/to/chrome" >&2
+  echo "test-deps: ${missing[*]} is missing and there is no apt-get here: install them and set CHROMIUM_PATH / REDIS_SERVER_PATH" >&2
   exit 1
 }
 echo "test-deps: installing ${missing[*]} from Debian's packages"
