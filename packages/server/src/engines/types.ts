@@ -1,9 +1,13 @@
 /**
- * The storage seams. Each has an embedded implementation (memory or SQLite) and, later, a Redis one;
+ * The storage seams. Each has an embedded implementation (memory or SQLite) and a Redis one;
  * engines/contract holds one test suite per seam that every implementation must pass.
- * HTTP and gateway code depend only on these interfaces.
+ * Core, HTTP and gateway code depend only on these interfaces, and treat every call as one that may
+ * answer later and may fail (a StoreError): a Redis store is on the network.
  */
 import type { DeliveryError, DeliveryState, Feature, HistoryRule, Member } from '@realtime/protocol';
+
+/** What a store call answers: at once (embedded) or later (networked). */
+export type MaybePromise<T> = T | Promise<T>;
 
 /** Requests per second an app may make, refilled continuously, with a burst allowance. */
 export interface RateLimit {
@@ -66,10 +70,18 @@ export interface HistoryPage {
    * The next page is `since` the page's last id.
    */
   remaining: number;
+  /**
+   * The room's stream: ids are only comparable within one epoch. A stream that was lost (Redis
+   * restarted without its data, a key evicted, the SQLite file replaced) starts a new epoch.
+   */
+  epoch: string;
 }
 
 export interface ResumeResult extends HistoryPage {
-  /** True when events after the given id were dropped (limit or age) or never kept, so the list has a gap. */
+  /**
+   * True when events after the given id were dropped (limit or age) or never kept, or the given
+   * epoch is not the room's (its stream was lost): the list has a gap.
+   */
   truncated: boolean;
   /** True when kept events after the given id were dropped (limit or age): the gap a slow reader can fall into. */
   dropped: boolean;
@@ -84,6 +96,10 @@ export interface ResumeResult extends HistoryPage {
  * - `last` returns the newest `count` kept events, oldest first.
  * - Both read one page when given a bound (everything at once without one): the first events of the
  *   read and how many follow; the rest comes by `since` the page's last id, one bounded page at a time.
+ * - Every read names the room's epoch; `since` given another epoch answers `truncated`.
+ *
+ * The service appends through `Broker.publish` (one step with the publication); `append` and
+ * `nextId` are the same steps without a publication, for the contract suite and tools.
  */
 export interface HistoryStore {
   append(
@@ -104,6 +120,8 @@ export interface HistoryStore {
     afterId: string,
     nowMs: number,
     page?: PageBound,
+    /** The epoch the reader's `afterId` belongs to; when it is not the room's, the answer is truncated. */
+    epoch?: string,
   ): Promise<ResumeResult> | ResumeResult;
   last(app: string, room: string, count: number, nowMs: number, page?: PageBound): Promise<HistoryPage> | HistoryPage;
   /** Removes events past their age everywhere; returns how many went. */
@@ -111,7 +129,7 @@ export interface HistoryStore {
   close(): Promise<void> | void;
 }
 
-/** An event on its way to pages: to a room (with its id when kept) or to a user's pages. */
+/** An event on its way to pages: to a room (with its id) or to a user's pages. */
 export interface Publication {
   app: string;
   /** Exactly one of room or user is set. */
@@ -122,28 +140,57 @@ export interface Publication {
   data: string;
   /** The same as UTF-8 bytes, for large data: encoded once and shared by every room's frame. */
   dataBytes?: Buffer;
+  /** Every room event has one, from the room's rising sequence; presence changes and user events do not. */
   id?: string;
   from?: string;
   /** The page that sent it (page sends), which does not receive its own event. */
   origin?: string;
 }
 
+/** A webhook event stored in the same step as a room event: its JSON text, cut where the event's id goes. */
+export interface Report {
+  before: string;
+  after: string;
+}
+
+/** What is handed to `Broker.publish`: a publication before it has its id, and what to store with it. */
+export interface Outgoing extends Omit<Publication, 'id'> {
+  /** Room events: keep it in the room's history under this rule. */
+  keep?: HistoryRule;
+  /** Room events: the webhook event to store with it (a page send the token reports). */
+  report?: Report;
+  /** A presence change (`$member.*`): no id, nothing stored, not part of the room's sequence. */
+  presence?: true;
+}
+
 export type PublicationHandler = (publication: Publication) => void;
 
+/** Ends one subscription; may be called more than once. */
+export type Unsubscribe = () => MaybePromise<void>;
+
 /**
- * Fan-out between processes. The memory broker calls handlers inline; the Redis broker calls them
- * from its subscriber loop. Handlers never touch storage: they hand publications to the hub.
- * Publications from one publisher to one room arrive in the order published.
+ * Fan-out between nodes, and the one step that orders a room: `publish` gives each room event the
+ * next id of its room, stores what it keeps (history, reports) and publishes it. Contract:
+ * - Stored before published, all or nothing: when `publish` fails (a StoreError) nothing of the
+ *   call was stored or published; once a subscriber has an event, a history read finds it.
+ * - One step per room: every subscriber, on every node, receives a room's events in id order,
+ *   ids strictly rising, whichever node published them.
+ * - Publications from one publisher to one user arrive in the order published.
+ * - Handlers never touch storage: they hand publications to the hub.
  */
 export interface Broker {
-  publish(publication: Publication): Promise<void> | void;
   /**
-   * Starts receiving every publication of the given topic (see topicOf); returns a stop function.
-   * Each call is a subscription of its own, even with the same handler; its stop function ends only
-   * that subscription and may be called more than once.
+   * Publishes the events in order; answers each one's id (undefined for user events and presence
+   * changes) once it is stored and published.
    */
-  subscribe(topic: string, handler: PublicationHandler): () => void;
-  close(): Promise<void> | void;
+  publish(events: readonly Outgoing[], nowMs: number): MaybePromise<(string | undefined)[]>;
+  /**
+   * Starts receiving every publication of the given topic (see topicOf). Answers once the
+   * subscription is in effect: a publication made after that reaches the handler. Each call is a
+   * subscription of its own, even with the same handler; its unsubscribe ends only that one.
+   */
+  subscribe(topic: string, handler: PublicationHandler): MaybePromise<Unsubscribe>;
+  close(): MaybePromise<void>;
 }
 
 /** Topic of a publication: one per room and one per user, per app. App keys hold no ':'. */
@@ -151,22 +198,40 @@ export function topicOf(app: string, target: { room?: string; user?: string }): 
   return target.room !== undefined ? `r:${app}:${target.room}` : `u:${app}:${target.user ?? ''}`;
 }
 
+/** A user whose `user.offline` is due, handed to one node to report. */
+export interface GoneUser {
+  app: string;
+  user: string;
+}
+
 /**
- * Who is online. A user is online from their first open page until `user.offline` would be sent:
- * the offline delay after their last page closed, unless a page came back in between.
+ * Who is where, counted over every node. Pages are named by their id (which carries the node's id).
+ * - A user is online from their first open page until `user.offline` is reported: the offline delay
+ *   after their last page closed, unless a page came back in between (no flapping).
+ * - A room is occupied while any page is in it; presence rooms list each user once.
+ * Every answer that starts a webhook event (`true` of pageOpened/enterRoom/exitRoom/joinRoom/
+ * leaveRoom, each user of takeOffline) is given to exactly one caller, so it is reported once.
  */
 export interface PresenceStore {
-  pageOpened(app: string, user: string, nowMs: number): Promise<void> | void;
-  pageClosed(app: string, user: string, nowMs: number): Promise<void> | void;
+  /** A page opened as a user; true when the user came online (so `user.online` is reported). */
+  pageOpened(app: string, user: string, page: string, nowMs: number): MaybePromise<boolean>;
+  /** A page closed; after the user's last, their `user.offline` falls due after the offline delay. */
+  pageClosed(app: string, user: string, page: string, nowMs: number): MaybePromise<void>;
+  /** Claims up to `limit` users whose `user.offline` is due; each is handed out once, to one caller. */
+  takeOffline(nowMs: number, limit: number): MaybePromise<GoneUser[]>;
   /** For each id, whether the user is online now. */
-  online(app: string, users: readonly string[], nowMs: number): Promise<boolean[]> | boolean[];
+  online(app: string, users: readonly string[], nowMs: number): MaybePromise<boolean[]>;
+  /** A page took a seat in a room; true when the room had no page on any node (`room.occupied`). */
+  enterRoom(app: string, room: string, page: string): MaybePromise<boolean>;
+  /** A page left a room; true when it was the room's last page on any node (`room.vacated`). */
+  exitRoom(app: string, room: string, page: string): MaybePromise<boolean>;
   /** Adds a page to a presence room; true when it is the user's first page there. */
-  joinRoom(app: string, room: string, member: Member, page: string): Promise<boolean> | boolean;
+  joinRoom(app: string, room: string, member: Member, page: string): MaybePromise<boolean>;
   /** Removes a page from a presence room; true when it was the user's last page there. */
-  leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> | boolean;
+  leaveRoom(app: string, room: string, user: string, page: string): MaybePromise<boolean>;
   /** The members of a presence room, each user once, in the order they joined. */
-  members(app: string, room: string): Promise<Member[]> | Member[];
-  close(): Promise<void> | void;
+  members(app: string, room: string): MaybePromise<Member[]>;
+  close(): MaybePromise<void>;
 }
 
 /** A webhook batch as stored: its exact body is what every try sends. */
@@ -197,31 +262,74 @@ export interface TryResult {
   error?: DeliveryError;
 }
 
+/** What the webhook queue holds, for metrics. */
+export interface WebhookStats {
+  /** Events not yet in a batch. */
+  waiting: number;
+  /** Age of the oldest event not yet delivered (0 when none). */
+  oldestWaitingMs: number;
+  /** Batches by state. */
+  batches: Partial<Record<DeliveryState, number>>;
+}
+
 /**
- * Durable webhook queue. Contract:
+ * Durable webhook queue, shared by every node. Contract:
  * - `addEvent` stores an accepted event before it is acknowledged anywhere: a crash after it loses nothing.
- * - `formBatch` moves the oldest waiting events of an app (at most `max`, in order) into a new batch in
- *   one transaction, with the exact body every try will send; the batch is due at once.
- * - Batches due (`nextAt` <= now) are tried; `saveTry` records a try's result and the next state.
+ *   (Page sends store theirs through `Broker.publish`, in the same step as the send.)
+ * - `formBatch` moves the oldest waiting events of an app (at most `max`, in order) into a new batch
+ *   atomically, with the exact body every try will send; the batch is due at once. Each event goes
+ *   into one batch only, however many nodes form batches at once.
+ * - A batch is tried by one node at a time: `claimDue`/`claim` lease it to a holder until
+ *   `now + leaseMs`; nobody else gets it until `saveTry` by that holder or the lease ends (a node
+ *   that died). `saveTry` records a try's result and the next state, and ends the lease.
  */
 export interface WebhookStore {
-  addEvent(app: string, json: string): Promise<void> | void;
+  addEvent(app: string, json: string): MaybePromise<void>;
   /** Apps with events waiting for a batch, with how many. */
-  waiting(): Promise<Map<string, number>> | Map<string, number>;
-  formBatch(
+  waiting(): MaybePromise<Map<string, number>>;
+  formBatch(app: string, batchId: string, max: number, now: number): MaybePromise<StoredBatch | undefined>;
+  /** A batch of given event texts, stored and leased to `holder` at once (the test webhook, tried at once). */
+  addBatch(
     app: string,
     batchId: string,
-    max: number,
+    events: string[],
     now: number,
-  ): Promise<StoredBatch | undefined> | StoredBatch | undefined;
-  /** A batch of given event texts, stored at once (the test webhook). */
-  addBatch(app: string, batchId: string, events: string[], now: number): Promise<StoredBatch> | StoredBatch;
-  due(now: number, limit: number): Promise<StoredBatch[]> | StoredBatch[];
-  get(id: string): Promise<StoredBatch | undefined> | StoredBatch | undefined;
+    lease: { holder: string; ms: number },
+  ): MaybePromise<StoredBatch>;
+  /** Leases up to `limit` due batches (`nextAt` <= now, no lease running), oldest due first. */
+  claimDue(now: number, limit: number, lease: { holder: string; ms: number }): MaybePromise<StoredBatch[]>;
+  /**
+   * Leases one batch whatever its schedule (a resend): the batch, `busy` while another holder's lease
+   * runs, undefined when there is no such batch.
+   */
+  claim(id: string, now: number, lease: { holder: string; ms: number }): MaybePromise<StoredBatch | 'busy' | undefined>;
+  get(id: string): MaybePromise<StoredBatch | undefined>;
   /** Newest first. */
-  list(app: string, limit: number): Promise<StoredBatch[]> | StoredBatch[];
-  saveTry(batch: StoredBatch): Promise<void> | void;
+  list(app: string, limit: number): MaybePromise<StoredBatch[]>;
+  /** Records a try by the lease's holder and ends the lease. */
+  saveTry(batch: StoredBatch, holder: string): MaybePromise<void>;
   /** Removes batches done before `before`; returns how many. */
-  prune(before: number): Promise<number> | number;
-  close(): Promise<void> | void;
+  prune(before: number): MaybePromise<number>;
+  stats(now: number): MaybePromise<WebhookStats>;
+  close(): MaybePromise<void>;
+}
+
+/**
+ * One way to store everything: the embedded engine (SQLite file, memory fan-out, one process) or
+ * Redis (any number of nodes). Made by engines/embedded.ts or engines/redis/; the rest of the
+ * service sees only this.
+ */
+export interface Engine {
+  readonly kind: 'embedded' | 'redis';
+  /** This process among the nodes: page ids and leases carry it. Random per start. */
+  readonly node: string;
+  apps: AppStore;
+  history: HistoryStore;
+  broker: Broker;
+  presence: PresenceStore;
+  webhooks: WebhookStore;
+  /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
+  check(): Promise<void>;
+  /** Closes every store; what is kept stays for the next start. */
+  close(): Promise<void>;
 }
