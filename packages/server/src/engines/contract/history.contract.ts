@@ -10,6 +10,7 @@
  *   return {
  *     store: new SqliteHistoryStore(db),
  *     reopen: async () => { db.close(); db = openDb(dir); return new SqliteHistoryStore(db); },
+ *     wipe: async () => { db.close(); rmSync(dir, { recursive: true }); db = openDb(dir); return new SqliteHistoryStore(db); },
  *     cleanup: async () => { db.close(); rmSync(dir, { recursive: true, force: true }); },
  *   };
  * });
@@ -31,6 +32,13 @@ export interface HistoryHarness {
    * tests then run against the same store, so they still check what they can.
    */
   reopen?: () => Promise<HistoryStore>;
+  /**
+   * Loses every room's data as a Redis restart without persistence would (SQLite: delete the file
+   * and open a new one). Answers the store to use from then on when it had to make a new one, nothing
+   * when the same store carries on. Stores that cannot lose their data that way leave it out.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a plain `async () => { ... }` hook is welcome.
+  wipe?: () => Promise<HistoryStore | void>;
   /** Closes whatever is open (including a reopened store) and removes the data. */
   cleanup(): Promise<void>;
 }
@@ -74,6 +82,8 @@ async function allLast(
   return page.events;
 }
 const datas = (events: readonly KeptEvent[]): string[] => events.map((e) => e.data);
+/** Any epoch, in answers whose exact shape a test checks (the epoch tests check its value). */
+const anEpoch: unknown = expect.any(String);
 
 export function historyContract(name: string, makeStore: () => Promise<HistoryHarness>): void {
   describe(`HistoryStore contract: ${name}`, () => {
@@ -309,6 +319,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
         const future = formatEventId({ ms: T0 + HOUR, seq: 0 });
         expect(await store.since('a', 'lobby', future, T0)).toEqual({
@@ -316,6 +327,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
       });
 
@@ -326,18 +338,21 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
         expect(await store.since('b', 'lobby', '0-0', T0)).toEqual({
           events: [],
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
         expect(await store.since('b', 'lobby', `${T0}-0`, T0)).toEqual({
           events: [],
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
       });
 
@@ -376,6 +391,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
       });
 
@@ -387,12 +403,14 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: true,
           dropped: true,
+          epoch: anEpoch,
         });
         expect(await store.since('a', 'lobby', given[2] ?? '', now)).toEqual({
           events: [],
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
         // New events after the gap come with it.
         const next = await store.append('a', 'lobby', { event: 'e', data: '"next"' }, [100, 1], now);
@@ -404,6 +422,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
           remaining: 0,
           truncated: false,
           dropped: false,
+          epoch: anEpoch,
         });
       });
     });
@@ -464,10 +483,12 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         expect(await store.last('a', 'lobby', 4, T0, { events: 100, bytes: 1_000_000 })).toEqual({
           events: (await allLast(store, 'a', 'lobby', 4, T0)).map((e) => expect.objectContaining({ id: e.id })),
           remaining: 0,
+          epoch: anEpoch,
         });
         expect(await store.last('a', 'elsewhere', 4, T0, { events: 2, bytes: 1000 })).toEqual({
           events: [],
           remaining: 0,
+          epoch: anEpoch,
         });
       });
 
@@ -515,7 +536,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         // An event the room never kept is a gap for a resume, but nothing a reader fell behind on.
         await store.nextId('a', 'lobby', T0);
         const after = await store.since('a', 'lobby', newer[3] ?? '', T0, { events: 3, bytes: 1_000_000 });
-        expect(after).toEqual({ events: [], remaining: 0, truncated: true, dropped: false });
+        expect(after).toEqual({ events: [], remaining: 0, truncated: true, dropped: false, epoch: anEpoch });
       });
     });
 
@@ -619,6 +640,146 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         const inStep = await again.append('a', 'lobby', { event: 'e', data: '"in step"' }, [3, 1], T0 + 1000);
         expectRising([...before, behind, inStep]);
         expect(datas(await allLast(again, 'a', 'lobby', 10, T0 + 1000))).toEqual(['"n3"', '"behind"', '"in step"']);
+      });
+    });
+
+    describe('epoch', () => {
+      /** The room's epoch, as its reads name it. */
+      const epochOf = async (app: string, room: string, now = T0): Promise<string> =>
+        (await store.last(app, room, 1, now)).epoch;
+      /** An epoch that is surely not the given one. */
+      const other = (epoch: string): string => `x${epoch}`;
+
+      it('names a non-empty epoch in every read, the same for every read of a room, before and after its events', async () => {
+        // A page that joined an empty room resumes with the epoch it was given then: the room's first
+        // events must not start another one.
+        const empty = await store.since('a', 'lobby', '0-0', T0);
+        expect(typeof empty.epoch).toBe('string');
+        expect(empty.epoch).not.toBe('');
+        expect((await store.last('a', 'lobby', 10, T0)).epoch).toBe(empty.epoch);
+        await store.nextId('a', 'lobby', T0);
+        const given = await fill('a', 'lobby', 5, [3, 1], T0);
+        const reads = [
+          await store.since('a', 'lobby', '0-0', T0),
+          await store.since('a', 'lobby', given[3] ?? '', T0),
+          await store.since('a', 'lobby', given[4] ?? '', T0, { events: 1, bytes: 10 }),
+          await store.since('a', 'lobby', given[0] ?? '', T0, undefined, empty.epoch),
+          await store.last('a', 'lobby', 2, T0),
+          await store.last('a', 'lobby', 100, T0, { events: 1, bytes: 10 }),
+          await store.last('a', 'lobby', 0, T0),
+        ];
+        for (const read of reads) expect(read.epoch).toBe(empty.epoch);
+        // Age and pruning drop events, not the stream.
+        await store.prune(T0 + 2 * HOUR);
+        expect((await store.since('a', 'lobby', given[4] ?? '', T0 + 2 * HOUR)).epoch).toBe(empty.epoch);
+        expect(await epochOf('a', 'lobby', T0 + 2 * HOUR)).toBe(empty.epoch);
+      });
+
+      it("answers `since` given the room's epoch exactly as without one", async () => {
+        const given = await fill('a', 'lobby', 6, [4, 1], T0);
+        const epoch = await epochOf('a', 'lobby');
+        const future = formatEventId({ ms: T0 + HOUR, seq: 0 });
+        const check = async (afterId: string, page?: PageBound): Promise<void> => {
+          const without = await store.since('a', 'lobby', afterId, T0, page);
+          expect(await store.since('a', 'lobby', afterId, T0, page, epoch)).toEqual(without);
+          expect(without.epoch).toBe(epoch);
+        };
+        for (const afterId of ['0-0', ...given, future]) {
+          await check(afterId);
+          await check(afterId, { events: 2, bytes: 1_000_000 });
+        }
+        // A gap the room made (an event it did not keep) still shows.
+        await store.nextId('a', 'lobby', T0);
+        await check(given[5] ?? '');
+        expect((await store.since('a', 'lobby', given[5] ?? '', T0, undefined, epoch)).truncated).toBe(true);
+        await check('0-0', undefined);
+        expect((await store.since('a', 'nowhere', '0-0', T0, undefined, await epochOf('a', 'nowhere'))).truncated).toBe(
+          false,
+        );
+      });
+
+      it('answers `since` given another epoch truncated (not dropped), with the events after the id', async () => {
+        const given = await fill('a', 'lobby', 4, KEEP_ALL, T0);
+        const epoch = await epochOf('a', 'lobby');
+        const stale = other(epoch);
+        // The id belongs to another stream: comparing it with this one's ids is all the store can do.
+        const result = await store.since('a', 'lobby', given[1] ?? '', T0, undefined, stale);
+        expect(result).toMatchObject({ remaining: 0, truncated: true, dropped: false, epoch });
+        expect(ids(result.events)).toEqual(given.slice(2));
+        const paged = await store.since('a', 'lobby', given[0] ?? '', T0, { events: 1, bytes: 1_000_000 }, stale);
+        expect(paged).toMatchObject({ remaining: 2, truncated: true, dropped: false, epoch });
+        expect(ids(paged.events)).toEqual(given.slice(1, 2));
+        expect(await store.since('a', 'lobby', given[3] ?? '', T0, undefined, stale)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: true,
+          dropped: false,
+          epoch,
+        });
+        // A room with no history, and one whose rule dropped events after the id: the same answer.
+        const nowhere = await store.since('a', 'nowhere', '0-0', T0, undefined, other(await epochOf('a', 'nowhere')));
+        expect(nowhere).toMatchObject({ events: [], remaining: 0, truncated: true, dropped: false });
+        const small = await fill('a', 'small', 5, [2, 1], T0);
+        const trimmed = await store.since(
+          'a',
+          'small',
+          small[0] ?? '',
+          T0,
+          undefined,
+          other(await epochOf('a', 'small')),
+        );
+        expect(trimmed).toMatchObject({ truncated: true, dropped: false });
+        expect(ids(trimmed.events)).toEqual(small.slice(3));
+      });
+
+      it('keeps the epoch across a reopen, as it keeps the events', async () => {
+        const given = await fill('a', 'lobby', 3, KEEP_ALL, T0);
+        const epoch = await epochOf('a', 'lobby');
+        const otherRoom = await epochOf('b', 'empty');
+        store = harness.reopen ? await harness.reopen() : store;
+        expect(await epochOf('a', 'lobby')).toBe(epoch);
+        expect(await epochOf('b', 'empty')).toBe(otherRoom);
+        const resumed = await store.since('a', 'lobby', given[0] ?? '', T0, undefined, epoch);
+        expect(resumed).toMatchObject({ truncated: false, dropped: false, epoch });
+        expect(ids(resumed.events)).toEqual(given.slice(1));
+      });
+
+      it('starts a new epoch when the data is lost: a reader of the old one is told of the gap', async () => {
+        // Only stores whose harness can lose the data (all so far) have anything to check here.
+        if (!harness.wipe) return;
+        const old = await fill('a', 'lobby', 3, KEEP_ALL, T0);
+        await fill('b', 'other', 1, KEEP_ALL, T0);
+        const oldEpoch = await epochOf('a', 'lobby');
+        const oldOther = await epochOf('b', 'other');
+        const oldEmpty = await epochOf('a', 'empty');
+        store = (await harness.wipe()) ?? store;
+        const later = T0 + MINUTE;
+        const epoch = await epochOf('a', 'lobby', later);
+        expect(typeof epoch).toBe('string');
+        expect(epoch).not.toBe('');
+        expect(epoch).not.toBe(oldEpoch);
+        expect(await allLast(store, 'a', 'lobby', 10, later)).toEqual([]);
+        expect(await store.since('a', 'lobby', old[2] ?? '', later, undefined, oldEpoch)).toEqual({
+          events: [],
+          remaining: 0,
+          truncated: true,
+          dropped: false,
+          epoch,
+        });
+        // Every room lost its stream, the empty ones too.
+        expect(await epochOf('b', 'other', later)).not.toBe(oldOther);
+        expect((await store.since('b', 'other', '0-0', later, undefined, oldOther)).truncated).toBe(true);
+        expect(await epochOf('a', 'empty', later)).not.toBe(oldEmpty);
+        expect((await store.since('a', 'empty', '0-0', later, undefined, oldEmpty)).truncated).toBe(true);
+        // The new stream: a reader of the old epoch gets its events with the gap; one of the new resumes as ever.
+        const next = await fill('a', 'lobby', 2, KEEP_ALL, later, 'next');
+        const stale = await store.since('a', 'lobby', old[2] ?? '', later, undefined, oldEpoch);
+        expect(stale).toMatchObject({ remaining: 0, truncated: true, dropped: false, epoch });
+        expect(ids(stale.events)).toEqual(next);
+        const resumed = await store.since('a', 'lobby', next[0] ?? '', later, undefined, epoch);
+        expect(resumed).toMatchObject({ remaining: 0, truncated: false, dropped: false, epoch });
+        expect(ids(resumed.events)).toEqual(next.slice(1));
+        expect(await epochOf('a', 'lobby', later)).toBe(epoch);
       });
     });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -5,6 +6,10 @@ import Database from 'better-sqlite3';
 export type Db = Database.Database;
 
 const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS apps (
   key TEXT PRIMARY KEY,
   secret TEXT NOT NULL,
@@ -79,5 +84,18 @@ export function openDb(dataDir: string): Db {
   // The CLI may write while the server runs.
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
+  // Made once with the file (every later open, the CLI's too, keeps the first): see dbEpoch.
+  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('epoch', ?)").run(randomBytes(12).toString('base64url'));
   return db;
+}
+
+/**
+ * The file's epoch: random, made with the file and kept as long as the file is. The rooms' id
+ * streams live and die with the file (a deleted or replaced file starts them all over), so one
+ * epoch for the file names all of them.
+ */
+export function dbEpoch(db: Db): string {
+  const row = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'epoch'").get();
+  if (!row) throw new Error('the database has no epoch: open it with openDb');
+  return row.value;
 }

@@ -26,6 +26,13 @@ historyContract('CommittedHistory (group commit over SqliteHistoryStore)', async
       db = openDb(dir);
       return committed(db);
     },
+    // Lost data: the file deleted, a new one made in its place.
+    wipe: async () => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+      db = openDb(dir);
+      return committed(db);
+    },
     cleanup: async () => {
       db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -17,6 +17,13 @@ historyContract('SqliteHistoryStore', async () => {
       db = openDb(dir);
       return new SqliteHistoryStore(db);
     },
+    // Lost data: the file deleted, a new one made in its place.
+    wipe: async () => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+      db = openDb(dir);
+      return new SqliteHistoryStore(db);
+    },
     cleanup: async () => {
       db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 import type { HistoryRule } from '@realtime/protocol';
 import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
 import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
-import type { Db } from './db.js';
+import { type Db, dbEpoch } from './db.js';
 import type { GroupHooks } from './group-commit.js';
 
 /** A group commit the store can leave its trimming to: once per room, just before the group commits. */
@@ -67,9 +67,16 @@ function readPage(rows: IterableIterator<EventRow>, bound: PageBound): KeptEvent
 /**
  * Room history in SQLite. Each append is one transaction: next id from the room row, insert,
  * trim to the rule. The room row remembers the newest id dropped, which tells `since` about gaps.
+ *
+ * Epoch: one for the whole file (made with it, see dbEpoch), not one per room. A room's stream can
+ * only be lost with the file here: nothing is evicted, and what the rule drops is recorded as a
+ * gap. A deleted or replaced file is a new epoch for every room, the same file reopened keeps it.
+ * A file restored from an older copy of itself keeps its epoch too: that loss goes unseen (a page's
+ * id past the room's newest reads as nothing missed).
  */
 export class SqliteHistoryStore implements HistoryStore {
   readonly #db: Db;
+  readonly #epoch: string;
   readonly #room;
   readonly #insertRoom;
   readonly #setLast;
@@ -117,6 +124,7 @@ export class SqliteHistoryStore implements HistoryStore {
       },
     });
     this.#db = db;
+    this.#epoch = dbEpoch(db);
     // Rows hold data of up to 1 MB, and stepping over a row in the table reads all of it: every query
     // that walks a room's events (counts, offsets, expiry) walks this index of their keys instead.
     db.exec(`CREATE INDEX IF NOT EXISTS ${KEYS} ON history (app, room, ms, seq, expires_at)`);
@@ -192,8 +200,8 @@ export class SqliteHistoryStore implements HistoryStore {
     );
     // A read's count and its page come from one snapshot, after what aged out was dropped.
     this.#sinceTx = db.transaction(
-      (app: string, room: string, afterId: string, now: number, page: PageBound): ResumeResult =>
-        this.#since(app, room, afterId, now, page),
+      (app: string, room: string, afterId: string, now: number, page: PageBound, epoch?: string): ResumeResult =>
+        this.#since(app, room, afterId, now, page, epoch),
     );
     this.#lastTx = db.transaction(
       (app: string, room: string, count: number, now: number, page: PageBound): HistoryPage =>
@@ -267,22 +275,42 @@ export class SqliteHistoryStore implements HistoryStore {
     return this.#appendTx(app, room, entry, rule, nowMs);
   }
 
-  since(app: string, room: string, afterId: string, nowMs: number, page: PageBound = WHOLE): ResumeResult {
-    return this.#sinceTx(app, room, afterId, nowMs, page);
+  since(
+    app: string,
+    room: string,
+    afterId: string,
+    nowMs: number,
+    page: PageBound = WHOLE,
+    epoch?: string,
+  ): ResumeResult {
+    return this.#sinceTx(app, room, afterId, nowMs, page, epoch);
   }
 
-  #since(app: string, room: string, afterId: string, nowMs: number, page: PageBound): ResumeResult {
+  #since(
+    app: string,
+    room: string,
+    afterId: string,
+    nowMs: number,
+    page: PageBound,
+    readerEpoch: string | undefined,
+  ): ResumeResult {
+    const epoch = this.#epoch;
     const after = parseEventId(afterId) ?? { ms: -1, seq: -1 };
     const row = this.#keptRoom(app, room, nowMs);
+    // An id of another stream tells nothing about this one: a gap, though not one this stream dropped.
+    // The events after the id still come: the reader's best effort, not a resume.
+    const foreign = readerEpoch !== undefined && readerEpoch !== epoch;
     // Missed: an event dropped after `since`, or one after it that the room never kept.
     const unkept = this.#unkept.get(`${app}:${room}`);
     const missedUnkept = unkept !== undefined && compareEventIds(unkept, after) > 0;
-    if (!row) return { events: [], remaining: 0, truncated: missedUnkept, dropped: false };
+    if (!row) return { events: [], remaining: 0, truncated: foreign || missedUnkept, dropped: false, epoch };
     const where = [app, room, after.ms, after.seq] as const;
     const total = this.#countAfter.get(...where)?.n ?? 0;
     const events = total === 0 ? [] : readPage(this.#after.iterate(...where), page);
-    const dropped = row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq);
-    return { events, remaining: total - events.length, truncated: missedUnkept || dropped, dropped };
+    const dropped =
+      !foreign && (row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq));
+    const truncated = foreign || missedUnkept || dropped;
+    return { events, remaining: total - events.length, truncated, dropped, epoch };
   }
 
   /** Drops what aged out (always a prefix, so kept events never have a hole), then reads the room row. */
@@ -292,17 +320,18 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   last(app: string, room: string, count: number, nowMs: number, page: PageBound = WHOLE): HistoryPage {
-    if (count <= 0) return { events: [], remaining: 0 };
+    if (count <= 0) return { events: [], remaining: 0, epoch: this.#epoch };
     return this.#lastTx(app, room, count, nowMs, page);
   }
 
   #last(app: string, room: string, count: number, nowMs: number, page: PageBound): HistoryPage {
-    if (!this.#keptRoom(app, room, nowMs)) return { events: [], remaining: 0 };
+    const epoch = this.#epoch;
+    if (!this.#keptRoom(app, room, nowMs)) return { events: [], remaining: 0, epoch };
     const total = Math.min(count, this.#countRoom.get(app, room)?.n ?? 0);
     const start = total === 0 ? undefined : this.#nthNewest.get(app, room, total - 1);
-    if (!start) return { events: [], remaining: 0 };
+    if (!start) return { events: [], remaining: 0, epoch };
     const events = readPage(this.#from.iterate(app, room, start.ms, start.seq), page);
-    return { events, remaining: total - events.length };
+    return { events, remaining: total - events.length, epoch };
   }
 
   prune(nowMs: number): number {
