@@ -1,4 +1,4 @@
-import { fromBase64Url, fromHex, openWithKey, sealWithKey, splitSealed } from '@realtime/protocol';
+import { decodeKey32, openJsonWithKey, SEAL_KEY_BYTES, sealJsonWithKey } from '@realtime/protocol';
 
 /**
  * Length of a sealing key: 32 bytes.
@@ -6,7 +6,7 @@ import { fromBase64Url, fromHex, openWithKey, sealWithKey, splitSealed } from '@
  * @example
  * parseSealKey(bytes).length === SEAL_KEY_BYTES; // true
  */
-export const SEAL_KEY_BYTES = 32;
+export { SEAL_KEY_BYTES };
 
 /**
  * Reads a sealing key handed to the page by the customer's server (`keyForLabel` of `@realtime/node`),
@@ -22,9 +22,8 @@ export function parseSealKey(input: string | Uint8Array): Uint8Array {
     return Uint8Array.from(input);
   }
   if (typeof input !== 'string') throw new TypeError('a sealing key is a string or a Uint8Array');
-  const text = input.trim();
-  const bytes = text.length === SEAL_KEY_BYTES * 2 ? fromHex(text) : fromBase64Url(text);
-  if (bytes === null || bytes.length !== SEAL_KEY_BYTES) {
+  const bytes = decodeKey32(input);
+  if (bytes === null) {
     throw new TypeError(
       `a sealing key is ${SEAL_KEY_BYTES} bytes as 64 hex or 43 base64url characters (got ${input.length} characters)`,
     );
@@ -40,10 +39,7 @@ export function parseSealKey(input: string | Uint8Array): Uint8Array {
  * await room.send('chat', sealWith(roomKey, 'room:lobby', { text: 'hi' }));
  */
 export function sealWith(key: Uint8Array, label: string, value: unknown): string {
-  if (typeof label !== 'string' || label.length === 0) throw new TypeError('a sealing label is a non-empty string');
-  const text = JSON.stringify(value);
-  if (typeof text !== 'string') throw new TypeError(`cannot seal ${typeof value}: it has no JSON form`);
-  return sealWithKey(key, label, text);
+  return sealJsonWithKey(key, label, value);
 }
 
 /**
@@ -58,18 +54,6 @@ export function sealWith(key: Uint8Array, label: string, value: unknown): string
  * });
  */
 export function openWith(key: Uint8Array, value: unknown, label?: string): unknown {
-  if (typeof value !== 'string' || !(key instanceof Uint8Array)) return null;
-  if (label !== undefined && splitSealed(value)?.label !== label) return null;
-  let text: string | null;
-  try {
-    text = openWithKey(key, value);
-  } catch {
-    return null;
-  }
-  if (text === null) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
+  if (!(key instanceof Uint8Array)) return null;
+  return openJsonWithKey(key, value, label);
 }

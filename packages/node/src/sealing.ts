@@ -1,4 +1,4 @@
-import { open, seal, sealingKey, splitSealed } from '@realtime/protocol';
+import { openJsonWithKey, sealingKey, sealJsonWithKey } from '@realtime/protocol';
 
 /**
  * Seals a JSON value under a label with the app's local key (section 5.4).
@@ -9,10 +9,7 @@ import { open, seal, sealingKey, splitSealed } from '@realtime/protocol';
  */
 export function sealJson(localKey: Uint8Array, label: string, value: unknown): string {
   checkLabel(label);
-  const text = JSON.stringify(value);
-  // JSON.stringify gives undefined (not a string) for undefined, functions and symbols.
-  if (typeof text !== 'string') throw new TypeError(`cannot seal ${typeof value}: it has no JSON form`);
-  return seal(localKey, label, text);
+  return sealJsonWithKey(sealingKey(localKey, label), label, value);
 }
 
 /**
@@ -24,15 +21,8 @@ export function sealJson(localKey: Uint8Array, label: string, value: unknown): s
  * openJson(localKey, sealed) // { text: 'hi' }
  */
 export function openJson(localKey: Uint8Array, sealed: unknown, label?: string): unknown {
-  if (typeof sealed !== 'string') return null;
-  if (label !== undefined && splitSealed(sealed)?.label !== label) return null;
-  const text = open(localKey, sealed);
-  if (text === null) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
+  // The local key derives the key of whatever label the value carries.
+  return openJsonWithKey((found) => sealingKey(localKey, found), sealed, label);
 }
 
 /**
