@@ -28,9 +28,16 @@ export interface JoinFrame {
   token: string;
   /** Resume: every kept event after this id. */
   since?: string;
+  /**
+   * With `since`: the room's epoch from the `joined` that came before it (at most 64 characters).
+   * When it is not the room's epoch now, the room's history was lost meanwhile: `joined` is truncated.
+   */
+  epoch?: string;
   /** First join: the last N kept events (1 to 1,000). */
   last?: number;
 }
+/** The longest `epoch` a join may carry. */
+export const EPOCH_MAX_LENGTH = 64;
 export interface LeaveFrame {
   t: 'leave';
   ref: number;
@@ -86,6 +93,11 @@ export interface JoinedFrame {
   members?: Member[];
   /** True when events after `since` were no longer kept: what follows has a gap. */
   truncated?: boolean;
+  /**
+   * The room's history stream, when the app's plan includes history: ids compare only within one
+   * epoch. A page resumes with it (join `epoch`); a new one means the history was lost and restarted.
+   */
+  epoch?: string;
   /** How many kept events follow, before live ones. */
   replay: number;
 }

@@ -1,4 +1,4 @@
-import { type ClientFrame, EVENT_ID_PATTERN, LIMITS, type SocketErrorCode } from '@realtime/protocol';
+import { type ClientFrame, EPOCH_MAX_LENGTH, EVENT_ID_PATTERN, LIMITS, type SocketErrorCode } from '@realtime/protocol';
 
 /** A frame the page got wrong: the error frame to answer, with the frame's ref when it had one. */
 export class FrameError extends Error {
@@ -19,7 +19,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 const FIELDS: Record<ClientFrame['t'], { required: string[]; optional: string[] }> = {
   hello: { required: ['v'], optional: ['identity'] },
-  join: { required: ['ref', 'room', 'token'], optional: ['since', 'last'] },
+  join: { required: ['ref', 'room', 'token'], optional: ['since', 'epoch', 'last'] },
   leave: { required: ['ref', 'room'], optional: [] },
   send: { required: ['ref', 'room', 'event'], optional: ['data'] },
   reply: { required: ['ask'], optional: ['data'] },
@@ -72,5 +72,11 @@ export function parseFrame(text: string): ClientFrame {
     }
   }
   if (value.since !== undefined && value.last !== undefined) fail('give since or last, not both');
+  if (value.epoch !== undefined) {
+    if (typeof value.epoch !== 'string' || value.epoch.length > EPOCH_MAX_LENGTH) {
+      fail(`epoch must be a string of at most ${EPOCH_MAX_LENGTH} characters`);
+    }
+    if (value.since === undefined) fail('epoch goes with since');
+  }
   return value as unknown as ClientFrame;
 }

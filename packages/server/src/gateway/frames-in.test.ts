@@ -1,0 +1,43 @@
+import { EPOCH_MAX_LENGTH } from '@realtime/protocol';
+import { describe, expect, it } from 'vitest';
+import { FrameError, parseFrame } from './frames-in.js';
+
+/** The error a frame gets, or undefined when it parses. */
+function refusal(frame: unknown): { code: string; message: string; ref: number | undefined } | undefined {
+  try {
+    parseFrame(JSON.stringify(frame));
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof FrameError)) throw error;
+    return { code: error.code, message: error.message, ref: error.ref };
+  }
+}
+
+describe('parseFrame: a join resuming with an epoch', () => {
+  const join = { t: 'join', ref: 3, room: 'r', token: 'x', since: '1700000000000-2' };
+
+  it('takes an epoch with since, up to 64 characters, and keeps it as sent', () => {
+    for (const epoch of ['', 'e', 'aB3-_x', 'é'.repeat(EPOCH_MAX_LENGTH), 'x'.repeat(EPOCH_MAX_LENGTH)]) {
+      expect(parseFrame(JSON.stringify({ ...join, epoch }))).toEqual({ ...join, epoch });
+    }
+    expect(parseFrame(JSON.stringify(join))).toEqual(join);
+  });
+
+  it('refuses an epoch that is not a string, too long, or without since, as bad_frame with the ref', () => {
+    const cases: unknown[] = [
+      { ...join, epoch: 5 },
+      { ...join, epoch: null },
+      { ...join, epoch: ['e'] },
+      { ...join, epoch: 'x'.repeat(EPOCH_MAX_LENGTH + 1) },
+      { t: 'join', ref: 3, room: 'r', token: 'x', epoch: 'e' },
+      { t: 'join', ref: 3, room: 'r', token: 'x', last: 5, epoch: 'e' },
+    ];
+    for (const frame of cases) {
+      expect(refusal(frame)).toMatchObject({ code: 'bad_frame', ref: 3, message: expect.stringContaining('epoch') });
+    }
+  });
+
+  it('takes no epoch on frames other than join', () => {
+    expect(refusal({ t: 'leave', ref: 4, room: 'r', epoch: 'e' })).toMatchObject({ code: 'bad_frame', ref: 4 });
+  });
+});
