@@ -1,5 +1,5 @@
 import type { DeliveryError, DeliveryState } from '@realtime/protocol';
-import type { StoredBatch, WebhookStore } from '../types.js';
+import type { StoredBatch, WebhookStats, WebhookStore } from '../types.js';
 import type { Db } from './db.js';
 import { asStoreError, withStoreErrors } from './sqlite-error.js';
 
@@ -18,6 +18,8 @@ interface BatchRow {
   at: number | null;
   next_at: number | null;
   done_at: number | null;
+  lease_holder: string | null;
+  lease_until: number | null;
 }
 
 function toBatch(row: BatchRow): StoredBatch {
@@ -39,11 +41,39 @@ function toBatch(row: BatchRow): StoredBatch {
   };
 }
 
+const bodyOf = (events: readonly string[]) => `{"events":[${events.join(',')}]}`;
+
+/**
+ * Adds the lease columns to a file made before leases (db.ts creates the table without them). Two
+ * processes opening the file at once may both try: the loser finds the column there.
+ */
+function addLeaseColumns(db: Db): void {
+  for (const [column, type] of [
+    ['lease_holder', 'TEXT'],
+    ['lease_until', 'INTEGER'],
+  ] as const) {
+    const has = () =>
+      db
+        .prepare<[], { name: string }>('PRAGMA table_info(webhook_batches)')
+        .all()
+        .some((c) => c.name === column);
+    if (has()) continue;
+    try {
+      db.exec(`ALTER TABLE webhook_batches ADD COLUMN ${column} ${type}`);
+    } catch (error) {
+      if (!has()) throw error;
+    }
+  }
+}
+
 /**
  * The webhook queue in the service's SQLite file: events waiting for a batch, and batches with their
- * tries. Its errors are StoreErrors. Given the file's group commit, an event added inside a write
- * unit is committed with that unit, and a failure to add it fails the unit even when the caller
- * goes on.
+ * tries and leases. Any number of processes may share the file: every step that reads and then
+ * writes is one IMMEDIATE transaction (the file's write lock taken first), so an event goes into
+ * one batch and a lease to one holder. Its errors are StoreErrors.
+ *
+ * Given the file's group commit, an event added inside a write unit is committed with that unit,
+ * and a failure to add it fails the unit even when the caller goes on.
  */
 export class SqliteWebhookStore implements WebhookStore {
   readonly #commits: { taint(error: unknown): void } | undefined;
@@ -53,15 +83,20 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #deleteUpTo;
   readonly #insertBatch;
   readonly #get;
-  readonly #due;
+  readonly #dueIds;
+  readonly #lease;
   readonly #list;
   readonly #save;
   readonly #prune;
   readonly #form;
-  #batchSeq = 0;
+  readonly #add;
+  readonly #claimDue;
+  readonly #claim;
+  readonly #stats;
 
   constructor(db: Db, commits?: { taint(error: unknown): void }) {
     this.#commits = commits;
+    addLeaseColumns(db);
     this.#addEvent = db.prepare('INSERT INTO webhook_events (app, json) VALUES (?, ?)');
     this.#waiting = db.prepare<[], { app: string; n: number }>(
       'SELECT app, COUNT(*) AS n FROM webhook_events GROUP BY app',
@@ -70,32 +105,83 @@ export class SqliteWebhookStore implements WebhookStore {
       'SELECT seq, json FROM webhook_events WHERE app = ? ORDER BY seq LIMIT ?',
     );
     this.#deleteUpTo = db.prepare('DELETE FROM webhook_events WHERE app = ? AND seq <= ?');
-    this.#insertBatch = db.prepare(
-      `INSERT INTO webhook_batches (id, app, body, events, state, created_at, next_at, seq)
-       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
+    // `seq` orders batches as made: the next rowid, read in the statement that inserts.
+    this.#insertBatch = db.prepare<[string, string, string, number, number, number, string | null, number | null]>(
+      `INSERT INTO webhook_batches (id, app, body, events, state, created_at, next_at, lease_holder, lease_until, seq)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, (SELECT COALESCE(MAX(rowid), 0) + 1 FROM webhook_batches))`,
     );
     this.#get = db.prepare<[string], BatchRow>('SELECT * FROM webhook_batches WHERE id = ?');
-    this.#due = db.prepare<[number, number], BatchRow>(
-      'SELECT * FROM webhook_batches WHERE next_at IS NOT NULL AND next_at <= ? ORDER BY next_at, seq LIMIT ?',
+    this.#dueIds = db.prepare<[number, number, number], { id: string }>(
+      `SELECT id FROM webhook_batches
+       WHERE next_at IS NOT NULL AND next_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+       ORDER BY next_at, seq LIMIT ?`,
+    );
+    this.#lease = db.prepare<[string, number, string]>(
+      'UPDATE webhook_batches SET lease_holder = ?, lease_until = ? WHERE id = ?',
     );
     this.#list = db.prepare<[string, number], BatchRow>(
       'SELECT * FROM webhook_batches WHERE app = ? ORDER BY seq DESC LIMIT ?',
     );
+    // Only the holder records a try: a holder whose lease ran out and passed to another changes nothing.
     this.#save = db.prepare(
       `UPDATE webhook_batches SET state = @state, attempts = @attempts, failed = @failed, status = @status,
-         error = @error, first_try_at = @firstTryAt, at = @at, next_at = @nextAt, done_at = @doneAt WHERE id = @id`,
+         error = @error, first_try_at = @firstTryAt, at = @at, next_at = @nextAt, done_at = @doneAt,
+         lease_holder = NULL, lease_until = NULL
+       WHERE id = @id AND lease_holder = @holder`,
     );
     this.#prune = db.prepare('DELETE FROM webhook_batches WHERE done_at IS NOT NULL AND done_at < ?');
-    const maxSeq = db.prepare<[], { m: number | null }>('SELECT MAX(seq) AS m FROM webhook_batches').get();
-    this.#batchSeq = maxSeq?.m ?? 0;
+
     this.#form = db.transaction((app: string, batchId: string, max: number, now: number) => {
       const rows = this.#oldest.all(app, max);
       const last = rows.at(-1);
       if (!last) return undefined;
-      const body = `{"events":[${rows.map((r) => r.json).join(',')}]}`;
-      this.#insertBatch.run(batchId, app, body, rows.length, now, now, ++this.#batchSeq);
+      this.#insertBatch.run(batchId, app, bodyOf(rows.map((r) => r.json)), rows.length, now, now, null, null);
       this.#deleteUpTo.run(app, last.seq);
       return this.#get.get(batchId);
+    });
+    this.#add = db.transaction(
+      (app: string, batchId: string, events: string[], now: number, holder: string, until: number) => {
+        this.#insertBatch.run(batchId, app, bodyOf(events), events.length, now, now, holder, until);
+        return this.#get.get(batchId);
+      },
+    );
+    this.#claimDue = db.transaction((now: number, limit: number, holder: string, until: number) => {
+      const rows: BatchRow[] = [];
+      for (const { id } of this.#dueIds.all(now, now, limit)) {
+        this.#lease.run(holder, until, id);
+        const row = this.#get.get(id);
+        if (row) rows.push(row);
+      }
+      return rows;
+    });
+    this.#claim = db.transaction((id: string, now: number, holder: string, until: number) => {
+      const row = this.#get.get(id);
+      if (!row) return undefined;
+      if (row.lease_until !== null && row.lease_until > now) return 'busy' as const;
+      this.#lease.run(holder, until, id);
+      return row;
+    });
+
+    const countWaiting = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_events');
+    // An event's `at` is inside its JSON; a batch's events are at most one window older than the batch.
+    const firstEvent = db.prepare<[], { at: number | null }>(
+      "SELECT json_extract(json, '$.at') AS at FROM webhook_events ORDER BY seq LIMIT 1",
+    );
+    const firstBatch = db.prepare<[], { at: number | null }>(
+      "SELECT MIN(created_at) AS at FROM webhook_batches WHERE state IN ('pending', 'retrying')",
+    );
+    const byState = db.prepare<[], { state: string; n: number }>(
+      'SELECT state, COUNT(*) AS n FROM webhook_batches GROUP BY state',
+    );
+    this.#stats = db.transaction((now: number): WebhookStats => {
+      const starts = [firstEvent.get()?.at, firstBatch.get()?.at].filter((at): at is number => typeof at === 'number');
+      const batches: WebhookStats['batches'] = {};
+      for (const row of byState.all()) batches[row.state as DeliveryState] = row.n;
+      return {
+        waiting: countWaiting.get()?.n ?? 0,
+        oldestWaitingMs: starts.length === 0 ? 0 : Math.max(0, now - Math.min(...starts)),
+        batches,
+      };
     });
   }
 
@@ -108,19 +194,27 @@ export class SqliteWebhookStore implements WebhookStore {
     }
   }
 
+  // Arrow fields, not methods: a wrapper made with Object.create (tests that fail a store) still works.
   readonly waiting = withStoreErrors((): Map<string, number> => new Map(this.#waiting.all().map((r) => [r.app, r.n])));
 
   readonly formBatch = withStoreErrors((app: string, batchId: string, max: number, now: number) => {
-    const row = this.#form(app, batchId, max, now);
+    const row = this.#form.immediate(app, batchId, max, now);
     return row ? toBatch(row) : undefined;
   });
 
-  readonly addBatch = withStoreErrors((app: string, batchId: string, events: string[], now: number) => {
-    this.#insertBatch.run(batchId, app, `{"events":[${events.join(',')}]}`, events.length, now, now, ++this.#batchSeq);
-    return toBatch(this.#get.get(batchId) as BatchRow);
-  });
+  readonly addBatch = withStoreErrors(
+    (app: string, batchId: string, events: string[], now: number, lease: { holder: string; ms: number }) =>
+      toBatch(this.#add.immediate(app, batchId, events, now, lease.holder, now + lease.ms) as BatchRow),
+  );
 
-  readonly due = withStoreErrors((now: number, limit: number) => this.#due.all(now, limit).map(toBatch));
+  readonly claimDue = withStoreErrors((now: number, limit: number, lease: { holder: string; ms: number }) =>
+    this.#claimDue.immediate(now, limit, lease.holder, now + lease.ms).map(toBatch),
+  );
+
+  readonly claim = withStoreErrors((id: string, now: number, lease: { holder: string; ms: number }) => {
+    const row = this.#claim.immediate(id, now, lease.holder, now + lease.ms);
+    return row === undefined || row === 'busy' ? row : toBatch(row);
+  });
 
   readonly get = withStoreErrors((id: string) => {
     const row = this.#get.get(id);
@@ -129,9 +223,10 @@ export class SqliteWebhookStore implements WebhookStore {
 
   readonly list = withStoreErrors((app: string, limit: number) => this.#list.all(app, limit).map(toBatch));
 
-  readonly saveTry = withStoreErrors((batch: StoredBatch): void => {
+  readonly saveTry = withStoreErrors((batch: StoredBatch, holder: string): void => {
     this.#save.run({
       id: batch.id,
+      holder,
       state: batch.state,
       attempts: batch.attempts,
       failed: batch.failed,
@@ -145,6 +240,8 @@ export class SqliteWebhookStore implements WebhookStore {
   });
 
   readonly prune = withStoreErrors((before: number) => this.#prune.run(before).changes);
+
+  readonly stats = withStoreErrors((now: number) => this.#stats(now));
 
   close(): void {
     // The database handle is owned by whoever opened it.

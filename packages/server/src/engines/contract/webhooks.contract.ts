@@ -1,0 +1,490 @@
+/**
+ * The WebhookStore contract as one test suite. Every implementation (SQLite now, Redis later) runs
+ * it through a runner file next to the implementation:
+ *
+ * @example
+ * ```ts
+ * webhookContract('SqliteWebhookStore', async () => {
+ *   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
+ *   let db = openDb(dir);
+ *   const other = openDb(dir);
+ *   return {
+ *     store: new SqliteWebhookStore(db),
+ *     peer: new SqliteWebhookStore(other),
+ *     reopen: async () => { db.close(); db = openDb(dir); return new SqliteWebhookStore(db); },
+ *     cleanup: async () => { db.close(); other.close(); rmSync(dir, { recursive: true, force: true }); },
+ *   };
+ * });
+ * ```
+ *
+ * Time is never read from the clock: every call gets `now`, so the suite moves time by hand. The
+ * suite only uses the interface (no SQL, no keys), and every call is awaited.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StoredBatch, WebhookStore } from '../types.js';
+
+export interface WebhookHarness {
+  /** A store with nothing in it. */
+  store: WebhookStore;
+  /**
+   * A second store on the same data, as another process or node opens it (SQLite: a second
+   * connection to the file; Redis: a second client). Without it the sharing tests run on one store.
+   */
+  peer?: WebhookStore;
+  /**
+   * Closes the store and opens a new one on the same data, as a restart would. Without it the
+   * restart test runs against the same store.
+   */
+  reopen?: () => Promise<WebhookStore>;
+  /** Closes whatever is open (including a reopened store and the peer) and removes the data. */
+  cleanup(): Promise<void>;
+}
+
+/** An arbitrary fixed "now". */
+const T0 = 1_700_000_000_000;
+const LEASE = 10_000;
+const A = { holder: 'node-a', ms: LEASE };
+const B = { holder: 'node-b', ms: LEASE };
+
+/** An event's stored JSON text, as the webhook queue writes it (`at` is what stats read). */
+const ev = (n: number | string, at = T0) => `{"id":"ev_${n}","at":${at},"type":"user.online","user":"u${n}"}`;
+const bodyOf = (events: readonly string[]) => `{"events":[${events.join(',')}]}`;
+/** The event ids in a batch's body, in order. */
+const idsIn = (batch: StoredBatch) =>
+  (JSON.parse(batch.body) as { events: { id: string }[] }).events.map((event) => event.id);
+
+export function webhookContract(name: string, makeStore: () => Promise<WebhookHarness>): void {
+  describe(`WebhookStore contract: ${name}`, () => {
+    let harness: WebhookHarness;
+    let store: WebhookStore;
+    /** The peer, or the same store when the harness has none. */
+    let peer: WebhookStore;
+
+    beforeEach(async () => {
+      harness = await makeStore();
+      store = harness.store;
+      peer = harness.peer ?? store;
+    });
+
+    afterEach(async () => {
+      await harness.cleanup();
+    });
+
+    /** A pending batch of the app's waiting events, formed at `now`. */
+    async function formed(app: string, id: string, now = T0, max = 100): Promise<StoredBatch> {
+      const batch = await store.formBatch(app, id, max, now);
+      if (!batch) throw new Error(`no batch formed for ${app}`);
+      return batch;
+    }
+
+    /** Records a failed scheduled try by `holder`: the batch is retried at `nextAt`. */
+    async function failed(batch: StoredBatch, holder: string, at: number, nextAt: number): Promise<StoredBatch> {
+      const next: StoredBatch = {
+        ...batch,
+        state: 'retrying',
+        attempts: batch.attempts + 1,
+        failed: batch.failed + 1,
+        status: 500,
+        error: null,
+        firstTryAt: batch.firstTryAt ?? at,
+        at,
+        nextAt,
+      };
+      await store.saveTry(next, holder);
+      return next;
+    }
+
+    describe('events and batches', () => {
+      it('holds nothing at first', async () => {
+        expect(await store.waiting()).toEqual(new Map());
+        expect(await store.formBatch('app1', 'b_1', 100, T0)).toBe(undefined);
+        expect(await store.get('b_1')).toBe(undefined);
+        expect(await store.list('app1', 100)).toEqual([]);
+        expect(await store.claimDue(T0, 10, A)).toEqual([]);
+        expect(await store.claim('b_1', T0, A)).toBe(undefined);
+      });
+
+      it('counts waiting events per app', async () => {
+        for (let i = 0; i < 3; i++) await store.addEvent('app1', ev(i));
+        await store.addEvent('app2', ev('x'));
+        expect(await store.waiting()).toEqual(
+          new Map([
+            ['app1', 3],
+            ['app2', 1],
+          ]),
+        );
+      });
+
+      it('forms batches of the oldest events, in order, at most max, due at once', async () => {
+        const events = Array.from({ length: 5 }, (_, i) => ev(i));
+        for (const json of events) await store.addEvent('app1', json);
+        await store.addEvent('app2', ev('other'));
+
+        const first = await formed('app1', 'b_1', T0, 3);
+        expect(first).toEqual({
+          id: 'b_1',
+          app: 'app1',
+          body: bodyOf(events.slice(0, 3)),
+          events: 3,
+          state: 'pending',
+          attempts: 0,
+          failed: 0,
+          status: 0,
+          error: null,
+          createdAt: T0,
+          firstTryAt: null,
+          at: null,
+          nextAt: T0,
+          doneAt: null,
+        } satisfies StoredBatch);
+        expect((await store.waiting()).get('app1')).toBe(2);
+
+        const second = await formed('app1', 'b_2', T0 + 1, 3);
+        expect(second.body).toBe(bodyOf(events.slice(3)));
+        expect(second.events).toBe(2);
+        expect(await store.formBatch('app1', 'b_3', 3, T0 + 2)).toBe(undefined);
+        // The other app's events stay waiting.
+        expect(await store.waiting()).toEqual(new Map([['app2', 1]]));
+        expect(await store.get('b_1')).toEqual(first);
+      });
+
+      it('keeps the exact text of every event in the body', async () => {
+        const odd = [
+          '{"id":"ev_u","at":1,"type":"emit","data":{"t":"é\\u2028😀\\"","n":12345678901234567890,"z":1.0}}',
+          '{"id":"ev_s","at":2,"type":"emit","data":"  spaced  ","event_id":"1-0"}',
+        ];
+        for (const json of odd) await store.addEvent('app1', json);
+        const batch = await formed('app1', 'b_1');
+        expect(batch.body).toBe(bodyOf(odd));
+        expect((await store.get('b_1'))?.body).toBe(bodyOf(odd));
+      });
+
+      it('puts each event into exactly one batch when two stores form batches at once', async () => {
+        const count = 250;
+        const adds: Promise<void>[] = [];
+        for (let i = 0; i < count; i++)
+          adds.push(Promise.resolve((i % 2 === 0 ? store : peer).addEvent('app1', ev(i))));
+        await Promise.all(adds);
+
+        const batches: StoredBatch[] = [];
+        let n = 0;
+        for (;;) {
+          // Both sides ask at once, several times over.
+          const round = await Promise.all(
+            [store, peer, store, peer].map((s) => s.formBatch('app1', `b_${n++}`, 7, T0)),
+          );
+          const made = round.filter((b): b is StoredBatch => b !== undefined);
+          batches.push(...made);
+          if (made.length === 0) break;
+        }
+        const seen = batches.flatMap(idsIn);
+        expect(seen).toHaveLength(count);
+        expect(new Set(seen).size).toBe(count);
+        for (const batch of batches) {
+          expect(batch.events).toBeLessThanOrEqual(7);
+          // Within a batch, in the order added.
+          const numbers = idsIn(batch).map((id) => Number(id.slice(3)));
+          expect(numbers).toEqual([...numbers].sort((x, y) => x - y));
+        }
+        expect(await store.waiting()).toEqual(new Map());
+      });
+
+      it('stores a batch of given events leased to its holder (the test webhook)', async () => {
+        const batch = await store.addBatch('app1', 'b_t', [ev('t')], T0, A);
+        expect(batch).toMatchObject({
+          id: 'b_t',
+          app: 'app1',
+          body: bodyOf([ev('t')]),
+          events: 1,
+          state: 'pending',
+          attempts: 0,
+          nextAt: T0,
+          doneAt: null,
+        });
+        // Due, but leased: nobody claims it while the lease runs.
+        expect(await peer.claimDue(T0 + 1, 10, B)).toEqual([]);
+        expect(await peer.claim('b_t', T0 + 1, B)).toBe('busy');
+        // The holder's try ends the lease.
+        const taken = { ...batch, state: 'taken', attempts: 1, status: 204, at: T0 + 5, firstTryAt: T0 + 5 };
+        await store.saveTry({ ...taken, nextAt: null, doneAt: T0 + 5 } as StoredBatch, A.holder);
+        expect(await peer.claim('b_t', T0 + 6, B)).toMatchObject({ id: 'b_t', state: 'taken' });
+      });
+    });
+
+    describe('leases', () => {
+      it('leases due batches oldest due first, up to the limit, and not the ones not due', async () => {
+        for (const [i, app] of ['app1', 'app2', 'app3'].entries()) {
+          await store.addEvent(app, ev(i));
+          await formed(app, `b_${i}`, T0 + i);
+        }
+        // b_0 fails and is due again later than b_1 and b_2.
+        const [zero] = await store.claimDue(T0, 1, A);
+        expect(zero?.id).toBe('b_0');
+        if (!zero) throw new Error('unreachable');
+        await failed(zero, A.holder, T0 + 10, T0 + 100);
+
+        expect((await store.claimDue(T0 + 20, 1, A)).map((b) => b.id)).toEqual(['b_1']);
+        expect((await store.claimDue(T0 + 20, 10, A)).map((b) => b.id)).toEqual(['b_2']);
+        // b_0 is not due before T0 + 100.
+        expect(await store.claimDue(T0 + 99, 10, B)).toEqual([]);
+        const again = await peer.claimDue(T0 + 100, 10, B);
+        expect(again.map((b) => b.id)).toEqual(['b_0']);
+        expect(again[0]).toMatchObject({ state: 'retrying', attempts: 1, failed: 1, status: 500, nextAt: T0 + 100 });
+      });
+
+      it('gives a leased batch to nobody else until the holder saves a try or the lease ends', async () => {
+        await store.addEvent('app1', ev(1));
+        await formed('app1', 'b_1');
+        expect((await store.claimDue(T0, 10, A)).map((b) => b.id)).toEqual(['b_1']);
+        expect(await peer.claimDue(T0 + 1, 10, B)).toEqual([]);
+        expect(await peer.claimDue(T0 + LEASE - 1, 10, B)).toEqual([]);
+        // The holder died: at the end of its lease the batch goes to another.
+        const taken = await peer.claimDue(T0 + LEASE, 10, B);
+        expect(taken.map((b) => b.id)).toEqual(['b_1']);
+        expect(await store.claimDue(T0 + LEASE + 1, 10, A)).toEqual([]);
+
+        // Saving a try ends the lease at once.
+        const batch = taken[0] as StoredBatch;
+        await peer.saveTry({ ...batch, state: 'retrying', attempts: 1, failed: 1, at: T0 + LEASE + 2 }, B.holder);
+        expect((await store.claimDue(T0 + LEASE + 3, 10, A)).map((b) => b.id)).toEqual(['b_1']);
+      });
+
+      it('leases each due batch to one holder when two claim at once', async () => {
+        for (let i = 0; i < 40; i++) {
+          await store.addEvent(`app${i % 4}`, ev(i));
+          await formed(`app${i % 4}`, `b_${i}`, T0 + i);
+        }
+        const claimers = [store, peer, store, peer, store, peer];
+        const rounds = await Promise.all(
+          claimers.map((s, i) => s.claimDue(T0 + 100, 5, { holder: `node-${i}`, ms: LEASE })),
+        );
+        const ids = rounds.flat().map((b) => b.id);
+        expect(ids).toHaveLength(30);
+        expect(new Set(ids).size).toBe(30);
+        // The rest is still there for the next claimer.
+        expect(await store.claimDue(T0 + 100, 100, A)).toHaveLength(10);
+      });
+
+      it('claims one batch whatever its schedule: busy while a lease runs, undefined when unknown', async () => {
+        await store.addEvent('app1', ev(1));
+        const batch = await formed('app1', 'b_1');
+        const [leased] = await store.claimDue(T0, 1, A);
+        await failed(leased as StoredBatch, A.holder, T0 + 1, T0 + 5000);
+
+        // Not due, yet claimed (a resend).
+        const claimed = await peer.claim('b_1', T0 + 2, B);
+        expect(claimed).toMatchObject({ id: 'b_1', state: 'retrying', attempts: 1, nextAt: T0 + 5000 });
+        expect(await store.claim('b_1', T0 + 3, A)).toBe('busy');
+        // A claimed batch is not due for anyone, even when its time comes, while the lease runs.
+        expect(await store.claimDue(T0 + 5000, 10, A)).toEqual([]);
+        expect(await store.claim('b_nope', T0 + 3, A)).toBe(undefined);
+        // The lease ends: another holder gets it.
+        expect(await store.claim('b_1', T0 + 2 + LEASE, A)).toMatchObject({ id: batch.id });
+      });
+
+      it('drops a try saved by a holder whose lease went to another', async () => {
+        await store.addEvent('app1', ev(1));
+        await formed('app1', 'b_1');
+        const [first] = await store.claimDue(T0, 1, A);
+        // A's lease runs out mid-try; B takes the batch and gets it taken.
+        const [second] = await peer.claimDue(T0 + LEASE, 1, B);
+        expect(second?.id).toBe('b_1');
+        await failed(first as StoredBatch, A.holder, T0 + LEASE + 1, T0 + LEASE + 500);
+        expect(await store.get('b_1')).toMatchObject({ state: 'pending', attempts: 0 });
+        expect(await store.claim('b_1', T0 + LEASE + 2, A)).toBe('busy');
+        const done = T0 + LEASE + 3;
+        await peer.saveTry(
+          {
+            ...(second as StoredBatch),
+            state: 'taken',
+            attempts: 1,
+            status: 200,
+            at: done,
+            nextAt: null,
+            doneAt: done,
+          },
+          B.holder,
+        );
+        expect(await store.get('b_1')).toMatchObject({ state: 'taken', attempts: 1, status: 200, doneAt: done });
+      });
+
+      it('hands a batch back untouched when the holder saves it as claimed', async () => {
+        await store.addEvent('app1', ev(1));
+        const batch = await formed('app1', 'b_1');
+        const [claimed] = await store.claimDue(T0, 1, A);
+        await store.saveTry(claimed as StoredBatch, A.holder);
+        expect(await store.get('b_1')).toEqual(batch);
+        expect((await peer.claimDue(T0 + 1, 1, B)).map((b) => b.id)).toEqual(['b_1']);
+      });
+    });
+
+    describe('tries', () => {
+      it('records each state a try leads to', async () => {
+        for (let i = 0; i < 3; i++) {
+          await store.addEvent('app1', ev(i));
+          await formed('app1', `b_${i}`, T0);
+        }
+        const claimed = await store.claimDue(T0, 3, A);
+        const [zero, one, two] = claimed;
+        if (!zero || !one || !two) throw new Error('three batches were due');
+
+        await store.saveTry(
+          {
+            ...zero,
+            state: 'retrying',
+            attempts: 1,
+            failed: 1,
+            status: 0,
+            error: 'timeout',
+            firstTryAt: T0 + 1,
+            at: T0 + 1,
+            nextAt: T0 + 5000,
+          },
+          A.holder,
+        );
+        await store.saveTry(
+          {
+            ...one,
+            state: 'taken',
+            attempts: 1,
+            status: 204,
+            firstTryAt: T0 + 2,
+            at: T0 + 2,
+            nextAt: null,
+            doneAt: T0 + 2,
+          },
+          A.holder,
+        );
+        await store.saveTry(
+          {
+            ...two,
+            state: 'given_up',
+            attempts: 9,
+            failed: 9,
+            status: 503,
+            error: null,
+            firstTryAt: T0,
+            at: T0 + 3,
+            nextAt: null,
+            doneAt: T0 + 3,
+          },
+          A.holder,
+        );
+        expect(await store.get('b_0')).toMatchObject({
+          state: 'retrying',
+          attempts: 1,
+          failed: 1,
+          status: 0,
+          error: 'timeout',
+          firstTryAt: T0 + 1,
+          at: T0 + 1,
+          nextAt: T0 + 5000,
+          doneAt: null,
+        });
+        expect(await store.get('b_1')).toMatchObject({ state: 'taken', status: 204, nextAt: null, doneAt: T0 + 2 });
+        expect(await store.get('b_2')).toMatchObject({ state: 'given_up', attempts: 9, failed: 9, doneAt: T0 + 3 });
+        // Bodies never change.
+        expect((await store.get('b_2'))?.body).toBe(bodyOf([ev(2)]));
+        // Only the retrying one is ever due again.
+        expect((await store.claimDue(T0 + 10 * 60_000, 10, A)).map((b) => b.id)).toEqual(['b_0']);
+      });
+
+      it('lists an app’s batches newest first, up to the limit', async () => {
+        for (let i = 0; i < 5; i++) {
+          await store.addEvent(i === 2 ? 'app2' : 'app1', ev(i));
+          await formed(i === 2 ? 'app2' : 'app1', `b_${i}`, T0 + i);
+        }
+        expect((await store.list('app1', 100)).map((b) => b.id)).toEqual(['b_4', 'b_3', 'b_1', 'b_0']);
+        expect((await store.list('app1', 2)).map((b) => b.id)).toEqual(['b_4', 'b_3']);
+        expect((await store.list('app2', 100)).map((b) => b.id)).toEqual(['b_2']);
+        expect(await store.list('app3', 100)).toEqual([]);
+        // The same records as get.
+        expect((await store.list('app2', 1))[0]).toEqual(await store.get('b_2'));
+      });
+
+      it('prunes batches done before a time, and nothing still under way', async () => {
+        for (let i = 0; i < 4; i++) {
+          await store.addEvent('app1', ev(i));
+          await formed('app1', `b_${i}`, T0);
+        }
+        const claimed = await store.claimDue(T0, 4, A);
+        const [zero, one, two] = claimed;
+        if (!zero || !one || !two) throw new Error('batches were due');
+        const done = (batch: StoredBatch, at: number): StoredBatch => ({
+          ...batch,
+          state: 'taken',
+          attempts: 1,
+          status: 200,
+          at,
+          firstTryAt: at,
+          nextAt: null,
+          doneAt: at,
+        });
+        await store.saveTry(done(zero, T0 + 10), A.holder);
+        await store.saveTry(done(one, T0 + 20), A.holder);
+        await failed(two, A.holder, T0 + 5, T0 + 1000);
+
+        expect(await store.prune(T0 + 20)).toBe(1);
+        expect(await store.get('b_0')).toBe(undefined);
+        expect(await store.get('b_1')).toBeDefined();
+        expect(await store.prune(T0 + 1_000_000)).toBe(1);
+        expect((await store.list('app1', 100)).map((b) => b.id)).toEqual(['b_3', 'b_2']);
+        expect(await store.prune(T0 + 1_000_000)).toBe(0);
+      });
+    });
+
+    describe('stats', () => {
+      it('counts waiting events, batches by state, and the age of the oldest event not delivered', async () => {
+        expect(await store.stats(T0)).toEqual({ waiting: 0, oldestWaitingMs: 0, batches: {} });
+
+        await store.addEvent('app1', ev(1, T0 - 500));
+        await store.addEvent('app1', ev(2, T0 - 400));
+        await formed('app1', 'b_1', T0 - 300);
+        await store.addEvent('app2', ev(3, T0 - 200));
+        await store.addEvent('app2', ev(4, T0 - 100));
+        expect(await store.stats(T0)).toEqual({ waiting: 2, oldestWaitingMs: 300, batches: { pending: 1 } });
+
+        // Once the batch is taken, the oldest event not delivered is the oldest waiting one.
+        const [claimed] = await store.claimDue(T0, 1, A);
+        await store.saveTry(
+          { ...(claimed as StoredBatch), state: 'taken', attempts: 1, status: 200, nextAt: null, doneAt: T0 },
+          A.holder,
+        );
+        expect(await store.stats(T0)).toEqual({ waiting: 2, oldestWaitingMs: 200, batches: { taken: 1 } });
+
+        await formed('app2', 'b_2', T0 + 10, 1);
+        const [retry] = await store.claimDue(T0 + 10, 1, A);
+        await failed(retry as StoredBatch, A.holder, T0 + 11, T0 + 1000);
+        expect(await peer.stats(T0 + 50)).toEqual({
+          waiting: 1,
+          oldestWaitingMs: 150,
+          batches: { taken: 1, retrying: 1 },
+        });
+      });
+    });
+
+    describe('restart', () => {
+      it('keeps waiting events, batches, their tries and their leases', async () => {
+        await store.addEvent('app1', ev(1));
+        await store.addEvent('app1', ev(2));
+        await formed('app1', 'b_1', T0, 1);
+        const [leased] = await store.claimDue(T0, 1, A);
+        await failed(leased as StoredBatch, A.holder, T0 + 1, T0 + 2);
+        await store.addEvent('app2', ev(3));
+        await formed('app2', 'b_2', T0 + 3);
+        // A node died mid-try: the lease is still running after the restart.
+        expect((await store.claimDue(T0 + 3, 1, A)).map((b) => b.id)).toEqual(['b_1']);
+        const before = await store.get('b_1');
+
+        const again = harness.reopen ? await harness.reopen() : store;
+        expect(await again.waiting()).toEqual(new Map([['app1', 1]]));
+        expect(await again.get('b_1')).toEqual(before);
+        expect(await again.claimDue(T0 + 4, 10, B)).toMatchObject([{ id: 'b_2' }]);
+        expect(await again.claim('b_1', T0 + 4, B)).toBe('busy');
+        expect((await again.claimDue(T0 + 3 + LEASE, 10, B)).map((b) => b.id)).toEqual(['b_1']);
+        expect((await again.formBatch('app1', 'b_3', 100, T0 + 5))?.body).toBe(bodyOf([ev(2)]));
+        expect((await again.list('app1', 10)).map((b) => b.id)).toEqual(['b_3', 'b_1']);
+      });
+    });
+  });
+}
