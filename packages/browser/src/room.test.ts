@@ -169,6 +169,88 @@ describe('events and resume', () => {
     expect(await joined).toMatchObject({ truncated: true, resumed: true, replay: 3 });
   });
 
+  it("remembers the room's epoch from joined and resumes with it next to since", async () => {
+    const client = open();
+    const room = client.join('lobby', { token: 't', history: 5 });
+    const truncations: TruncatedInfo[] = [];
+    room.on('$truncated', (info) => truncations.push(info));
+    const first = await service().acceptWelcomed();
+    const firstJoin = await answerJoin(first, { epoch: 'E1' });
+    // A first join has no id to resume from: the epoch only goes with `since`.
+    expect(firstJoin).not.toHaveProperty('epoch');
+    await room.joined;
+    expect(room.epoch).toBe('E1');
+    first.close(4100);
+    const second = await service().acceptWelcomed();
+    const noEvents = await answerJoin(second, { epoch: 'E1' });
+    expect(noEvents).toMatchObject({ last: 5 });
+    expect(noEvents).not.toHaveProperty('epoch');
+    second.send(event('lobby', '5-0', 'x'));
+    await once((resolve) => room.on('chat', resolve));
+    second.close(4100);
+
+    const third = await service().acceptWelcomed();
+    const resume = await answerJoin(third, { epoch: 'E1', replay: 1 });
+    expect(resume).toEqual({ t: 'join', ref: resume.ref, room: 'lobby', token: 't', since: '5-0', epoch: 'E1' });
+    third.send(event('lobby', '6-0', 'y'));
+    await once((resolve) => room.on('chat', (data) => data === 'y' && resolve(data)));
+    expect(truncations).toEqual([]);
+    // A joined without an epoch (a plan without history) leaves nothing to send with the next `since`.
+    const refreshed = once<JoinedInfo>((resolve) => room.on('$joined', resolve));
+    client.join('lobby', { token: 't2' });
+    const refresh = await answerJoin(third);
+    expect(refresh).toMatchObject({ token: 't2', since: '6-0', epoch: 'E1' });
+    await refreshed;
+    expect(room.epoch).toBeUndefined();
+    third.close(4100);
+    const fourth = await service().acceptWelcomed();
+    const plain = await answerJoin(fourth);
+    expect(plain.since).toBe('6-0');
+    expect(plain).not.toHaveProperty('epoch');
+  });
+
+  it('takes a new epoch as lost history: $truncated, and the new stream is delivered though its ids are lower', async () => {
+    const client = open();
+    const room = client.join('lobby', { token: 't' });
+    const got: string[] = [];
+    room.on('chat', (data) => got.push(String(data)));
+    const truncations: TruncatedInfo[] = [];
+    room.on('$truncated', (info) => truncations.push(info));
+    const first = await service().acceptWelcomed();
+    await answerJoin(first, { epoch: 'E1' });
+    first.send(event('lobby', '9000-0', 'a'));
+    first.send(event('lobby', '9000-1', 'b'));
+    await once((resolve) => room.on('chat', (data) => data === 'b' && resolve(data)));
+    first.terminate();
+
+    const joined = once<JoinedInfo>((resolve) => room.on('$joined', resolve));
+    const second = await service().acceptWelcomed();
+    // Even from a service that does not say truncated itself, a new epoch is a gap.
+    const resume = await answerJoin(second, { epoch: 'E2', replay: 2 });
+    expect(resume).toMatchObject({ since: '9000-1', epoch: 'E1' });
+    expect(await joined).toMatchObject({ truncated: true, resumed: true, replay: 2 });
+    second.send(event('lobby', '5000-0', 'c'));
+    second.send(event('lobby', '5000-1', 'd'));
+    second.send(event('lobby', '5000-1', 'd'));
+    await once((resolve) => room.on('chat', (data) => data === 'd' && resolve(data)));
+    expect(got).toEqual(['a', 'b', 'c', 'd']);
+    expect(truncations).toEqual([{ room: 'lobby', since: '9000-1' }]);
+    expect(room.epoch).toBe('E2');
+    expect(room.lastId).toBe('5000-1');
+    second.close(4100);
+
+    // The service's own truncated flag with a new epoch: told once.
+    const third = await service().acceptWelcomed();
+    expect(await answerJoin(third, { epoch: 'E3', truncated: true })).toMatchObject({ since: '5000-1', epoch: 'E2' });
+    third.send(event('lobby', '100-0', 'e'));
+    await once((resolve) => room.on('chat', (data) => data === 'e' && resolve(data)));
+    expect(truncations).toEqual([
+      { room: 'lobby', since: '9000-1' },
+      { room: 'lobby', since: '5000-1' },
+    ]);
+    expect(got).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
   it('when the plan has no history (not_included), joins again without since and reports the gap', async () => {
     const client = open();
     const room = client.join('lobby', { token: 't' });

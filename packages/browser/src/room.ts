@@ -148,6 +148,8 @@ export class Room {
   #history: number | undefined;
   #status: RoomStatus = 'joining';
   #lastId: string | undefined;
+  /** The room's epoch from the last `joined`: the history stream `#lastId` belongs to. */
+  #epoch: string | undefined;
   #everJoined = false;
   /** The service refused `since` / `last` (`not_included`): join without them from now on. */
   #noHistory = false;
@@ -176,6 +178,14 @@ export class Room {
   /** The id of the last room event delivered; the next re-join asks for what came after it. */
   get lastId(): string | undefined {
     return this.#lastId;
+  }
+
+  /**
+   * The room's history epoch from the last `joined` (undefined without history). It goes with
+   * `since` on each re-join; a new one means the room's history was lost and started over.
+   */
+  get epoch(): string | undefined {
+    return this.#epoch;
   }
 
   /**
@@ -333,8 +343,10 @@ export class Room {
     if (session !== this.#link.session || !this.#link.ready || this.#status === 'left') return;
     const frame: Omit<JoinFrame, 'ref'> = { t: 'join', room: this.name, token };
     if (!this.#noHistory) {
-      if (this.#lastId !== undefined) frame.since = this.#lastId;
-      else if (this.#history !== undefined) frame.last = this.#history;
+      if (this.#lastId !== undefined) {
+        frame.since = this.#lastId;
+        if (this.#epoch !== undefined) frame.epoch = this.#epoch;
+      } else if (this.#history !== undefined) frame.last = this.#history;
     }
     this.#link.request(frame, {
       answer: (joined) => this.#onJoined(joined, frame),
@@ -350,7 +362,14 @@ export class Room {
     this.#failure = undefined;
     const gap = this.#gap;
     this.#gap = undefined;
-    const truncated = frame.truncated === true || gap !== undefined;
+    const epoch = typeof frame.epoch === 'string' ? frame.epoch : undefined;
+    // Another epoch: the room's history was lost and started over, so the id the page resumed from
+    // belongs to the old stream. The new stream's ids need not be above it: stop comparing with it
+    // (unless a live event meanwhile already gave a newer id).
+    const lost = sent.epoch !== undefined && epoch !== undefined && epoch !== sent.epoch;
+    if (lost && this.#lastId === sent.since) this.#lastId = undefined;
+    this.#epoch = epoch;
+    const truncated = frame.truncated === true || gap !== undefined || lost;
     if (Array.isArray(frame.members)) {
       const change = this.#members.replace(frame.members);
       // After a reconnect, tell who came and went while the page was away.
