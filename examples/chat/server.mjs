@@ -9,15 +9,15 @@ const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import
 
 /**
  * Starts the demo on 127.0.0.1:port; `serviceUrl` is where the pages' browsers reach the service.
- * `app()` gives the app's key and secret each time a token is minted, so a rotated secret is used at
- * once, without a restart.
+ * `app()` gives (or promises) the app's key and secret each time a token is minted, so a rotated
+ * secret is used at once, without a restart.
  */
 export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.1' }) {
-  const { key } = app();
+  const { key } = await app();
   // One client per secret: a rotation replaces it.
   let client = { secret: '', realtime: undefined };
   const realtimeNow = async () => {
-    const { secret } = app();
+    const { secret } = await app();
     if (client.secret !== secret) {
       const old = client.realtime;
       client = { secret, realtime: new Realtime({ url: serviceUrl, key, secret }) };

@@ -9,8 +9,10 @@ const port = Number(process.env.PORT ?? 4000);
 const demoPort = Number(process.env.DEMO_PORT ?? 3000);
 const dataDir = resolve(process.env.DATA ?? './data');
 
-const { app, created, current } = ensureDevelopmentApp(dataDir);
 const service = await startServer({ host: '127.0.0.1', port, dataDir, allowPrivateWebhooks: true });
+// Once the service listens: a start that failed leaves no app whose credentials were never shown.
+const development = await ensureDevelopmentApp({ dataDir });
+const { app, created } = development;
 service.log.info({ data: dataDir }, `listening on ${service.url}`);
 // Banners go to stderr: stdout holds only the service's JSON log lines.
 const ownData = dataDir === resolve('./data') ? {} : { dataDir };
@@ -20,8 +22,8 @@ if (created) process.stderr.write(developmentAppBanner(app, service.url, ownData
 let last = app;
 const demo = await startDemo({
   serviceUrl: service.url,
-  app: () => {
-    last = current() ?? last;
+  app: async () => {
+    last = (await development.current()) ?? last;
     return last;
   },
   port: demoPort,
@@ -44,6 +46,7 @@ async function stop() {
   if (stopping) process.exit(1);
   stopping = true;
   await demo.close();
+  await development.close();
   await service.close();
   process.exit(0);
 }

@@ -10,10 +10,11 @@ import { type ConfigFile, readConfig } from './config/config-file.js';
 import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
-import { SqliteAppStore } from './engines/sqlite/apps.js';
-import { type Db, openDb } from './engines/sqlite/db.js';
-import type { App } from './engines/types.js';
-import { type RunningServer, startServer } from './lifecycle.js';
+import { type OpenedApps, openAppStore } from './engines/open-apps.js';
+import type { EngineChoice } from './engines/open-engine.js';
+import { StoreError } from './engines/store-error.js';
+import type { App, AppStore } from './engines/types.js';
+import { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';
 import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
@@ -146,22 +147,22 @@ async function serve(args: string[]): Promise<void> {
     : { apps: [] };
   const configApps = config.apps;
   const dir = dataDir(values);
+  const engine: EngineChoice = { kind: 'embedded' };
 
-  // Apps are in place before the port opens, so no early request meets a missing app.
-  const created = withStore({ data: dir }, (store) => {
-    for (const app of configApps) store.upsert(app);
-    if (store.list().length > 0) return undefined;
-    const app = newApp({ name: 'development' });
-    store.upsert(app);
-    return app;
-  });
-
+  // The config's apps are in place before the port opens, so no early request meets a missing app.
+  // The store stays open until the server listens: a development app is made only then, so a start
+  // that fails leaves none whose credentials were never shown.
+  const store = await openApps(engine, dir);
   let server: RunningServer;
+  let created: App | undefined;
   try {
-    server = await startServer({
+    for (const app of configApps) await store.apps.upsert(app);
+    const noApps = (await store.apps.list()).length === 0;
+    server = await listen({
       host: str(values, 'host') ?? '127.0.0.1',
       port,
       dataDir: dir,
+      engine,
       allowPrivateWebhooks,
       logLevel: logLevel as LogLevel,
       ...(config.webhooks === undefined ? {} : { webhooks: config.webhooks }),
@@ -170,15 +171,9 @@ async function serve(args: string[]): Promise<void> {
       ...(config.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: config.shutdownDelayMs }),
       ...(config.limits === undefined ? {} : { limits: config.limits }),
     });
-  } catch (error) {
-    // A development app whose credentials were never shown would be lost to its user: the next
-    // start finds an app and prints nothing. Take it back so that the next start creates and shows one.
-    if (created) forgetApp(dir, created.key);
-    const err = error as NodeJS.ErrnoException;
-    if (typeof err.code === 'string' && typeof err.syscall === 'string') {
-      throw new Failure(`cannot listen: ${oneLine(err.message)}`);
-    }
-    throw error;
+    created = noApps ? await createDevelopmentApp(store.apps, server) : undefined;
+  } finally {
+    await store.close();
   }
   // Ready to stop before saying it is ready: a supervisor may signal as soon as it reads the line.
   let stopping = false;
@@ -206,37 +201,55 @@ async function serve(args: string[]): Promise<void> {
   }
 }
 
+/** Starts the server; a port that cannot be listened on is a Failure of one line. */
+async function listen(options: ServerOptions): Promise<RunningServer> {
+  try {
+    return await startServer(options);
+  } catch (error) {
+    const err = error as NodeJS.ErrnoException;
+    if (typeof err.code === 'string' && typeof err.syscall === 'string') {
+      throw new Failure(`cannot listen: ${oneLine(err.message)}`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * A first start, with no app at all: one to try the service with, its credentials shown once the
+ * server listens. Nobody knows its key before, so no early request misses it. When it cannot be
+ * stored the server stops: it would run with no app anybody could use.
+ */
+async function createDevelopmentApp(store: AppStore, server: RunningServer): Promise<App> {
+  const app = newApp({ name: 'development' });
+  try {
+    await store.upsert(app);
+  } catch (error) {
+    await server.close().catch(() => undefined);
+    throw error;
+  }
+  return app;
+}
+
 function oneLine(text: string): string {
   return text.replace(/\s*[\r\n]+\s*/g, ' ');
 }
 
-function openData(dir: string): Db {
+/** The app store of the engine; one that cannot be opened is a Failure of one line. */
+async function openApps(engine: EngineChoice, dir: string): Promise<OpenedApps> {
   try {
-    return openDb(dir);
+    return await openAppStore(engine, { dataDir: dir });
   } catch (error) {
     throw new Failure(`cannot open the data folder ${dir}: ${oneLine((error as Error).message)}`);
   }
 }
 
-function forgetApp(dir: string, key: string): void {
+/** Runs `use` on the app store of the data folder, every call awaited, and closes the store after. */
+async function withStore<T>(values: Values, use: (store: AppStore) => Promise<T>): Promise<T> {
+  const opened = await openApps({ kind: 'embedded' }, dataDir(values));
   try {
-    const db = openData(dir);
-    try {
-      db.prepare('DELETE FROM apps WHERE key = ?').run(key);
-    } finally {
-      db.close();
-    }
-  } catch {
-    // Best effort: the start failed already and says why.
-  }
-}
-
-function withStore<T>(values: Values, use: (store: SqliteAppStore) => T): T {
-  const db = openData(dataDir(values));
-  try {
-    return use(new SqliteAppStore(db));
+    return await use(opened.apps);
   } finally {
-    db.close();
+    await opened.close();
   }
 }
 
@@ -253,7 +266,7 @@ function describeApp(app: App, showSecret: boolean): string {
   return lines.map(([name, value]) => `${`${name}:`.padEnd(12)}${value}\n`).join('');
 }
 
-function apps(args: string[]): void {
+async function apps(args: string[]): Promise<void> {
   const [command, ...rest] = args;
   const common: Flags = { data: { type: 'string' } };
   const noApp = (key: string) => new UsageError(`no app has the key ${JSON.stringify(key)}`);
@@ -287,9 +300,11 @@ function apps(args: string[]): void {
       const features = parseFeatures(str(values, 'features'));
       if (features) fields.features = features;
       const app = newApp(fields);
-      withStore(values, (store) => {
-        if (store.get(app.key)) throw new UsageError(`an app with the key ${JSON.stringify(app.key)} exists already`);
-        store.upsert(app);
+      await withStore(values, async (store) => {
+        if ((await store.get(app.key)) !== undefined) {
+          throw new UsageError(`an app with the key ${JSON.stringify(app.key)} exists already`);
+        }
+        await store.upsert(app);
       });
       if (values.json) process.stdout.write(`${JSON.stringify(app)}\n`);
       else process.stdout.write(`key:    ${app.key}\nsecret: ${app.secret}\n`);
@@ -297,7 +312,7 @@ function apps(args: string[]): void {
     }
     case 'list': {
       const { values } = parse(rest, { ...common, json: { type: 'boolean' } }, 0, SHARED_ENV);
-      const list = withStore(values, (store) => store.list());
+      const list = await withStore(values, async (store) => await store.list());
       if (values.json) {
         process.stdout.write(`${JSON.stringify(list.map(({ secret: _secret, ...app }) => app))}\n`);
         return;
@@ -316,7 +331,7 @@ function apps(args: string[]): void {
       );
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps show needs the app key');
-      const app = withStore(values, (store) => store.get(key));
+      const app = await withStore(values, async (store) => await store.get(key));
       if (!app) throw noApp(key);
       const showSecret = values.secret === true;
       if (values.json) {
@@ -332,7 +347,7 @@ function apps(args: string[]): void {
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps rotate-secret needs the app key');
       const secret = newSecret();
-      const found = withStore(values, (store) => store.setSecret(key, secret));
+      const found = await withStore(values, async (store) => await store.setSecret(key, secret));
       if (!found) throw noApp(key);
       process.stdout.write(`secret: ${secret}\n`);
       return;
@@ -348,7 +363,7 @@ function apps(args: string[]): void {
       if (key === undefined || url === undefined)
         throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
       checkWebhookUrl(url, values['allow-private-webhooks'] === true, 'set-webhook');
-      const found = withStore(values, (store) => store.setWebhook(key, url));
+      const found = await withStore(values, async (store) => await store.setWebhook(key, url));
       if (!found) throw noApp(key);
       process.stdout.write(url === '' ? 'webhook cleared\n' : `webhook: ${url}\n`);
       return;
@@ -396,6 +411,12 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   }
   if (error instanceof Failure) {
     process.stderr.write(`realtime: ${error.message}\n`);
+    process.exit(1);
+  }
+  // The storage refused (full, unreachable): what it said, in one line, without a stack.
+  if (error instanceof StoreError) {
+    const cause = error.cause instanceof Error ? ` (${oneLine(error.cause.message)})` : '';
+    process.stderr.write(`realtime: ${oneLine(error.message)}${cause}\n`);
     process.exit(1);
   }
   // Anything else is a bug of the CLI: the stack helps to report it.

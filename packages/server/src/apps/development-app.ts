@@ -1,5 +1,5 @@
-import { SqliteAppStore } from '../engines/sqlite/apps.js';
-import { openDb } from '../engines/sqlite/db.js';
+import { openAppStore } from '../engines/open-apps.js';
+import type { EngineChoice } from '../engines/open-engine.js';
 import type { App } from '../engines/types.js';
 import { newApp } from './generate.js';
 
@@ -31,39 +31,48 @@ export function developmentAppBanner(app: App, url: string, options: { dataDir?:
   ].join('\n');
 }
 
-function readApp(dataDir: string, key: string): App | undefined {
-  const db = openDb(dataDir);
-  try {
-    return new SqliteAppStore(db).get(key);
-  } finally {
-    db.close();
-  }
+/** Where the development app is kept: the data folder of the embedded engine by default. */
+export interface DevelopmentAppOptions {
+  dataDir: string;
+  engine?: EngineChoice;
+}
+
+export interface DevelopmentApp {
+  app: App;
+  /** True when the app was made now: its credentials should be shown. */
+  created: boolean;
+  /**
+   * The app as the store holds it now, so a secret rotated by the CLI reaches a running demo;
+   * undefined once the app is gone.
+   */
+  current(): Promise<App | undefined>;
+  /** Lets the store go; `current` must not be called after. */
+  close(): Promise<void>;
 }
 
 /**
- * The app a local demo uses: the one named `development`, else the first app of the data folder,
- * else a new development app (then `created` is true and its credentials should be shown).
- * `current()` reads the app again from the data folder, so a secret rotated by the CLI reaches a
- * running demo; it is undefined once the app is gone.
+ * The app a local demo uses: the one named `development`, else the first app of the store, else a
+ * new development app (then `created` is true and its credentials should be shown). Call it once
+ * the service listens: a start that fails then leaves no app whose credentials nobody saw.
+ * A data folder alone (a string) means the embedded engine there.
  */
-export function ensureDevelopmentApp(dataDir: string): { app: App; created: boolean; current: () => App | undefined } {
-  const db = openDb(dataDir);
-  let app: App;
-  let created = false;
+export async function ensureDevelopmentApp(options: DevelopmentAppOptions | string): Promise<DevelopmentApp> {
+  const { dataDir, engine = { kind: 'embedded' } } = typeof options === 'string' ? { dataDir: options } : options;
+  const opened = await openAppStore(engine, { dataDir });
   try {
-    const store = new SqliteAppStore(db);
-    const apps = store.list();
-    const existing = apps.find((a) => a.name === 'development') ?? apps[0];
-    if (existing) {
-      app = existing;
-    } else {
+    const store = opened.apps;
+    const apps = await store.list();
+    let app = apps.find((a) => a.name === 'development') ?? apps[0];
+    let created = false;
+    if (!app) {
       app = newApp({ name: 'development' });
-      store.upsert(app);
+      await store.upsert(app);
       created = true;
     }
-  } finally {
-    db.close();
+    const key = app.key;
+    return { app, created, current: async () => await store.get(key), close: () => opened.close() };
+  } catch (error) {
+    await opened.close();
+    throw error;
   }
-  const key = app.key;
-  return { app, created, current: () => readApp(dataDir, key) };
 }
