@@ -1,39 +1,58 @@
 /**
- * The Broker contract as one test suite, run by every implementation's runner file.
+ * The Broker contract as one test suite, run by every engine's runner file.
  *
- * Written for brokers that deliver later (Redis: from a subscriber loop) as well as inline ones:
- * - a subscription may take effect some time after `subscribe` returns, so `listen` publishes
- *   probe publications until one comes back before a test relies on the subscription;
+ * Written for brokers that deliver later (Redis: from a subscriber connection) as well as inline ones:
+ * - `subscribe` answers once the subscription is in effect, so a test publishes right after it;
  * - deliveries are awaited with `waitFor`, which polls with a bounded deadline; no test sleeps
  *   and then asserts;
  * - "nothing arrived" is checked after a later publication on the same path did arrive.
  *
+ * Times are given by hand (`nowMs` from a fixed T0), so ids' milliseconds are known.
+ *
  * @example
  * ```ts
- * brokerContract('MemoryBroker', async () => {
- *   const broker = new MemoryBroker();
- *   return { broker, cleanup: async () => broker.close() };
+ * brokerContract('embedded engine', async () => {
+ *   const engine = openEmbeddedEngine({ dataDir, log });
+ *   return { broker: engine.broker, history: engine.history, webhooks: engine.webhooks, cleanup: () => engine.close() };
  * });
  * ```
  */
+import type { HistoryRule } from '@realtime/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Broker, type Publication, type PublicationHandler, topicOf } from '../types.js';
+import { compareEventIds, type EventId, parseEventId } from '../event-id.js';
+import {
+  type Broker,
+  type HistoryStore,
+  type Outgoing,
+  type Publication,
+  type PublicationHandler,
+  topicOf,
+  type Unsubscribe,
+  type WebhookStore,
+} from '../types.js';
 
 export interface BrokerHarness {
+  /** A broker on an empty backend. */
   broker: Broker;
   /**
-   * A second broker on the same backend, as in another process. Publications through either reach
-   * subscribers of both. Brokers that are one process only (memory) leave it out; the tests then
-   * use `broker` for both sides.
+   * A second broker on the same backend, as in another node. Publications through either reach
+   * subscribers of both, and both order the same rooms. Engines of one process leave it out; the
+   * tests then use `broker` for both sides.
    */
   peer?: Broker;
-  /** Closes both brokers and whatever they opened. */
+  /** The history of the same engine: what the brokers keep is read here. */
+  history: HistoryStore;
+  /** The webhook queue of the same engine, where reports go; left out, reports are not checked. */
+  webhooks?: WebhookStore;
+  /** Closes both brokers and whatever they opened, and removes the data. */
   cleanup(): Promise<void>;
 }
 
-/** Event name of the probes `listen` sends; `$` names are never emitted by apps. */
-const PROBE = '$contract.probe';
 const DEADLINE_MS = 5000;
+/** An arbitrary fixed "now"; ids issued at it start with it. */
+const T0 = 1_700_000_000_000;
+/** A rule that keeps everything the tests publish. */
+const KEEP_ALL: HistoryRule = [1000, 168];
 
 /** Polls until `done` holds; fails naming `what` after the deadline. Never an assertion on time. */
 export async function waitFor(what: string, done: () => boolean, deadlineMs = DEADLINE_MS): Promise<void> {
@@ -46,20 +65,38 @@ export async function waitFor(what: string, done: () => boolean, deadlineMs = DE
 
 type Target = { room: string; user?: undefined } | { user: string; room?: undefined };
 
-let probeNumber = 0;
+function parsed(id: string | undefined): EventId {
+  const value = parseEventId(id ?? '');
+  if (!value) throw new Error(`not an event id: ${JSON.stringify(id)}`);
+  return value;
+}
 
-/** What a handler received, probes counted apart. */
+/** Fails unless each id is strictly greater than the one before it. */
+function expectRising(ids: readonly (string | undefined)[], where: string): void {
+  for (let i = 1; i < ids.length; i++) {
+    if (compareEventIds(parsed(ids[i - 1]), parsed(ids[i])) >= 0) {
+      throw new Error(`ids do not rise ${where} at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+    }
+  }
+}
+
+/** What one subscription received. */
 class Inbox {
   readonly received: Publication[] = [];
-  /** How many times each probe (by its data) came back. */
-  readonly probes = new Map<string, number>();
   readonly handler: PublicationHandler = (publication) => {
-    if (publication.event === PROBE) this.probes.set(publication.data, (this.probes.get(publication.data) ?? 0) + 1);
-    else this.received.push(publication);
+    this.received.push(publication);
   };
 
   get events(): string[] {
     return this.received.map((p) => p.event);
+  }
+
+  get data(): string[] {
+    return this.received.map((p) => p.data);
+  }
+
+  get ids(): (string | undefined)[] {
+    return this.received.map((p) => p.id);
   }
 
   async waitForCount(count: number, what = 'publications'): Promise<void> {
@@ -67,12 +104,16 @@ class Inbox {
   }
 }
 
+/** Data that says who sent it and its place in that sender's sequence. */
+const tagged = (sender: string, n: number) => JSON.stringify({ sender, n });
+const tagOf = (publication: Publication) => JSON.parse(publication.data) as { sender: string; n: number };
+
 export function brokerContract(name: string, makeBroker: () => Promise<BrokerHarness>): void {
   describe(`Broker contract: ${name}`, () => {
     let harness: BrokerHarness;
     /** Where the tests subscribe. */
     let broker: Broker;
-    /** Where the tests publish: the peer when there is one, so publications cross processes. */
+    /** Where the tests publish: the peer when there is one, so publications cross nodes. */
     let publisher: Broker;
 
     beforeEach(async () => {
@@ -85,221 +126,600 @@ export function brokerContract(name: string, makeBroker: () => Promise<BrokerHar
       await harness.cleanup();
     });
 
-    /**
-     * Returns once the inbox's handler is known to be live on the target's topic: a probe published
-     * through `via` came back `copies` times (once per subscription of that handler).
-     */
-    async function bringLive(app: string, target: Target, inbox: Inbox, copies = 1, via = publisher): Promise<void> {
-      const sent: string[] = [];
-      const live = () => sent.some((data) => (inbox.probes.get(data) ?? 0) >= copies);
-      const until = Date.now() + DEADLINE_MS;
-      while (!live()) {
-        if (Date.now() > until) throw new Error(`the subscription to ${topicOf(app, target)} never came live`);
-        const data = JSON.stringify(`probe-${++probeNumber}`);
-        sent.push(data);
-        await via.publish({ app, ...target, event: PROBE, data });
-        // Give an asynchronous broker up to ~50 ms to bring the probe back before sending another.
-        for (let i = 0; i < 25 && !live(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    }
-
-    /** Subscribes an inbox to the target's topic on `on` and returns once the subscription is live. */
+    /** Subscribes an inbox to the target's topic on `on`; in effect once this answers. */
     async function listen(
       app: string,
       target: Target,
-      options: { on?: Broker; via?: Broker; inbox?: Inbox; copies?: number } = {},
-    ): Promise<{ inbox: Inbox; stop: () => void }> {
+      options: { on?: Broker; inbox?: Inbox } = {},
+    ): Promise<{ inbox: Inbox; stop: Unsubscribe }> {
       const inbox = options.inbox ?? new Inbox();
-      const stop = (options.on ?? broker).subscribe(topicOf(app, target), inbox.handler);
-      await bringLive(app, target, inbox, options.copies, options.via);
+      const stop = await (options.on ?? broker).subscribe(topicOf(app, target), inbox.handler);
       return { inbox, stop };
     }
 
-    it('delivers a room publication with every field intact', async () => {
-      const { inbox } = await listen('app1', { room: 'lobby' });
-      const publication: Publication = {
-        app: 'app1',
-        room: 'lobby',
-        event: 'chat.message',
-        data: '{ "text" : "héllo 😀 \\u00e9 \u2028",\n "n": [1, 2.50, null] }',
-        id: '1700000000000-3',
-        from: 'user ü',
-      };
-      await publisher.publish(publication);
-      await inbox.waitForCount(1);
-      expect(inbox.received).toEqual([publication]);
-      const [got] = inbox.received;
-      expect(got?.data === publication.data).toBe(true);
-    });
+    /** Publishes the events at T0 (or `nowMs`) and answers their ids. */
+    async function publish(via: Broker, events: Outgoing[], nowMs = T0): Promise<(string | undefined)[]> {
+      const ids = await via.publish(events, nowMs);
+      expect(ids).toHaveLength(events.length);
+      return ids;
+    }
 
-    it('delivers a user publication, leaving out what was not set', async () => {
-      const { inbox } = await listen('app1', { user: 'u-42' });
-      await publisher.publish({ app: 'app1', user: 'u-42', event: 'notice', data: '"hi"' });
-      await inbox.waitForCount(1);
-      expect(inbox.received).toEqual([{ app: 'app1', user: 'u-42', event: 'notice', data: '"hi"' }]);
-      const [got] = inbox.received;
-      expect(got?.room).toBeUndefined();
-      expect(got?.id).toBeUndefined();
-      expect(got?.from).toBeUndefined();
-    });
-
-    it("delivers to the publishing broker's own subscribers", async () => {
-      const { inbox } = await listen('app1', { room: 'lobby' }, { on: broker, via: broker });
-      await broker.publish({ app: 'app1', room: 'lobby', event: 'local', data: '1' });
-      await inbox.waitForCount(1);
-      expect(inbox.events).toEqual(['local']);
-    });
-
-    it('keeps topics apart across apps, rooms and users', async () => {
-      const targets: Array<[string, Target]> = [
-        ['app1', { room: 'lobby' }],
-        ['app1', { room: 'Lobby' }],
-        ['app1', { room: 'lobby2' }],
-        ['app1', { room: 'lob' }],
-        ['app1', { room: 'x:y' }],
-        ['app1', { room: 'ünï 🚀' }],
-        ['app2', { room: 'lobby' }],
-        ['app1', { user: 'lobby' }],
-        ['app2', { user: 'lobby' }],
-        ['app1', { user: 'x:y' }],
-      ];
-      const inboxes: Inbox[] = [];
-      for (const [app, target] of targets) inboxes.push((await listen(app, target)).inbox);
-      // Also to topics nobody listens to.
-      await publisher.publish({ app: 'app3', room: 'lobby', event: 'unheard', data: '0' });
-      await publisher.publish({ app: 'app1', room: 'x', event: 'unheard', data: '0' });
-      for (const [i, [app, target]] of targets.entries()) {
-        await publisher.publish({ app, ...target, event: `own-${i}`, data: String(i) });
-      }
-      // A second round: each inbox has its two once every publication on its own path arrived.
-      for (const [i, [app, target]] of targets.entries()) {
-        await publisher.publish({ app, ...target, event: `end-${i}`, data: String(i) });
-      }
-      for (const inbox of inboxes) await inbox.waitForCount(2);
-      for (const [i, [app, target]] of targets.entries()) {
-        const inbox = inboxes[i];
-        expect(inbox?.events).toEqual([`own-${i}`, `end-${i}`]);
-        for (const got of inbox?.received ?? []) {
-          expect(got.app).toBe(app);
-          expect(got.room).toBe(target.room);
-          expect(got.user).toBe(target.user);
-        }
-      }
-    });
-
-    it('keeps the order of one publisher, per room and per user', async () => {
-      const room = await listen('app1', { room: 'lobby' });
-      const user = await listen('app1', { user: 'ann' });
-      const count = 300;
-      for (let i = 0; i < count; i++) {
-        await publisher.publish({ app: 'app1', room: 'lobby', event: 'n', data: String(i) });
-        if (i % 3 === 0) await publisher.publish({ app: 'app1', user: 'ann', event: 'n', data: String(i) });
-      }
-      await room.inbox.waitForCount(count);
-      await user.inbox.waitForCount(count / 3);
-      expect(room.inbox.received.map((p) => p.data)).toEqual(Array.from({ length: count }, (_, i) => String(i)));
-      expect(user.inbox.received.map((p) => p.data)).toEqual(
-        Array.from({ length: count / 3 }, (_, i) => String(i * 3)),
-      );
-    });
-
-    it('keeps the order of publications sent without waiting for each other', async () => {
-      const { inbox } = await listen('app1', { room: 'lobby' });
-      const count = 200;
-      const sent: Array<Promise<void> | void> = [];
-      for (let i = 0; i < count; i++)
-        sent.push(publisher.publish({ app: 'app1', room: 'lobby', event: 'n', data: String(i) }));
-      await Promise.all(sent);
-      await inbox.waitForCount(count);
-      expect(inbox.received.map((p) => p.data)).toEqual(Array.from({ length: count }, (_, i) => String(i)));
-    });
-
-    it('gives each of several subscribers every publication once', async () => {
-      const subscribers = [
-        await listen('app1', { room: 'lobby' }, { on: broker }),
-        await listen('app1', { room: 'lobby' }, { on: broker }),
-        await listen('app1', { room: 'lobby' }, { on: publisher }),
-        await listen('app1', { room: 'lobby' }, { on: publisher }),
-      ];
-      for (let i = 0; i < 5; i++) await publisher.publish({ app: 'app1', room: 'lobby', event: `e${i}`, data: '{}' });
-      await broker.publish({ app: 'app1', room: 'lobby', event: 'e5', data: '{}' });
-      for (const { inbox } of subscribers) await inbox.waitForCount(6);
-      for (const { inbox } of subscribers) expect(inbox.events).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5']);
-    });
-
-    it('stops delivering to a subscription once it is stopped', async () => {
-      const first = await listen('app1', { room: 'lobby' });
-      const second = await listen('app1', { room: 'lobby' });
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'both', data: '1' });
-      await first.inbox.waitForCount(1);
-      await second.inbox.waitForCount(1);
-      first.stop();
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'second only', data: '2' });
-      await second.inbox.waitForCount(2);
-      expect(first.inbox.events).toEqual(['both']);
-      expect(second.inbox.events).toEqual(['both', 'second only']);
-      // With the last subscription stopped, a new one on the same topic still works.
-      second.stop();
-      const third = await listen('app1', { room: 'lobby' });
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'third only', data: '3' });
-      await third.inbox.waitForCount(1);
-      expect(third.inbox.events).toEqual(['third only']);
-      expect(first.inbox.events).toEqual(['both']);
-      expect(second.inbox.events).toEqual(['both', 'second only']);
-    });
-
-    it('ends only its own subscription, even for the same handler, and may be called twice', async () => {
-      const shared = new Inbox();
-      const first = await listen('app1', { room: 'lobby' }, { inbox: shared });
-      const second = await listen('app1', { room: 'lobby' }, { inbox: shared, copies: 2 });
-      const witness = await listen('app1', { room: 'lobby' });
-      // Two subscriptions: the handler hears each publication twice.
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'a', data: '1' });
-      await witness.inbox.waitForCount(1);
-      await shared.waitForCount(2);
-      first.stop();
-      first.stop();
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'b', data: '2' });
-      await witness.inbox.waitForCount(2);
-      await shared.waitForCount(3);
-      // A stale stop, called after the same handler subscribed again, leaves the new subscription be.
-      second.stop();
-      const third = await listen('app1', { room: 'lobby' }, { inbox: shared, copies: 1 });
-      first.stop();
-      second.stop();
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'c', data: '3' });
-      await witness.inbox.waitForCount(3);
-      await shared.waitForCount(4);
-      expect(shared.events).toEqual(['a', 'a', 'b', 'c']);
-      third.stop();
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'd', data: '4' });
-      await witness.inbox.waitForCount(4);
-      expect(shared.events).toEqual(['a', 'a', 'b', 'c']);
-    });
-
-    it('lets a handler stop its own subscription while handling', async () => {
-      const witness = await listen('app1', { room: 'lobby' });
-      const probes = new Inbox();
-      const once: Publication[] = [];
-      let stop: () => void = () => {};
-      stop = broker.subscribe(topicOf('app1', { room: 'lobby' }), (publication) => {
-        if (publication.event === PROBE) return probes.handler(publication);
-        once.push(publication);
-        stop();
+    describe('publications', () => {
+      it('delivers a room event with every field intact and the id the broker gave it', async () => {
+        const { inbox } = await listen('app1', { room: 'lobby' });
+        const sent = {
+          app: 'app1',
+          room: 'lobby',
+          event: 'chat.message',
+          data: '{ "text" : "héllo 😀 \\u00e9 \u2028",\n "n": [1, 2.50, null] }',
+          from: 'user ü',
+          origin: 'page-7:node ü',
+        };
+        const [id] = await publish(publisher, [sent]);
+        // A fresh room's first id is issued at the given time.
+        expect(parsed(id).ms).toBe(T0);
+        await inbox.waitForCount(1);
+        expect(inbox.received).toEqual([{ ...sent, id }]);
+        const [got] = inbox.received;
+        expect(Object.keys(got ?? {}).sort()).toEqual(['app', 'data', 'event', 'from', 'id', 'origin', 'room']);
+        expect(got?.data === sent.data).toBe(true);
       });
-      await bringLive('app1', { room: 'lobby' }, probes);
-      for (const event of ['x', 'y', 'z']) await publisher.publish({ app: 'app1', room: 'lobby', event, data: '0' });
-      await witness.inbox.waitForCount(3);
-      expect(witness.inbox.events).toEqual(['x', 'y', 'z']);
-      expect(once.map((p) => p.event)).toEqual(['x']);
+
+      it('delivers a user event without an id, leaving out what was not set', async () => {
+        const { inbox } = await listen('app1', { user: 'u-42' });
+        expect(await publish(publisher, [{ app: 'app1', user: 'u-42', event: 'notice', data: '"hi"' }])).toEqual([
+          undefined,
+        ]);
+        await inbox.waitForCount(1);
+        expect(inbox.received).toEqual([{ app: 'app1', user: 'u-42', event: 'notice', data: '"hi"' }]);
+        expect(Object.keys(inbox.received[0] ?? {}).sort()).toEqual(['app', 'data', 'event', 'user']);
+      });
+
+      it('delivers a presence change without an id, keeping nothing', async () => {
+        const { inbox } = await listen('app1', { room: 'lobby' });
+        const change: Outgoing = {
+          app: 'app1',
+          room: 'lobby',
+          event: '$member.joined',
+          data: '{"user":"ann"}',
+          presence: true,
+        };
+        expect(await publish(publisher, [change])).toEqual([undefined]);
+        await inbox.waitForCount(1);
+        expect(inbox.received).toEqual([
+          { app: 'app1', room: 'lobby', event: '$member.joined', data: '{"user":"ann"}' },
+        ]);
+        expect(Object.keys(inbox.received[0] ?? {}).sort()).toEqual(['app', 'data', 'event', 'room']);
+        expect((await harness.history.last('app1', 'lobby', 10, T0)).events).toEqual([]);
+      });
+
+      it('delivers the data of an event given as bytes too', async () => {
+        const { inbox } = await listen('app1', { room: 'lobby' });
+        const data = JSON.stringify({ big: 'ü'.repeat(5000) });
+        await publish(publisher, [
+          { app: 'app1', room: 'lobby', event: 'big', data, dataBytes: Buffer.from(data, 'utf8'), keep: KEEP_ALL },
+        ]);
+        await inbox.waitForCount(1);
+        const [got] = inbox.received;
+        expect(got?.data).toBe(data);
+        // The bytes may travel or be left to the receiver; when they arrive they are the data's.
+        if (got?.dataBytes !== undefined) expect(got.dataBytes.equals(Buffer.from(data, 'utf8'))).toBe(true);
+        expect((await harness.history.last('app1', 'lobby', 1, T0)).events.map((e) => e.data)).toEqual([data]);
+      });
+
+      it("delivers to the publishing broker's own subscribers", async () => {
+        const { inbox } = await listen('app1', { room: 'lobby' }, { on: broker });
+        await publish(broker, [{ app: 'app1', room: 'lobby', event: 'local', data: '1' }]);
+        const user = await listen('app1', { user: 'ann' }, { on: broker });
+        await publish(broker, [{ app: 'app1', user: 'ann', event: 'local', data: '2' }]);
+        await inbox.waitForCount(1);
+        await user.inbox.waitForCount(1);
+        expect(inbox.events).toEqual(['local']);
+        expect(user.inbox.data).toEqual(['2']);
+      });
+
+      it('keeps topics apart across apps, rooms and users', async () => {
+        const targets: Array<[string, Target]> = [
+          ['app1', { room: 'lobby' }],
+          ['app1', { room: 'Lobby' }],
+          ['app1', { room: 'lobby2' }],
+          ['app1', { room: 'lob' }],
+          ['app1', { room: 'x:y' }],
+          ['app1', { room: 'x' }],
+          ['app1', { room: 'ünï 🚀' }],
+          ['app1', { room: 'a b\n{}*?[]' }],
+          ['app2', { room: 'lobby' }],
+          ['app1', { user: 'lobby' }],
+          ['app2', { user: 'lobby' }],
+          ['app1', { user: 'x:y' }],
+          ['app1', { user: 'y' }],
+        ];
+        const inboxes: Inbox[] = [];
+        for (const [app, target] of targets) inboxes.push((await listen(app, target)).inbox);
+        // Also to topics nobody listens to.
+        await publish(publisher, [{ app: 'app3', room: 'lobby', event: 'unheard', data: '0' }]);
+        await publish(publisher, [{ app: 'app1', room: 'x:y:z', event: 'unheard', data: '0' }]);
+        await publish(publisher, [{ app: 'app1', user: 'x', event: 'unheard', data: '0' }]);
+        for (const [i, [app, target]] of targets.entries()) {
+          await publish(publisher, [{ app, ...target, event: `own-${i}`, data: String(i) }]);
+        }
+        // A second round: each inbox has its two once every publication on its own path arrived.
+        for (const [i, [app, target]] of targets.entries()) {
+          await publish(publisher, [{ app, ...target, event: `end-${i}`, data: String(i) }]);
+        }
+        for (const inbox of inboxes) await inbox.waitForCount(2);
+        for (const [i, [app, target]] of targets.entries()) {
+          const inbox = inboxes[i];
+          expect(inbox?.events).toEqual([`own-${i}`, `end-${i}`]);
+          for (const got of inbox?.received ?? []) {
+            expect(got.app).toBe(app);
+            expect(got.room).toBe(target.room);
+            expect(got.user).toBe(target.user);
+          }
+        }
+      });
+
+      it('keeps rooms apart in their ids: each room counts from the given time', async () => {
+        const [a1] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '1' }], T0);
+        const [a2] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '2' }], T0);
+        const [b1] = await publish(publisher, [{ app: 'app1', room: 'b', event: 'e', data: '3' }], T0 + 5);
+        const [c1] = await publish(publisher, [{ app: 'app2', room: 'a', event: 'e', data: '4' }], T0);
+        expectRising([a1, a2], 'in room a');
+        expect(parsed(a1).ms).toBe(T0);
+        expect(parsed(a2).ms).toBe(T0);
+        expect(parsed(b1).ms).toBe(T0 + 5);
+        expect(parsed(c1).ms).toBe(T0);
+        // A later time is a later id; a clock that steps back never makes one smaller.
+        const [a3] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '5' }], T0 + 1000);
+        const [a4] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '6' }], T0 - 1000);
+        expect(parsed(a3).ms).toBe(T0 + 1000);
+        expectRising([a1, a2, a3, a4], 'in room a');
+      });
+
+      it('answers once the subscription is in effect: a publication right after it arrives', async () => {
+        for (let i = 0; i < 20; i++) {
+          const on = i % 2 === 0 ? broker : publisher;
+          const via = i % 3 === 0 ? broker : publisher;
+          const room = await listen('app1', { room: `fresh-${i}` }, { on });
+          await publish(via, [{ app: 'app1', room: `fresh-${i}`, event: 'first', data: String(i) }]);
+          const user = await listen('app1', { user: `fresh-${i}` }, { on });
+          await publish(via, [{ app: 'app1', user: `fresh-${i}`, event: 'first', data: String(i) }]);
+          await room.inbox.waitForCount(1);
+          await user.inbox.waitForCount(1);
+          expect(room.inbox.data).toEqual([String(i)]);
+          expect(user.inbox.data).toEqual([String(i)]);
+        }
+        // Many at once, each in effect when its call answers.
+        const many = await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            listen('app1', { room: `many-${i}` }, { on: i % 2 ? broker : publisher }),
+          ),
+        );
+        await publish(
+          publisher,
+          many.map((_, i) => ({ app: 'app1', room: `many-${i}`, event: 'first', data: String(i) })),
+        );
+        for (const [i, { inbox }] of many.entries()) {
+          await inbox.waitForCount(1);
+          expect(inbox.data).toEqual([String(i)]);
+        }
+      });
+
+      it('does not replay publications sent before a subscription', async () => {
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'too early', data: '0', keep: KEEP_ALL }]);
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'too early', data: '1' }]);
+        await publish(publisher, [{ app: 'app1', user: 'ann', event: 'too early', data: '2' }]);
+        const room = await listen('app1', { room: 'lobby' });
+        const user = await listen('app1', { user: 'ann' });
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'in time', data: '3' }]);
+        await publish(publisher, [{ app: 'app1', user: 'ann', event: 'in time', data: '4' }]);
+        await room.inbox.waitForCount(1);
+        await user.inbox.waitForCount(1);
+        expect(room.inbox.events).toEqual(['in time']);
+        expect(user.inbox.events).toEqual(['in time']);
+      });
     });
 
-    it('does not replay publications sent before a subscription', async () => {
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'too early', data: '0' });
-      const { inbox } = await listen('app1', { room: 'lobby' });
-      await publisher.publish({ app: 'app1', room: 'lobby', event: 'in time', data: '1' });
-      await inbox.waitForCount(1);
-      expect(inbox.events).toEqual(['in time']);
+    describe('order', () => {
+      it('keeps the order of one publisher, per room and per user, with ids rising in the room', async () => {
+        const room = await listen('app1', { room: 'lobby' });
+        const user = await listen('app1', { user: 'ann' });
+        const count = 300;
+        const answered: (string | undefined)[] = [];
+        for (let i = 0; i < count; i++) {
+          const keep = i % 4 === 0 ? { keep: KEEP_ALL } : {};
+          answered.push(
+            ...(await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'n', data: String(i), ...keep }])),
+          );
+          if (i % 3 === 0) await publish(publisher, [{ app: 'app1', user: 'ann', event: 'n', data: String(i) }]);
+        }
+        await room.inbox.waitForCount(count);
+        await user.inbox.waitForCount(count / 3);
+        expect(room.inbox.data).toEqual(Array.from({ length: count }, (_, i) => String(i)));
+        expect(room.inbox.ids).toEqual(answered);
+        expectRising(room.inbox.ids, 'in the room');
+        expect(user.inbox.data).toEqual(Array.from({ length: count / 3 }, (_, i) => String(i * 3)));
+        expect(user.inbox.ids.every((id) => id === undefined)).toBe(true);
+      });
+
+      it('keeps the order of publications sent without waiting for each other', async () => {
+        const { inbox } = await listen('app1', { room: 'lobby' });
+        const user = await listen('app1', { user: 'ann' });
+        const count = 200;
+        const sent: Array<Promise<(string | undefined)[]>> = [];
+        for (let i = 0; i < count; i++) {
+          const keep = i % 3 === 1 ? { keep: KEEP_ALL } : {};
+          sent.push(
+            Promise.resolve(
+              publisher.publish([{ app: 'app1', room: 'lobby', event: 'n', data: String(i), ...keep }], T0),
+            ),
+          );
+          sent.push(
+            Promise.resolve(publisher.publish([{ app: 'app1', user: 'ann', event: 'n', data: String(i) }], T0)),
+          );
+        }
+        const answered = (await Promise.all(sent)).filter((_, i) => i % 2 === 0).map(([id]) => id);
+        await inbox.waitForCount(count);
+        await user.inbox.waitForCount(count);
+        expect(inbox.data).toEqual(Array.from({ length: count }, (_, i) => String(i)));
+        expect(inbox.ids).toEqual(answered);
+        expectRising(inbox.ids, 'in the room');
+        expect(user.inbox.data).toEqual(Array.from({ length: count }, (_, i) => String(i)));
+      });
+
+      for (const mode of ['none kept', 'all kept', 'kept and unkept mixed'] as const) {
+        const keepOf = (n: number): { keep?: HistoryRule } =>
+          mode === 'all kept' || (mode === 'kept and unkept mixed' && n % 3 !== 0) ? { keep: KEEP_ALL } : {};
+
+        it(`gives ids rising at every subscriber while two publishers publish to one room (${mode})`, async () => {
+          const subscribers = [
+            await listen('app1', { room: 'lobby' }, { on: broker }),
+            await listen('app1', { room: 'lobby' }, { on: publisher }),
+          ];
+          const count = 150;
+          const answered = new Map<string, string | undefined>();
+          // Two publishers, each awaiting its own publications, running at once.
+          const run = async (via: Broker, sender: string) => {
+            for (let n = 0; n < count; n++) {
+              const [id] = await publish(via, [
+                { app: 'app1', room: 'lobby', event: sender, data: tagged(sender, n), ...keepOf(n) },
+              ]);
+              answered.set(tagged(sender, n), id);
+            }
+          };
+          await Promise.all([run(broker, 'a'), run(publisher, 'b')]);
+          for (const { inbox } of subscribers) {
+            await inbox.waitForCount(2 * count);
+            expect(inbox.received).toHaveLength(2 * count);
+            expectRising(inbox.ids, 'at a subscriber');
+            for (const sender of ['a', 'b']) {
+              const own = inbox.received.filter((p) => tagOf(p).sender === sender).map((p) => tagOf(p).n);
+              expect(own).toEqual(Array.from({ length: count }, (_, n) => n));
+            }
+            for (const p of inbox.received) expect(p.id).toBe(answered.get(p.data));
+          }
+          // The room's history holds exactly the kept ones, in the same id order.
+          const kept = subscribers[0]?.inbox.received.filter((p) => keepOf(tagOf(p).n).keep !== undefined) ?? [];
+          const history = await harness.history.last('app1', 'lobby', 1000, T0);
+          expect(history.events.map((e) => e.id)).toEqual(kept.map((p) => p.id));
+          expect(history.events.map((e) => e.data)).toEqual(kept.map((p) => p.data));
+        });
+
+        it(`gives ids rising at every subscriber under many concurrent publish calls (${mode})`, async () => {
+          const subscribers = [
+            await listen('app1', { room: 'lobby' }, { on: broker }),
+            await listen('app1', { room: 'lobby' }, { on: publisher }),
+            await listen('app1', { room: 'lobby' }, { on: publisher }),
+          ];
+          const count = 100;
+          const calls: Array<Promise<(string | undefined)[]>> = [];
+          for (let n = 0; n < count; n++) {
+            for (const [sender, via] of [
+              ['a', broker],
+              ['b', publisher],
+            ] as const) {
+              const event: Outgoing = {
+                app: 'app1',
+                room: 'lobby',
+                event: sender,
+                data: tagged(sender, n),
+                ...keepOf(n),
+              };
+              calls.push(Promise.resolve(via.publish([event], T0 + Math.floor(n / 10))));
+            }
+          }
+          const answered = (await Promise.all(calls)).map(([id]) => id);
+          expect(new Set(answered).size).toBe(2 * count);
+          for (const { inbox } of subscribers) {
+            await inbox.waitForCount(2 * count);
+            expect(inbox.received).toHaveLength(2 * count);
+            expectRising(inbox.ids, 'at a subscriber');
+            expect(new Set(inbox.data).size).toBe(2 * count);
+            expect(new Set(inbox.ids)).toEqual(new Set(answered));
+          }
+          const ids = subscribers[0]?.inbox.ids ?? [];
+          for (const { inbox } of subscribers) expect(inbox.ids).toEqual(ids);
+          const kept = subscribers[0]?.inbox.received.filter((p) => keepOf(tagOf(p).n).keep !== undefined) ?? [];
+          const history = await harness.history.last('app1', 'lobby', 1000, T0 + count);
+          expect(history.events.map((e) => e.id)).toEqual(kept.map((p) => p.id));
+        });
+      }
+
+      it('gives each of several subscribers every publication once', async () => {
+        const subscribers = [
+          await listen('app1', { room: 'lobby' }, { on: broker }),
+          await listen('app1', { room: 'lobby' }, { on: broker }),
+          await listen('app1', { room: 'lobby' }, { on: publisher }),
+          await listen('app1', { room: 'lobby' }, { on: publisher }),
+        ];
+        for (let i = 0; i < 5; i++)
+          await publish(publisher, [{ app: 'app1', room: 'lobby', event: `e${i}`, data: '{}' }]);
+        await publish(broker, [{ app: 'app1', room: 'lobby', event: 'e5', data: '{}', keep: KEEP_ALL }]);
+        for (const { inbox } of subscribers) await inbox.waitForCount(6);
+        const ids = subscribers[0]?.inbox.ids;
+        for (const { inbox } of subscribers) {
+          expect(inbox.events).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5']);
+          expect(inbox.ids).toEqual(ids);
+        }
+        // One more through each: still once each, nothing doubled behind.
+        await publish(broker, [{ app: 'app1', room: 'lobby', event: 'e6', data: '{}' }]);
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'e7', data: '{}' }]);
+        for (const { inbox } of subscribers) await inbox.waitForCount(8);
+        for (const { inbox } of subscribers)
+          expect(inbox.events).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e6', 'e7']);
+      });
+    });
+
+    describe('stored before published', () => {
+      it('has a kept event in the history as soon as it arrives', async () => {
+        const reads: Array<Promise<{ id: string; since: string[]; last: string[] }>> = [];
+        let previous: string | undefined;
+        const stop = await broker.subscribe(topicOf('app1', { room: 'lobby' }), (publication) => {
+          const after = previous;
+          previous = publication.id;
+          if (publication.event !== 'kept' || after === undefined || publication.id === undefined) return;
+          const id = publication.id;
+          // Read at once, from inside the handler.
+          const since = harness.history.since('app1', 'lobby', after, T0);
+          const last = harness.history.last('app1', 'lobby', 1000, T0);
+          reads.push(
+            (async () => ({
+              id,
+              since: (await since).events.map((e) => e.id),
+              last: (await last).events.map((e) => e.id),
+            }))(),
+          );
+        });
+        const witness = await listen('app1', { room: 'lobby' });
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'start', data: '0' }]);
+        // One at a time, then many at once, kept and unkept mixed.
+        for (let i = 0; i < 10; i++) {
+          await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'kept', data: String(i), keep: KEEP_ALL }]);
+          await publish(broker, [{ app: 'app1', room: 'lobby', event: 'unkept', data: String(i) }]);
+        }
+        const calls: Array<Promise<(string | undefined)[]> | (string | undefined)[]> = [];
+        for (let i = 0; i < 40; i++) {
+          const via = i % 2 ? broker : publisher;
+          calls.push(via.publish([{ app: 'app1', room: 'lobby', event: 'kept', data: `k${i}`, keep: KEEP_ALL }], T0));
+          if (i % 3 === 0)
+            calls.push(via.publish([{ app: 'app1', room: 'lobby', event: 'unkept', data: `u${i}` }], T0));
+        }
+        await Promise.all(calls);
+        const total = 1 + 20 + 40 + 14;
+        await witness.inbox.waitForCount(total);
+        await waitFor(`${50} reads started`, () => reads.length >= 50);
+        await stop();
+        const done = await Promise.all(reads);
+        expect(done).toHaveLength(50);
+        for (const read of done) {
+          expect(read.since).toContain(read.id);
+          expect(read.last).toContain(read.id);
+        }
+      });
+
+      it('publishes a batch in order: ids answered in order, the kept ones readable', async () => {
+        const a = await listen('app1', { room: 'a' });
+        const b = await listen('app1', { room: 'b' });
+        const ann = await listen('app1', { user: 'ann' });
+        const events: Outgoing[] = [
+          { app: 'app1', room: 'a', event: 'a1', data: '1', keep: KEEP_ALL, from: 'ann' },
+          { app: 'app1', room: 'a', event: 'a2', data: '2' },
+          { app: 'app1', user: 'ann', event: 'u1', data: '3' },
+          { app: 'app1', room: 'b', event: 'b1', data: '4', keep: KEEP_ALL },
+          { app: 'app1', room: 'a', event: '$member.joined', data: '5', presence: true },
+          { app: 'app1', room: 'a', event: 'a3', data: '6', keep: KEEP_ALL },
+          { app: 'app1', user: 'ann', event: 'u2', data: '7' },
+          { app: 'app1', room: 'b', event: 'b2', data: '8' },
+        ];
+        const ids = await publish(publisher, events);
+        const [a1, a2, u1, b1, presence, a3, u2, b2] = ids;
+        expect([u1, presence, u2]).toEqual([undefined, undefined, undefined]);
+        expectRising([a1, a2, a3], 'in room a');
+        expectRising([b1, b2], 'in room b');
+        // Answered: stored. Readable at once.
+        const keptA = await harness.history.last('app1', 'a', 10, T0);
+        expect(keptA.events).toEqual([
+          { id: a1, event: 'a1', data: '1', from: 'ann' },
+          { id: a3, event: 'a3', data: '6' },
+        ]);
+        expect((await harness.history.last('app1', 'b', 10, T0)).events).toEqual([{ id: b1, event: 'b1', data: '4' }]);
+        await a.inbox.waitForCount(4);
+        await b.inbox.waitForCount(2);
+        await ann.inbox.waitForCount(2);
+        expect(a.inbox.events).toEqual(['a1', 'a2', '$member.joined', 'a3']);
+        expect(a.inbox.ids).toEqual([a1, a2, undefined, a3]);
+        expect(b.inbox.ids).toEqual([b1, b2]);
+        expect(ann.inbox.events).toEqual(['u1', 'u2']);
+        // An empty batch answers no ids.
+        expect(await publisher.publish([], T0)).toEqual([]);
+      });
+    });
+
+    describe('reports', () => {
+      const before = '{"type":"emit","room":"lobby","event":"hit","event_id":"';
+      const after = '","at":1700000000000}';
+
+      it('stores the webhook event of a report with the id put in, before the event arrives', async () => {
+        const webhooks = harness.webhooks;
+        const { inbox } = await listen('app1', { room: 'lobby' });
+        const waitingAtArrival: Array<Promise<Map<string, number>> | Map<string, number>> = [];
+        const stop = await broker.subscribe(topicOf('app1', { room: 'lobby' }), (publication) => {
+          if (publication.event === 'hit' && webhooks) waitingAtArrival.push(webhooks.waiting());
+        });
+        const [kept] = await publish(publisher, [
+          { app: 'app1', room: 'lobby', event: 'hit', data: '1', keep: KEEP_ALL, report: { before, after } },
+        ]);
+        const [plain] = await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'quiet', data: '2' }]);
+        const [unkept, user] = await publish(publisher, [
+          { app: 'app1', room: 'lobby', event: 'hit', data: '3', report: { before, after } },
+          { app: 'app1', user: 'ann', event: 'note', data: '4' },
+        ]);
+        expect(user).toBeUndefined();
+        expectRising([kept, plain, unkept], 'in the room');
+        await inbox.waitForCount(3);
+        // A report changes nothing of what pages get.
+        expect(inbox.received).toEqual([
+          { app: 'app1', room: 'lobby', event: 'hit', data: '1', id: kept },
+          { app: 'app1', room: 'lobby', event: 'quiet', data: '2', id: plain },
+          { app: 'app1', room: 'lobby', event: 'hit', data: '3', id: unkept },
+        ]);
+        await stop();
+        // Engines run without their webhook queue in the harness check the rest elsewhere.
+        if (!webhooks) return;
+        await waitFor('two deliveries of reported events', () => waitingAtArrival.length >= 2);
+        // Each report was stored by the time its event arrived.
+        const counts = await Promise.all(waitingAtArrival);
+        expect(counts[0]?.get('app1') ?? 0).toBeGreaterThanOrEqual(1);
+        expect(counts[1]?.get('app1') ?? 0).toBeGreaterThanOrEqual(2);
+        expect((await webhooks.waiting()).get('app1')).toBe(2);
+        const batch = await webhooks.formBatch('app1', 'batch-1', 100, T0);
+        expect(batch?.events).toBe(2);
+        expect(JSON.parse(batch?.body ?? '{}')).toEqual({
+          events: [
+            { type: 'emit', room: 'lobby', event: 'hit', event_id: kept, at: 1_700_000_000_000 },
+            { type: 'emit', room: 'lobby', event: 'hit', event_id: unkept, at: 1_700_000_000_000 },
+          ],
+        });
+        expect(batch?.body).toBe(`{"events":[${before}${kept}${after},${before}${unkept}${after}]}`);
+      });
+
+      it('keeps reports of apps apart', async () => {
+        const [one, two] = await publish(publisher, [
+          { app: 'app1', room: 'r', event: 'hit', data: '1', report: { before: '{"n":"', after: '"}' } },
+          { app: 'app2', room: 'r', event: 'hit', data: '2', report: { before: '{"m":"', after: '"}' } },
+        ]);
+        expect(parsed(one).ms).toBe(T0);
+        expect(parsed(two).ms).toBe(T0);
+        const webhooks = harness.webhooks;
+        if (!webhooks) return;
+        const waiting = await webhooks.waiting();
+        expect(waiting.get('app1')).toBe(1);
+        expect(waiting.get('app2')).toBe(1);
+        expect((await webhooks.formBatch('app2', 'b2', 100, T0))?.body).toBe(`{"events":[{"m":"${two}"}]}`);
+        expect((await webhooks.formBatch('app1', 'b1', 100, T0))?.body).toBe(`{"events":[{"n":"${one}"}]}`);
+      });
+    });
+
+    describe('unsubscribing', () => {
+      it('stops delivering to a subscription once it is stopped', async () => {
+        const first = await listen('app1', { room: 'lobby' });
+        const second = await listen('app1', { room: 'lobby' });
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'both', data: '1' }]);
+        await first.inbox.waitForCount(1);
+        await second.inbox.waitForCount(1);
+        await first.stop();
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'second only', data: '2' }]);
+        await second.inbox.waitForCount(2);
+        expect(first.inbox.events).toEqual(['both']);
+        expect(second.inbox.events).toEqual(['both', 'second only']);
+        // With the last subscription stopped, a new one on the same topic still works.
+        await second.stop();
+        const third = await listen('app1', { room: 'lobby' });
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'third only', data: '3' }]);
+        await third.inbox.waitForCount(1);
+        expect(third.inbox.events).toEqual(['third only']);
+        expect(first.inbox.events).toEqual(['both']);
+        expect(second.inbox.events).toEqual(['both', 'second only']);
+      });
+
+      it('ends only its own subscription, even for the same handler, and may be called twice', async () => {
+        const shared = new Inbox();
+        const first = await listen('app1', { room: 'lobby' }, { inbox: shared });
+        const second = await listen('app1', { room: 'lobby' }, { inbox: shared });
+        const witness = await listen('app1', { room: 'lobby' });
+        // Two subscriptions: the handler hears each publication twice.
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'a', data: '1' }]);
+        await witness.inbox.waitForCount(1);
+        await shared.waitForCount(2);
+        await first.stop();
+        await first.stop();
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'b', data: '2' }]);
+        await witness.inbox.waitForCount(2);
+        await shared.waitForCount(3);
+        // A stale stop, called after the same handler subscribed again, leaves the new subscription be.
+        await second.stop();
+        const third = await listen('app1', { room: 'lobby' }, { inbox: shared });
+        await first.stop();
+        await second.stop();
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'c', data: '3' }]);
+        await witness.inbox.waitForCount(3);
+        await shared.waitForCount(4);
+        expect(shared.events).toEqual(['a', 'a', 'b', 'c']);
+        // Both stops at once, as two closing pages would.
+        await Promise.all([third.stop(), third.stop()]);
+        await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'd', data: '4' }]);
+        await witness.inbox.waitForCount(4);
+        expect(shared.events).toEqual(['a', 'a', 'b', 'c']);
+        expect(witness.inbox.events).toEqual(['a', 'b', 'c', 'd']);
+      });
+
+      it('ends a user subscription alone, leaving the same user on the other broker', async () => {
+        const here = await listen('app1', { user: 'ann' }, { on: broker });
+        const there = await listen('app1', { user: 'ann' }, { on: publisher });
+        await here.stop();
+        await publish(broker, [{ app: 'app1', user: 'ann', event: 'after', data: '1' }]);
+        await publish(publisher, [{ app: 'app1', user: 'ann', event: 'after', data: '2' }]);
+        await there.inbox.waitForCount(2);
+        expect(there.inbox.data).toEqual(['1', '2']);
+        expect(here.inbox.received).toEqual([]);
+      });
+
+      it('lets a handler stop its own subscription while handling', async () => {
+        const witness = await listen('app1', { room: 'lobby' });
+        const once: Publication[] = [];
+        let stop: Unsubscribe | undefined;
+        stop = await broker.subscribe(topicOf('app1', { room: 'lobby' }), (publication) => {
+          once.push(publication);
+          void stop?.();
+        });
+        for (const event of ['x', 'y', 'z'])
+          await publish(publisher, [{ app: 'app1', room: 'lobby', event, data: '0' }]);
+        // Published together, as a burst a subscriber connection reads in one go.
+        await publish(publisher, [
+          { app: 'app1', room: 'lobby', event: 'p', data: '1' },
+          { app: 'app1', room: 'lobby', event: 'q', data: '2' },
+        ]);
+        await witness.inbox.waitForCount(5);
+        expect(witness.inbox.events).toEqual(['x', 'y', 'z', 'p', 'q']);
+        expect(once.map((p) => p.event)).toEqual(['x']);
+      });
+
+      it('stops a handler in the middle of a batch', async () => {
+        const witness = await listen('app1', { room: 'lobby' });
+        const once: Publication[] = [];
+        let stop: Unsubscribe | undefined;
+        stop = await broker.subscribe(topicOf('app1', { room: 'lobby' }), (publication) => {
+          once.push(publication);
+          void stop?.();
+        });
+        await publish(publisher, [
+          { app: 'app1', room: 'lobby', event: 'p', data: '1' },
+          { app: 'app1', room: 'lobby', event: 'q', data: '2', keep: KEEP_ALL },
+          { app: 'app1', room: 'lobby', event: 'r', data: '3' },
+        ]);
+        await witness.inbox.waitForCount(3);
+        expect(once.map((p) => p.event)).toEqual(['p']);
+      });
     });
   });
 }
