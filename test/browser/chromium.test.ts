@@ -34,11 +34,11 @@ describe('the browser SDK in headless Chromium against the real service', () => 
     await server?.close();
   });
 
-  /** A tab of `user`, connected; its identity function waits on a gate the test can close. */
-  async function tab(user: string): Promise<Page> {
+  /** A tab of `user`, connected (to the suite's service unless told); its identity function waits on a gate the test can close. */
+  async function tab(user: string, to = { url: server.url, site: server.app.key, sdk }): Promise<Page> {
     const page = await openSdkPage(browser, pages.url);
     opened.push(page);
-    const identity = await sdk.identityToken(user, { info: { name: user.toUpperCase() } });
+    const identity = await to.sdk.identityToken(user, { info: { name: user.toUpperCase() } });
     await page.evaluate(
       ({ url, site, identity }) => {
         const w = window as unknown as PageWindow;
@@ -56,7 +56,7 @@ describe('the browser SDK in headless Chromium against the real service', () => 
         w.client.on('$state', (change) => w.log.push(['state', change.state]));
         w.client.on('notice', (data) => w.log.push(['user', 'notice', data]));
       },
-      { url: server.url, site: server.app.key, identity },
+      { url: to.url, site: to.site, identity },
     );
     await page.waitForFunction(() => (window as unknown as PageWindow).client.state === 'connected');
     return page;
@@ -203,6 +203,42 @@ describe('the browser SDK in headless Chromium against the real service', () => 
     await page.waitForFunction(() => (window as unknown as PageWindow).log.some((e) => e[0] === 'truncated'));
     const numbers = (await waitForRoomEvents(page, 'window', 'n', 21)).map((e) => e[4]);
     expect(numbers).toEqual([0, ...Array.from({ length: 20 }, (_, i) => 31 + i)]);
+  });
+
+  it('resumes after the history was lost (a restart without the data): truncated, a new epoch, then new events', async () => {
+    // A service of its own, stopped and started again on its port without its data folder.
+    const first = await startTestServer();
+    const port = Number(new URL(first.url).port);
+    const before = new Realtime({ url: first.url, key: first.app.key, secret: first.app.secret });
+    const page = await tab('ivan', { url: first.url, site: first.app.key, sdk: before });
+    let firstOpen = true;
+    let second: TestServer | undefined;
+    let after: Realtime | undefined;
+    try {
+      await join(page, 'wiped', await before.roomToken('wiped', { userId: 'ivan' }));
+      await before.emit({ rooms: ['wiped'], event: 'n', data: 'old', history: { wiped: [100, 1] } });
+      await waitForRoomEvents(page, 'wiped', 'n', 1);
+      const oldEpoch = await page.evaluate(() => (window as unknown as PageWindow).rooms.wiped?.epoch);
+      expect(oldEpoch).toEqual(expect.any(String));
+      firstOpen = false;
+      await before.close();
+      await first.close(); // and its data folder with it
+
+      second = await startTestServer({ port, app: first.app });
+      after = new Realtime({ url: second.url, key: second.app.key, secret: second.app.secret });
+      await page.waitForFunction(() => (window as unknown as PageWindow).log.some((e) => e[0] === 'truncated'));
+      await page.waitForFunction(() => (window as unknown as PageWindow).rooms.wiped?.status === 'joined');
+      const newEpoch = await page.evaluate(() => (window as unknown as PageWindow).rooms.wiped?.epoch);
+      expect(newEpoch).toEqual(expect.any(String));
+      expect(newEpoch).not.toBe(oldEpoch);
+      await after.emit({ rooms: ['wiped'], event: 'n', data: 'new', history: { wiped: [100, 1] } });
+      expect((await waitForRoomEvents(page, 'wiped', 'n', 2)).map((e) => e[4])).toEqual(['old', 'new']);
+    } finally {
+      await page.close();
+      if (firstOpen) await Promise.all([before.close(), first.close()]);
+      await after?.close();
+      await second?.close();
+    }
   });
 
   it('presence with two tabs of one user: one joined, one left when the last tab closes', async () => {
