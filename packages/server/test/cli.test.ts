@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FEATURES } from '@realtime/protocol';
+import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
 import { API, type RawAnswer, send } from './helpers.js';
@@ -483,6 +484,36 @@ describe('apps commands', () => {
     expect((await server.stop()).code).toBe(0);
   });
 
+  it('a store that refuses a write: one line saying so, exit 1, nothing stored', async () => {
+    const data = tempDir();
+    expect((await run(['apps', 'list', '--data', data])).code).toBe(0);
+    // The file's own refusal, as a disk that fails would give: the store answers a StoreError.
+    const db = new Database(join(data, 'realtime.db'));
+    db.exec(`CREATE TRIGGER refuse BEFORE INSERT ON apps BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    db.close();
+    const [create, serveConfig, serveFirst] = await Promise.all([
+      run(['apps', 'create', '--key', 'shop', '--data', data]),
+      // The config's apps, stored before the port opens.
+      run([
+        'serve',
+        '--port',
+        '0',
+        '--data',
+        data,
+        '--config',
+        writeConfig({ apps: [{ key: 'a', secret: SECRET_A }] }),
+      ]),
+      // The development app, stored once the server listens: it stops again.
+      run(['serve', '--port', '0', '--data', data]),
+    ]);
+    expectOneLine(create, 1, 'refused by the test');
+    expectOneLine(serveConfig, 1, 'refused by the test');
+    expect(serveFirst.code, serveFirst.stderr).toBe(1);
+    expect(serveFirst.stderr).toMatch(/^realtime: [^\n]*refused by the test[^\n]*\n$/);
+    expect(serveFirst.stdout).not.toContain('listening on');
+    expect((await run(['apps', 'list', '--json', '--data', data])).stdout).toBe('[]\n');
+  });
+
   it('keygen prints 32 random bytes as 43 base64url characters, different each time', async () => {
     const [a, b] = await Promise.all([run(['keygen']), run(['keygen'])]);
     for (const exit of [a, b]) {
@@ -695,6 +726,9 @@ describe('start failures', () => {
     const exit = await run(['serve', '--port', String(port), '--data', data]);
     expectOneLine(exit, 1, 'EADDRINUSE');
     expect(exit.stderr).toContain('cannot listen');
+    // No app was made for a start that never listened.
+    const listed = await run(['apps', 'list', '--json', '--data', data]);
+    expect(listed.stdout).toBe('[]\n');
 
     const next = await serve(['--data', data]);
     await next.waitFor((s) => /^ {2}secret: +\S+$/m.test(s), 'the development app', 'stderr');
