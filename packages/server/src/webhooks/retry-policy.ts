@@ -1,4 +1,5 @@
 import { LIMITS } from '@realtime/protocol';
+import type { StoredBatch, TryResult } from '../engines/types.js';
 
 /** Webhook timings; the defaults are the spec's (section 8), tests shrink them. */
 export interface WebhookTimings {
@@ -40,4 +41,49 @@ export function nextTryAt(
   // No try is planned past the 24 hours: the batch is given up now instead.
   if (now + delay - firstTryAt > timings.giveUpMs) return null;
   return now + delay;
+}
+
+/** A 2xx answer: the customer's server took the batch. */
+export function isTaken(result: TryResult): boolean {
+  return result.status >= 200 && result.status < 300;
+}
+
+/**
+ * The batch after one try ended at `now`: taken, or on its schedule. A failed scheduled try counts
+ * towards the schedule (retrying, or given up after the last); a failed resend leaves the batch on
+ * its schedule (a given-up batch stays given up).
+ */
+export function afterTry(
+  timings: WebhookTimings,
+  batch: StoredBatch,
+  result: TryResult,
+  kind: 'scheduled' | 'resend',
+  now: number,
+): StoredBatch {
+  const next: StoredBatch = {
+    ...batch,
+    attempts: batch.attempts + 1,
+    status: result.status,
+    error: result.error ?? null,
+    at: now,
+    firstTryAt: batch.firstTryAt ?? now,
+  };
+  if (isTaken(result)) return { ...next, state: 'taken', nextAt: null, doneAt: now };
+  if (kind === 'resend') return next;
+  const failed = batch.failed + 1;
+  const at = nextTryAt(timings, failed, next.firstTryAt ?? now, now);
+  return at === null
+    ? { ...next, failed, state: 'given_up', nextAt: null, doneAt: now }
+    : { ...next, failed, state: 'retrying', nextAt: at, doneAt: null };
+}
+
+/** Whether a scheduled try is past the give-up time (the service was down, or behind): given up untried. */
+export function isOverdue(timings: WebhookTimings, batch: StoredBatch, now: number): boolean {
+  return batch.firstTryAt !== null && now - batch.firstTryAt >= timings.giveUpMs;
+}
+
+/** Whether a batch may be resent: not taken, and still on its schedule or within the resend window after. */
+export function isResendable(timings: WebhookTimings, batch: StoredBatch, now: number): boolean {
+  if (batch.state === 'taken') return false;
+  return batch.doneAt === null || now - batch.doneAt <= timings.resendWindowMs;
 }
