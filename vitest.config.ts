@@ -14,10 +14,29 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
     reporters: ['default', './test/summary-reporter.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'main',
+          include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+        },
+      },
+      {
+        // The service's suites again with every store call answering on a later turn (as over a
+        // network): the code around the seams must not rely on a store answering at once.
+        extends: true,
+        test: {
+          name: 'async-stores',
+          include: ['packages/server/test/**/*.test.ts', 'test/browser/**/*.test.ts'],
+          exclude: ['packages/server/test/cli.test.ts', 'packages/server/test/ops-cli.test.ts'],
+          env: { REALTIME_TEST_ENGINE: 'embedded-async' },
+        },
+      },
+    ],
   },
 });

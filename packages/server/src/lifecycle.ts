@@ -1,7 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { LIMITS } from '@realtime/protocol';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { AskService } from './core/ask.js';
@@ -9,17 +8,9 @@ import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
 import { UserPresence } from './core/user-presence.js';
-import { MemoryBroker } from './engines/memory/broker.js';
-import { MemoryPresenceStore } from './engines/memory/presence.js';
-import { SqliteAppStore } from './engines/sqlite/apps.js';
-import { type Db, openDb } from './engines/sqlite/db.js';
-import { GroupCommit } from './engines/sqlite/group-commit.js';
-import { SqliteHistoryStore } from './engines/sqlite/history.js';
-import { CommittedHistory } from './engines/sqlite/history-commit.js';
-import { savePendingOffline, takePendingOffline } from './engines/sqlite/pending-offline.js';
-import { readWebhookStats } from './engines/sqlite/webhook-stats.js';
-import { SqliteWebhookStore } from './engines/sqlite/webhooks.js';
-import type { App, HistoryStore, WebhookStore } from './engines/types.js';
+import type { EmbeddedStores } from './engines/embedded.js';
+import { type EngineChoice, openEngine } from './engines/open-engine.js';
+import type { App } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
@@ -28,7 +19,7 @@ import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeCo
 import { handleOpsRequest } from './http/ops.js';
 import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
-import { countedBroker, countedDeliverer, timedHistory } from './metrics/instrument.js';
+import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
@@ -38,8 +29,10 @@ export interface ServerOptions {
   host?: string;
   /** 0 picks a free port. */
   port?: number;
-  /** Folder of the SQLite file. */
+  /** Folder of the SQLite file (the embedded engine). */
   dataDir: string;
+  /** Where everything is stored; default: the embedded engine in `dataDir`. */
+  engine?: EngineChoice;
   /** Apps to create or replace at start. */
   apps?: App[];
   allowPrivateWebhooks?: boolean;
@@ -66,10 +59,7 @@ export interface ServerOptions {
   /** Connection caps, header timeout and trusted proxies (see docs/operations.md); asks in flight per user. */
   limits?: Partial<ServerLimits>;
   /** Wraps the stores as they are made (tests inject store failures here); default: as they are. */
-  wrapStores?: (stores: { history: HistoryStore; webhooks: WebhookStore }) => {
-    history: HistoryStore;
-    webhooks: WebhookStore;
-  };
+  wrapStores?: (stores: EmbeddedStores) => EmbeddedStores;
 }
 
 /** The `limits` of a server: its connection caps, and asks in flight per user (beyond: 429). */
@@ -107,27 +97,20 @@ function rawAnswer(status: number, reason: string, code: string, message: string
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.logger ?? createLogger(options.logLevel ?? 'info');
   const now = options.now ?? Date.now;
-  const db: Db = openDb(options.dataDir);
-  const sqliteApps = new SqliteAppStore(db);
+  const engine = await openEngine(options.engine ?? { kind: 'embedded' }, {
+    dataDir: options.dataDir,
+    log,
+    ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
+    ...(options.wrapStores === undefined ? {} : { wrapStores: options.wrapStores }),
+  });
   const metrics = new Metrics({
     pages: () => gateway.size,
     rooms: () => hub.roomCount,
-    webhooks: () => readWebhookStats(db, now()),
+    webhooks: () => engine.webhooks.stats(now()),
   });
-  // One commit per event-loop turn for everything stored before it is delivered (group-commit.ts).
-  const commits = new GroupCommit(db);
-  const made = {
-    history: new SqliteHistoryStore(db, { group: commits }),
-    webhooks: new SqliteWebhookStore(db, commits),
-  };
-  const stores = options.wrapStores ? options.wrapStores(made) : made;
-  const history = new CommittedHistory(commits, timedHistory(stores.history, metrics));
-  const broker = countedBroker(new MemoryBroker(), metrics);
-  const presence = new MemoryPresenceStore(
-    options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
-  );
-  for (const app of options.apps ?? []) sqliteApps.upsert(app);
-  const apps = new CachedAppStore(sqliteApps, { now });
+  const broker = countedBroker(engine.broker, metrics);
+  for (const app of options.apps ?? []) await engine.apps.upsert(app);
+  const apps = new CachedAppStore(engine.apps, { now });
   if (options.allowPrivateWebhooks) {
     log.warn(
       '--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.',
@@ -143,11 +126,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
   );
   const webhooks = new Webhooks({
-    store: stores.webhooks,
+    store: engine.webhooks,
     apps,
     deliverer,
     log,
     now,
+    node: engine.node,
     ...(options.webhooks === undefined ? {} : { timings: options.webhooks }),
   });
   const extra = options.events;
@@ -158,32 +142,49 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           extra.record(app, event);
           return recorded;
         },
+        reportOf: (app, event) => webhooks.reportOf(app, event),
+        reported: (app, event) => {
+          webhooks.reported(app, event);
+          extra.reported(app, event);
+        },
       }
     : webhooks;
-  const users = new UserPresence(events, {
+  const users = new UserPresence({
+    presence: engine.presence,
+    events,
+    log,
     now,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
-  const pendingOffline = takePendingOffline(db);
-  users.resume(pendingOffline);
-  const offlineDelay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
-  for (const { app, user, dueAt } of pendingOffline) presence.closedBefore(app, user, dueAt - offlineDelay);
   const ask = new AskService({
     now,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
   });
   const hub = new Hub<Connection>(broker);
   const gateway = new Gateway(
-    { apps, hub, broker, history, presence, ask, events, users, log, now, traffic: metrics.traffic },
+    {
+      node: engine.node,
+      apps,
+      hub,
+      broker,
+      history: engine.history,
+      presence: engine.presence,
+      ask,
+      events,
+      users,
+      log,
+      now,
+      traffic: metrics.traffic,
+    },
     options.gateway,
   );
 
   const deps: ApiDeps = {
     apps,
-    emitter: new Emitter({ history, broker, now }),
+    emitter: new Emitter({ broker, now }),
     ask,
     webhooks,
-    presence,
+    presence: engine.presence,
     limiter: new RateLimiter(),
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
@@ -195,10 +196,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
     metricsToken: options.metricsToken,
     draining: () => draining,
-    // A real read through the webhook queue's seam: the store every accepted event passes through.
-    checkStores: async () => {
-      await stores.webhooks.waiting();
-    },
+    checkStores: () => engine.check(),
   };
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
@@ -260,7 +258,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await webhooks.start();
   const pruneHistory = async () => {
     try {
-      await history.prune(now());
+      await engine.history.prune(now());
     } catch (error) {
       // A full disk fails deletes too: logged, tried again next time.
       log.error({ err: error }, 'pruning history failed');
@@ -278,12 +276,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       await gateway.close();
-      try {
-        savePendingOffline(db, users.close());
-      } catch (error) {
-        // A full disk must not stop the stop: those users get no user.offline after the restart.
-        log.error({ err: error }, 'keeping the pending offline reports failed');
-      }
+      users.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       deps.ask.closeAll();
@@ -292,11 +285,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
       clearTimeout(timer);
       server.closeAllConnections();
-      await commits.close();
       await webhooks.close();
-      await broker.close();
-      presence.close();
-      db.close();
+      await engine.close();
     })();
     return closing;
   };

@@ -10,10 +10,7 @@ import { AskService } from '../src/core/ask.js';
 import { Emitter } from '../src/core/emit.js';
 import { MemoryEventSink } from '../src/core/events.js';
 import { Hub } from '../src/core/hub.js';
-import { MemoryBroker } from '../src/engines/memory/broker.js';
-import { MemoryPresenceStore } from '../src/engines/memory/presence.js';
-import { openDb } from '../src/engines/sqlite/db.js';
-import { SqliteHistoryStore } from '../src/engines/sqlite/history.js';
+import { openEmbeddedEngine } from '../src/engines/embedded.js';
 import type { HistoryStore } from '../src/engines/types.js';
 import type { Connection } from '../src/gateway/connection.js';
 import type { GatewayDeps } from '../src/gateway/context.js';
@@ -247,11 +244,11 @@ function unframe(frame: Buffer): Frame {
  */
 describe('join: live events that arrive while history is read', () => {
   const dataDir = mkdtempSync(joinPath(tmpdir(), 'realtime-replay-'));
-  const db = openDb(dataDir);
-  const store = new SqliteHistoryStore(db);
-  const broker = new MemoryBroker();
+  const engine = openEmbeddedEngine({ dataDir, log: pino({ level: 'silent' }) });
+  const store = engine.history;
+  const broker = engine.broker;
   const hub = new Hub<Connection>(broker);
-  const emitter = new Emitter({ history: store, broker, now: Date.now });
+  const emitter = new Emitter({ broker, now: Date.now });
   const app = { key: 'app_replay', secret: 'replay-secret', name: 'replay', webhook: '', features: [...ALL_FEATURES] };
   const sdk = new Realtime({ url: 'http://127.0.0.1:9', key: app.key, secret: app.secret });
   const rule: HistoryRule = [1000, 1];
@@ -302,11 +299,12 @@ describe('join: live events that arrive while history is read', () => {
   }
 
   const deps = (history: HistoryStore): GatewayDeps => ({
+    node: engine.node,
     apps: { get: () => app } as unknown as GatewayDeps['apps'],
     hub,
     broker,
     history,
-    presence: new MemoryPresenceStore(),
+    presence: engine.presence,
     ask: new AskService({ now: Date.now }),
     events: new MemoryEventSink(),
     log: pino({ level: 'silent' }),
@@ -326,7 +324,7 @@ describe('join: live events that arrive while history is read', () => {
 
   afterAll(async () => {
     await sdk.close();
-    db.close();
+    await engine.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 

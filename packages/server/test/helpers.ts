@@ -12,6 +12,17 @@ import {
   startServer,
 } from '../src/index.js';
 
+/**
+ * The engine the tests run on: REALTIME_TEST_ENGINE=embedded-async makes every store call answer on
+ * a later turn (the `async-stores` vitest project), so the networked paths run without Redis.
+ */
+export function testEngine(): ServerOptions['engine'] {
+  const chosen = process.env.REALTIME_TEST_ENGINE ?? 'embedded';
+  if (chosen === 'embedded') return { kind: 'embedded' };
+  if (chosen === 'embedded-async') return { kind: 'embedded', asyncStores: true };
+  throw new Error(`REALTIME_TEST_ENGINE=${chosen} is not an engine the tests know`);
+}
+
 export interface TestServer extends RunningServer {
   app: App;
   dataDir: string;
@@ -29,6 +40,7 @@ export async function startTestServer(
     dataDir,
     logLevel: 'silent',
     events: new MemoryEventSink(),
+    engine: testEngine(),
     ...options,
     apps: [app, ...(options.apps ?? [])],
   });

@@ -5,6 +5,7 @@ import { Realtime } from '@realtime/node';
 import { CLOSE } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp, type RunningServer, startServer } from '../src/index.js';
+import { testEngine } from './helpers.js';
 import { helloPage } from './pages.js';
 import { type Receiver, startReceiver } from './receiver.js';
 
@@ -32,6 +33,7 @@ describe('user.offline across a graceful restart', () => {
       allowPrivateWebhooks: true,
       offlineDelayMs: 1500,
       webhooks: { windowMs: 50 },
+      engine: testEngine(),
     });
 
   async function connectAs(server: RunningServer, user: string) {

@@ -1,5 +1,5 @@
-import { type Broker, type Publication, topicOf } from '../engines/types.js';
-import { type Frame, frameAround, frameLength, frameString } from '../gateway/ws-frame.js';
+import { type Broker, type Publication, type PublicationHandler, topicOf, type Unsubscribe } from '../engines/types.js';
+import { type Frame, frameAround, frameLength, frameString } from './ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
 export interface Page {
@@ -19,14 +19,11 @@ export interface Seat<P extends Page = Page> {
   replayBytes: number;
 }
 
-interface RoomEntry {
-  seats: Set<Seat>;
-  stop: () => void;
-}
-
-interface UserEntry<P extends Page> {
-  pages: Set<P>;
-  stop: () => void;
+/** A topic this process listens to, for as long as it has pages there. */
+interface Listening<T> {
+  members: Set<T>;
+  /** Settles once the broker confirmed the subscription. */
+  subscribed: Promise<Unsubscribe>;
 }
 
 /**
@@ -50,62 +47,81 @@ export function encodeEvent(publication: Publication): Frame {
  */
 export class Hub<P extends Page = Page> {
   readonly #broker: Broker;
-  readonly #rooms = new Map<string, RoomEntry>();
-  readonly #users = new Map<string, UserEntry<P>>();
+  readonly #rooms = new Map<string, Listening<Seat>>();
+  readonly #users = new Map<string, Listening<P>>();
 
   constructor(broker: Broker) {
     this.#broker = broker;
   }
 
-  /** Seats a page in a room; true when it is the first page of the room in this process. */
-  addSeat(app: string, room: string, seat: Seat): boolean {
-    const topic = topicOf(app, { room });
-    let entry = this.#rooms.get(topic);
-    const first = !entry;
+  /**
+   * Seats a page in a room; resolves once the broker confirmed the room's subscription, so every
+   * publication after that reaches the seat (a history read may follow without a gap). Rejects,
+   * with the seat taken out again, when the subscription failed.
+   */
+  addSeat(app: string, room: string, seat: Seat): Promise<void> {
+    return this.#add(this.#rooms, topicOf(app, { room }), seat, (seats) => (publication) =>
+      fanOutRoom(seats, publication),
+    );
+  }
+
+  /** Removes a seat; the room's subscription ends with its last seat here. */
+  removeSeat(app: string, room: string, seat: Seat): Promise<void> {
+    return this.#remove(this.#rooms, topicOf(app, { room }), seat);
+  }
+
+  /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
+  addUserPage(app: string, user: string, page: P): Promise<void> {
+    return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) =>
+      fanOutUser(pages, publication),
+    );
+  }
+
+  removeUserPage(app: string, user: string, page: P): Promise<void> {
+    return this.#remove(this.#users, topicOf(app, { user }), page);
+  }
+
+  async #add<T>(
+    topics: Map<string, Listening<T>>,
+    topic: string,
+    member: T,
+    handlerFor: (members: Set<T>) => PublicationHandler,
+  ): Promise<void> {
+    let entry = topics.get(topic);
     if (!entry) {
-      const seats = new Set<Seat>();
-      entry = { seats, stop: this.#broker.subscribe(topic, (publication) => fanOutRoom(seats, publication)) };
-      this.#rooms.set(topic, entry);
+      const members = new Set<T>();
+      let subscribed: Promise<Unsubscribe>;
+      try {
+        subscribed = Promise.resolve(this.#broker.subscribe(topic, handlerFor(members)));
+      } catch (error) {
+        subscribed = Promise.reject(error);
+      }
+      entry = { members, subscribed };
+      topics.set(topic, entry);
     }
-    entry.seats.add(seat);
-    return first;
-  }
-
-  /** Removes a seat; true when it was the last page of the room in this process. */
-  removeSeat(app: string, room: string, seat: Seat): boolean {
-    const topic = topicOf(app, { room });
-    const entry = this.#rooms.get(topic);
-    if (!entry?.seats.delete(seat)) return false;
-    if (entry.seats.size > 0) return false;
-    entry.stop();
-    this.#rooms.delete(topic);
-    return true;
-  }
-
-  addUserPage(app: string, user: string, page: P): void {
-    const topic = topicOf(app, { user });
-    let entry = this.#users.get(topic);
-    if (!entry) {
-      const pages = new Set<P>();
-      entry = { pages, stop: this.#broker.subscribe(topic, (publication) => fanOutUser(pages, publication)) };
-      this.#users.set(topic, entry);
+    entry.members.add(member);
+    try {
+      await entry.subscribed;
+    } catch (error) {
+      // The next page to come subscribes afresh.
+      entry.members.delete(member);
+      if (topics.get(topic) === entry) topics.delete(topic);
+      throw error;
     }
-    entry.pages.add(page);
   }
 
-  removeUserPage(app: string, user: string, page: P): void {
-    const topic = topicOf(app, { user });
-    const entry = this.#users.get(topic);
-    if (!entry?.pages.delete(page)) return;
-    if (entry.pages.size > 0) return;
-    entry.stop();
-    this.#users.delete(topic);
+  async #remove<T>(topics: Map<string, Listening<T>>, topic: string, member: T): Promise<void> {
+    const entry = topics.get(topic);
+    if (!entry?.members.delete(member) || entry.members.size > 0) return;
+    topics.delete(topic);
+    const stop = await entry.subscribed.catch(() => undefined);
+    if (stop) await stop();
   }
 
   /** The open pages of a user in this process. */
   pagesOf(app: string, user: string): P[] {
     const entry = this.#users.get(topicOf(app, { user }));
-    return entry ? [...entry.pages] : [];
+    return entry ? [...entry.members] : [];
   }
 
   get roomCount(): number {

@@ -1,95 +1,77 @@
 import { LIMITS } from '@realtime/protocol';
+import type { Logger } from 'pino';
+import type { PresenceStore } from '../engines/types.js';
 import type { EventSink } from './events.js';
 
-interface UserPages {
-  pages: number;
-  offline: NodeJS.Timeout | undefined;
-  /** When `user.offline` is due (while the timer runs). */
-  dueAt: number;
-}
-
-/** A `user.offline` still to come, kept across a graceful restart. */
-export interface PendingOffline {
-  app: string;
-  user: string;
-  dueAt: number;
-}
+/** Users whose `user.offline` is claimed per read: a burst of closes is reported over a few turns. */
+const TAKE_AT_ONCE = 500;
 
 /**
- * `user.online` at a user's first page anywhere in the app; `user.offline` the offline delay after
- * their last page went, unless a page comes back in between (then nothing: no flapping).
+ * `user.online` at a user's first page on any node; `user.offline` the offline delay after their last
+ * page went, unless a page came back in between (no flapping). The presence store decides both and
+ * hands each report to one node; this reports them, and polls for the offline ones that fell due.
  */
 export class UserPresence {
-  readonly #users = new Map<string, UserPages>();
+  readonly #presence: PresenceStore;
   readonly #events: EventSink;
-  readonly #delayMs: number;
-
+  readonly #log: Logger;
   readonly #now: () => number;
+  readonly #timer: NodeJS.Timeout;
+  #polling = false;
 
-  constructor(events: EventSink, options: { offlineDelayMs?: number; now?: () => number } = {}) {
-    this.#events = events;
-    this.#delayMs = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
-    this.#now = options.now ?? Date.now;
+  constructor(deps: {
+    presence: PresenceStore;
+    events: EventSink;
+    log: Logger;
+    now: () => number;
+    offlineDelayMs?: number;
+  }) {
+    this.#presence = deps.presence;
+    this.#events = deps.events;
+    this.#log = deps.log;
+    this.#now = deps.now;
+    // A tenth of the delay, between 20 ms and 250 ms: reports go out close to when they fall due.
+    const every = Math.min(250, Math.max(20, (deps.offlineDelayMs ?? LIMITS.offlineDelayMs) / 10));
+    this.#timer = setInterval(() => void this.#poll(), every);
+    this.#timer.unref();
   }
 
-  opened(app: string, user: string): void {
-    const key = `${app}\u0000${user}`;
-    const entry = this.#users.get(key);
-    if (!entry) {
-      this.#users.set(key, { pages: 1, offline: undefined, dueAt: 0 });
-      this.#events.record(app, { type: 'user.online', user });
-      return;
-    }
-    entry.pages++;
-    clearTimeout(entry.offline);
-    entry.offline = undefined;
-  }
-
-  closed(app: string, user: string): void {
-    const key = `${app}\u0000${user}`;
-    const entry = this.#users.get(key);
-    if (!entry || entry.pages === 0) return;
-    entry.pages--;
-    if (entry.pages > 0) return;
-    this.#wait(key, app, user, this.#now() + this.#delayMs);
-  }
-
-  #wait(key: string, app: string, user: string, dueAt: number): void {
-    const entry = this.#users.get(key);
-    if (!entry) return;
-    entry.dueAt = dueAt;
-    entry.offline = setTimeout(
-      () => {
-        this.#users.delete(key);
-        this.#events.record(app, { type: 'user.offline', user });
-      },
-      Math.max(0, dueAt - this.#now()),
-    );
-  }
-
-  /**
-   * Takes back the offline timers a previous run left (graceful restart): a page of the user back in
-   * time cancels it as usual, else `user.offline` goes out when it was due.
-   */
-  resume(pending: readonly PendingOffline[]): void {
-    for (const { app, user, dueAt } of pending) {
-      const key = `${app}\u0000${user}`;
-      if (this.#users.has(key)) continue;
-      this.#users.set(key, { pages: 0, offline: undefined, dueAt });
-      this.#wait(key, app, user, dueAt);
+  /** A page opened as the user; resolves once the presence store has it (and `user.online` is stored, when due). */
+  async opened(app: string, user: string, page: string): Promise<void> {
+    if (await this.#presence.pageOpened(app, user, page, this.#now())) {
+      await this.#events.record(app, { type: 'user.online', user });
     }
   }
 
-  /** Stops the timers (shutdown) and hands back the offline reports still to come, to keep for the next run. */
-  close(): PendingOffline[] {
-    const pending: PendingOffline[] = [];
-    for (const [key, entry] of this.#users) {
-      clearTimeout(entry.offline);
-      if (entry.pages > 0 || entry.offline === undefined) continue;
-      const [app = '', user = ''] = key.split('\u0000');
-      pending.push({ app, user, dueAt: entry.dueAt });
+  async closed(app: string, user: string, page: string): Promise<void> {
+    await this.#presence.pageClosed(app, user, page, this.#now());
+  }
+
+  /** Never throws: a failed read or record is logged and the next poll tries again. */
+  async #poll(): Promise<void> {
+    if (this.#polling) return;
+    this.#polling = true;
+    try {
+      for (;;) {
+        const gone = await this.#presence.takeOffline(this.#now(), TAKE_AT_ONCE);
+        for (const { app, user } of gone) {
+          try {
+            await this.#events.record(app, { type: 'user.offline', user });
+          } catch (error) {
+            // Claimed and not stored: this report is lost (logged); the user is offline all the same.
+            this.#log.error({ err: error, app }, 'recording user.offline failed');
+          }
+        }
+        if (gone.length < TAKE_AT_ONCE) break;
+      }
+    } catch (error) {
+      this.#log.error({ err: error }, 'reading the offline reports due failed');
+    } finally {
+      this.#polling = false;
     }
-    this.#users.clear();
-    return pending;
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
   }
 }

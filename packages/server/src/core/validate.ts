@@ -6,7 +6,7 @@ import {
   roomNameProblem,
   userIdProblem,
 } from '@realtime/protocol';
-import { ApiError, quote } from '../http/api-error.js';
+import { ApiError, quote } from './api-error.js';
 
 /** An emit event that passed every rule: targets de-duplicated, data encoded once. */
 export interface ValidEvent {

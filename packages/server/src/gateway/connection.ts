@@ -5,7 +5,7 @@ import type { AskTarget } from '../core/ask.js';
 import type { Page, Seat } from '../core/hub.js';
 import type { App } from '../engines/types.js';
 import { Outbox, type Traffic } from './outbox.js';
-import { type Frame, frameJson, frameString } from './ws-frame.js';
+import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 
 /** A page in a room: its seat in the hub and the rules its room token gave it. */
 export interface Membership {
@@ -17,7 +17,6 @@ export interface Membership {
 
 export type ConnectionState = 'greeting' | 'open' | 'closed';
 
-let counter = 0;
 /** Default stall time of a replay: a page that reads at all drains half its queue well within it. */
 export const DEFAULT_STALL_MS = 10_000;
 const lastAsk: { id: string; frame: Buffer } = { id: '', frame: Buffer.alloc(0) };
@@ -51,9 +50,9 @@ export class Connection implements Page, AskTarget {
     ws: WebSocket,
     socket: Socket,
     app: App,
-    options: { outboxBytes: number; budget: number; now: number; traffic: Traffic; stallMs?: number },
+    options: { id: string; outboxBytes: number; budget: number; now: number; traffic: Traffic; stallMs?: number },
   ) {
-    this.id = `${process.pid.toString(36)}.${(++counter).toString(36)}`;
+    this.id = options.id;
     this.ws = ws;
     this.app = app;
     this.lastSeen = options.now;

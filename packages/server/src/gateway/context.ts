@@ -9,6 +9,8 @@ import type { Traffic } from './outbox.js';
 
 /** What the page frame handlers need, passed explicitly. */
 export interface GatewayDeps {
+  /** This node's id: page ids carry it, so they are unique across the cluster. */
+  node: string;
   apps: AppStore;
   hub: Hub<Connection>;
   broker: Broker;

@@ -17,7 +17,7 @@ import { FrameError, parseFrame } from './frames-in.js';
 import { join, leave, leaveRoom } from './room-frames.js';
 import { send } from './send-frame.js';
 import { TokenError, verifyIdentity } from './tokens.js';
-import { frameJson } from './ws-frame.js';
+import { frameJson } from '../core/ws-frame.js';
 
 export interface GatewayOptions {
   /** Bytes of frames a page may have waiting before it is closed as a slow consumer. */
@@ -47,6 +47,7 @@ export class Gateway {
   readonly #greeting = new Set<Connection>();
   readonly #options: Required<GatewayOptions>;
   readonly #timers: NodeJS.Timeout[] = [];
+  #pageCount = 0;
 
   constructor(deps: GatewayDeps, options: GatewayOptions = {}) {
     this.#deps = deps;
@@ -96,13 +97,19 @@ export class Gateway {
     const site = new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('site') ?? '';
     socket.on('error', () => socket.destroy());
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
-      const app = site === '' ? undefined : this.#deps.apps.get(site);
-      void Promise.resolve(app).then((found) => {
+      let app: ReturnType<GatewayDeps['apps']['get']>;
+      try {
+        app = site === '' ? undefined : this.#deps.apps.get(site);
+      } catch (error) {
+        app = Promise.reject(error);
+      }
+      Promise.resolve(app).then((found) => {
         if (!found) {
           ws.close(CLOSE.unknownSite, 'unknown site');
           return;
         }
         const conn = new Connection(ws, socket as Socket, found, {
+          id: `${this.#deps.node}.${(++this.#pageCount).toString(36)}`,
           outboxBytes: this.#options.outboxBytes,
           budget: this.#options.frameBurst,
           now: this.#deps.now(),
@@ -110,6 +117,10 @@ export class Gateway {
           stallMs: this.#options.replayStallMs,
         });
         this.#open(conn);
+      }, (error: unknown) => {
+        // The app could not be read (the store is down): the page tries again with its backoff.
+        this.#deps.log.error({ err: error }, 'reading the app of a new page failed');
+        ws.close(1013, 'the service could not read the app; reconnect');
       });
     });
   }
@@ -258,13 +269,21 @@ export class Gateway {
       conn.user = claims.sub;
       conn.info = claims.info;
     }
+    if (conn.user !== null) {
+      try {
+        // Subscribed before the welcome: an event for the user after it reaches this page.
+        await this.#deps.hub.addUserPage(conn.app.key, conn.user, conn);
+        await this.#deps.users.opened(conn.app.key, conn.user, conn.id);
+      } catch (error) {
+        this.#deps.log.error({ err: error, page: conn.id }, 'opening a page failed');
+        // 1013 Try Again Later (RFC 6455): the page reconnects with its backoff.
+        conn.close(1013, 'the service could not open the page; reconnect');
+        return;
+      }
+    }
+    if ((conn.state as string) === 'closed') return;
     conn.state = 'open';
     conn.send({ t: 'welcome', v: PROTOCOL_VERSION, user: conn.user, heartbeat: this.#options.heartbeatMs });
-    if (conn.user !== null) {
-      this.#deps.hub.addUserPage(conn.app.key, conn.user, conn);
-      this.#deps.users.opened(conn.app.key, conn.user);
-      await this.#deps.presence.pageOpened(conn.app.key, conn.user, this.#deps.now());
-    }
   }
 
   /** An error frame for a refused frame; anything unexpected is logged and reported without detail. */
@@ -280,21 +299,22 @@ export class Gateway {
     conn.send({ t: 'error', code: 'bad_frame', message: 'the service could not handle this frame' });
   }
 
+  /** A page counts (pages(), metrics) until its clean-up ran: presence and rooms on every node know it left. */
   async #onClose(conn: Connection): Promise<void> {
     conn.state = 'closed';
-    this.#connections.delete(conn);
     this.#greeting.delete(conn);
     for (const askId of conn.asks) this.#deps.ask.decline(askId);
     conn.asks.clear();
     try {
       for (const room of [...conn.rooms.keys()]) await leaveRoom(this.#deps, conn, room);
       if (conn.user !== null) {
-        this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
-        this.#deps.users.closed(conn.app.key, conn.user);
-        await this.#deps.presence.pageClosed(conn.app.key, conn.user, this.#deps.now());
+        await this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
+        await this.#deps.users.closed(conn.app.key, conn.user, conn.id);
       }
     } catch (error) {
       this.#deps.log.error({ err: error, page: conn.id }, 'cleaning up a closed page failed');
+    } finally {
+      this.#connections.delete(conn);
     }
   }
 
@@ -335,6 +355,8 @@ export class Gateway {
     const closing = [...this.#connections].map(
       (conn) =>
         new Promise<void>((resolve) => {
+          // A page closed already has its clean-up queued: waiting behind it is enough.
+          if (conn.ws.readyState === conn.ws.CLOSED) return conn.queue(resolve);
           conn.ws.once('close', () => conn.queue(resolve));
           conn.close(CLOSE.shutdown, 'the service is stopping');
           // A peer that never answers the close handshake is cut off.

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { type Frame, frameLength } from './ws-frame.js';
+import { type Frame, frameLength } from '../core/ws-frame.js';
 
 /** Counts of what pages were sent, shared by a gateway's outboxes and read by metrics. */
 export interface Traffic {

@@ -6,7 +6,7 @@ import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
-import type { Frame } from './ws-frame.js';
+import type { Frame } from '../core/ws-frame.js';
 
 /**
  * One page of a replay: what the service holds of a room's history per joining page at a time. A
@@ -25,20 +25,19 @@ function keptFrame(app: string, room: string, kept: KeptEvent): Frame {
   return encodeEvent(publication);
 }
 
-function publishMember(
+/** A presence change: recorded for the webhook, then published to the room (no id: not a room event). */
+async function publishMember(
   deps: GatewayDeps,
   conn: Connection,
   room: string,
   event: '$member.joined' | '$member.left',
-): void {
-  const data: Member = { user: conn.user ?? '' };
+): Promise<void> {
+  const app = conn.app.key;
+  const user = conn.user ?? '';
+  const data: Member = { user };
   if (conn.info !== undefined) data.info = conn.info;
-  void deps.broker.publish({ app: conn.app.key, room, event, data: JSON.stringify(data) });
-  deps.events.record(conn.app.key, {
-    type: event === '$member.joined' ? 'member.joined' : 'member.left',
-    room,
-    user: conn.user ?? '',
-  });
+  await deps.events.record(app, { type: event === '$member.joined' ? 'member.joined' : 'member.left', room, user });
+  await deps.broker.publish([{ app, room, event, data: JSON.stringify(data), presence: true }], deps.now());
 }
 
 /**
@@ -85,9 +84,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const app = conn.app.key;
   const existing = conn.rooms.get(room);
   const seat = existing?.seat ?? { page: conn, replay: [], replayBytes: 0 };
-  if (!existing) {
-    if (deps.hub.addSeat(app, room, seat)) deps.events.record(app, { type: 'room.occupied', room });
-  } else {
+  if (existing) {
     seat.replay = [];
     seat.replayBytes = 0;
   }
@@ -95,47 +92,69 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const membership: Membership = { seat, claims, member };
   conn.rooms.set(room, membership);
 
-  if (existing?.member && !member && conn.user !== null) {
-    // Re-joined with a token that is not a presence one: the page stops counting as a member.
-    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) publishMember(deps, conn, room, '$member.left');
-  }
-  let firstOfUser = false;
-  if (member && !existing?.member) {
-    const joinedAs: Member = { user: conn.user ?? '' };
-    if (conn.info !== undefined) joinedAs.info = conn.info;
-    firstOfUser = await deps.presence.joinRoom(app, room, joinedAs, conn.id);
-  }
-  const members = member ? await deps.presence.members(app, room) : undefined;
-
-  const now = deps.now();
-  let first: HistoryPage = { events: [], remaining: 0 };
+  let first: HistoryPage | undefined;
   let truncated = false;
+  let members: Member[] | undefined;
+  let firstOfUser = false;
   try {
+    if (!existing) {
+      // Subscribed (confirmed by the broker) before history is read: nothing published in between is lost.
+      await deps.hub.addSeat(app, room, seat);
+      if (await deps.presence.enterRoom(app, room, conn.id)) {
+        await deps.events.record(app, { type: 'room.occupied', room });
+      }
+    }
+    if (existing?.member && !member && conn.user !== null) {
+      // Re-joined with a token that is not a presence one: the page stops counting as a member.
+      if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) {
+        await publishMember(deps, conn, room, '$member.left');
+      }
+    }
+    if (member && !existing?.member) {
+      const joinedAs: Member = { user: conn.user ?? '' };
+      if (conn.info !== undefined) joinedAs.info = conn.info;
+      firstOfUser = await deps.presence.joinRoom(app, room, joinedAs, conn.id);
+    }
+    members = member ? await deps.presence.members(app, room) : undefined;
+
+    const now = deps.now();
     if (!features.includes('history')) {
       // Rooms keep nothing on this plan: a page resuming may have missed events and none can come back.
       truncated = frame.since !== undefined;
     } else if (frame.since !== undefined) {
-      const result = await deps.history.since(app, room, frame.since, now, REPLAY_PAGE);
+      const result = await deps.history.since(app, room, frame.since, now, REPLAY_PAGE, frame.epoch);
       first = result;
       truncated = result.truncated;
-    } else if (frame.last !== undefined && !existing) {
-      first = await deps.history.last(app, room, frame.last, now, REPLAY_PAGE);
+    } else {
+      // A first join learns the room's epoch too, to resume with later.
+      first = await deps.history.last(app, room, frame.last !== undefined && !existing ? frame.last : 0, now, REPLAY_PAGE);
     }
   } catch (error) {
     // No seat may stay half-joined, holding live frames nobody will read.
-    await leaveRoom(deps, conn, room);
+    await leaveRoom(deps, conn, room).catch((cleanup: unknown) =>
+      deps.log.error({ err: cleanup, page: conn.id }, 'leaving a room after a failed join failed'),
+    );
     if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
     throw error;
   }
 
-  const total = first.events.length + first.remaining;
+  const read = first ?? { events: [], remaining: 0, epoch: '' };
+  const total = read.events.length + read.remaining;
   const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: total };
+  if (first) joined.epoch = first.epoch;
   if (members) joined.members = members;
   if (truncated) joined.truncated = true;
   conn.send(joined);
   // Announced now, before the replay: a page closed during the replay leaves with a matching left.
-  if (firstOfUser) publishMember(deps, conn, room, '$member.joined');
-  const replayed = await replay(deps, conn, room, first, total);
+  if (firstOfUser) {
+    try {
+      await publishMember(deps, conn, room, '$member.joined');
+    } catch (error) {
+      // The page is in: its presence holds; only the announcement (and its webhook event) failed.
+      deps.log.error({ err: error, page: conn.id }, 'announcing a member failed');
+    }
+  }
+  const replayed = await replay(deps, conn, room, read, total);
   if (!replayed) return;
   // Live frames that came during the replay, in order; the ones the replay already carried are dropped.
   for (;;) {
@@ -186,19 +205,24 @@ async function replay(
     if (left <= 0 || last === undefined) return sent;
     let next: ResumeResult;
     try {
-      next = await deps.history.since(conn.app.key, room, last, deps.now(), {
-        ...REPLAY_PAGE,
-        events: Math.min(REPLAY_PAGE.events, left),
-      });
+      next = await deps.history.since(
+        conn.app.key,
+        room,
+        last,
+        deps.now(),
+        { ...REPLAY_PAGE, events: Math.min(REPLAY_PAGE.events, left) },
+        first.epoch,
+      );
     } catch (error) {
       // Half a replay cannot be finished without a gap: the page reconnects and resumes from its last id.
       conn.close(1011, 'the room history could not be read');
       throw error;
     }
     if (isClosed(conn)) return undefined;
-    if (next.dropped) {
-      // The room's limit or age overtook the page while it read: it could not keep up. Closed (4200),
-      // it resumes from its last id and learns of the gap from `truncated`.
+    if (next.dropped || next.epoch !== first.epoch) {
+      // The room's limit or age overtook the page while it read (it could not keep up), or the room's
+      // stream was lost under it: closed (4200), it resumes from its last id and learns of the gap
+      // from `truncated`.
       conn.slow();
       return undefined;
     }
@@ -213,10 +237,11 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
   if (!membership) return;
   conn.rooms.delete(room);
   const app = conn.app.key;
+  await deps.hub.removeSeat(app, room, membership.seat);
   if (membership.member && conn.user !== null) {
-    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) publishMember(deps, conn, room, '$member.left');
+    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) await publishMember(deps, conn, room, '$member.left');
   }
-  if (deps.hub.removeSeat(app, room, membership.seat)) deps.events.record(app, { type: 'room.vacated', room });
+  if (await deps.presence.exitRoom(app, room, conn.id)) await deps.events.record(app, { type: 'room.vacated', room });
 }
 
 export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {

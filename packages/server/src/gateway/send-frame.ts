@@ -1,14 +1,16 @@
 import { eventNameProblem, isReservedEvent, isSealed, LIMITS, rulesAllow, type SendFrame } from '@realtime/protocol';
+import type { SendEvent } from '../core/events.js';
 import { StoreError } from '../engines/store-error.js';
-import { writeUnitsOf } from '../engines/write-units.js';
+import type { Outgoing } from '../engines/types.js';
 import type { Connection } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { refreshApp } from './room-frames.js';
 
 /**
- * A page send: the token's rules, the room's seal, then what it keeps (history when the token keeps
- * sends, the webhook event when its `w` rule matches) is stored, and only then fan-out and `sent`.
+ * A page send: the token's rules, the room's seal, then one publish stores what it keeps (history
+ * when the token keeps sends, the webhook event when its `w` rule matches) and delivers it; `sent`
+ * follows.
  */
 export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame): Promise<void> {
   const { ref, room, event } = frame;
@@ -45,55 +47,25 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   }
 
   const app = conn.app.key;
-  const now = deps.now();
   const from = conn.user ?? undefined;
-  const entry = from === undefined ? { event, data } : { event, data, from };
-  const keep = claims.history;
-  const report = rulesAllow(claims.w, event);
-  const issue = () => (keep ? deps.history.append(app, room, entry, keep, now) : deps.history.nextId(app, room, now));
-  // Recorded (durably, with a webhook queue) before anyone hears of the send: an acknowledged send is never lost.
-  const record = (id: string) =>
-    report
-      ? deps.events.record(app, {
-          type: 'emit',
-          room,
-          event,
-          data: frame.data ?? null,
-          ...(from === undefined ? {} : { from }),
-          event_id: id,
-        })
-      : undefined;
-  const publish = (id: string): string | Promise<string> => {
-    const publication = { app, room, event, data, id, origin: conn.id, ...(from === undefined ? {} : { from }) };
-    const published = deps.broker.publish(publication);
-    return published instanceof Promise ? published.then(() => id) : id;
-  };
+  const outgoing: Outgoing = { app, room, event, data, origin: conn.id };
+  if (from !== undefined) outgoing.from = from;
+  if (claims.history) outgoing.keep = claims.history;
+  // The webhook event is stored with the send, in the same step: an acknowledged send is never unreported.
+  const sendEvent: SendEvent = { type: 'emit', room, event, data: frame.data ?? null, ...(from === undefined ? {} : { from }) };
+  const reports = rulesAllow(claims.w, event);
+  const report = reports ? deps.events.reportOf(current, sendEvent) : undefined;
+  if (report) outgoing.report = report;
 
-  let id: string;
+  let id: string | undefined;
   try {
-    const units = writeUnitsOf(deps.history);
-    if (units && (keep || report)) {
-      // The history append and the webhook event are stored together (all or nothing), then delivered.
-      id = await units.run(
-        () => {
-          const issued = issue();
-          if (typeof issued !== 'string') throw new TypeError('write units need a synchronous history store');
-          return { id: issued, recorded: record(issued) };
-        },
-        (stored) => (stored.recorded ? stored.recorded.then(() => publish(stored.id)) : publish(stored.id)),
-      );
-    } else {
-      const issued = issue();
-      id = typeof issued === 'string' ? issued : await issued;
-      const recorded = record(id);
-      if (recorded) await recorded;
-      const published = publish(id);
-      if (typeof published !== 'string') await published;
-    }
+    [id] = await deps.broker.publish([outgoing], deps.now());
   } catch (error) {
-    // Nothing was delivered: the page hears why, for this send.
+    // Nothing was stored or delivered: the page hears why, for this send.
     if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
     throw error;
   }
+  if (id === undefined) throw new TypeError('the broker gave a room event no id');
+  if (reports) deps.events.reported(app, { ...sendEvent, event_id: id });
   conn.send({ t: 'sent', ref, id });
 }

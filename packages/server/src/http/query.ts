@@ -1,4 +1,4 @@
-import { ApiError, quote } from './api-error.js';
+import { ApiError, quote } from '../core/api-error.js';
 
 /** Percent-decodes one component; bad encoding is the client's mistake. */
 export function decodeComponent(text: string, what: string): string {

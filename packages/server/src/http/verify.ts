@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { EMPTY_BODY_SHA256, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
 import { derivedKey } from '../apps/derived-keys.js';
 import type { App, AppStore } from '../engines/types.js';
-import { ApiError } from './api-error.js';
+import { ApiError } from '../core/api-error.js';
 
 /**
  * Signature checks of section 5.2 with node:crypto (the protocol package's pure-JS HMAC is for

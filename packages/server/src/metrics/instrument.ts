@@ -1,4 +1,4 @@
-import type { Broker, HistoryStore } from '../engines/types.js';
+import type { Broker } from '../engines/types.js';
 import type { Deliverer } from '../webhooks/webhooks.js';
 import type { Metrics } from './metrics.js';
 
@@ -7,64 +7,57 @@ import type { Metrics } from './metrics.js';
  * metric code. Each keeps the wrapped call synchronous when it was.
  */
 
-/** Counts publications: by target, and by source (a page send has an origin; `$` events are the service's own). */
+/**
+ * Counts publications by target and source (a page send has an origin; `$` events are the service's
+ * own), and times the publishes that keep history until they are stored and published (the shared
+ * commit included), counting the kept events by result.
+ */
 export function countedBroker(broker: Broker, metrics: Metrics): Broker {
   const counts = metrics.published;
   const count = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
-  return {
-    publish(publication) {
-      if (publication.room === undefined) count('user api');
-      else if (publication.origin !== undefined) count('room page');
-      else if (publication.event.startsWith('$')) count('room service');
-      else count('room api');
-      return broker.publish(publication);
-    },
-    subscribe: (topic, handler) => broker.subscribe(topic, handler),
-    close: () => broker.close(),
-  };
-}
-
-/** Times history appends until they are stored (committed), and counts them by result. */
-export function timedHistory(history: HistoryStore, metrics: Metrics): HistoryStore {
   const ok = metrics.historyAppends.labels('ok');
   const failed = metrics.historyAppends.labels('failed');
   const seconds = metrics.historyAppendSeconds;
-  const append: HistoryStore['append'] = (app, room, entry, rule, nowMs) => {
-    const started = performance.now();
-    const done = () => seconds.observe((performance.now() - started) / 1000);
-    let issued: ReturnType<HistoryStore['append']>;
-    try {
-      issued = history.append(app, room, entry, rule, nowMs);
-    } catch (error) {
-      failed.inc();
-      throw error;
-    }
-    if (!(issued instanceof Promise)) {
-      ok.inc();
-      done();
-      return issued;
-    }
-    return issued.then(
-      (id) => {
-        ok.inc();
-        done();
-        return id;
-      },
-      (error: unknown) => {
-        failed.inc();
-        throw error;
-      },
-    );
-  };
-  // Plain delegation: the stores keep private fields, so a prototype-based wrapper would break them.
   return {
-    append,
-    // Bound, not wrapped: nextId is on every emit's path and needs no counting.
-    nextId: history.nextId.bind(history),
-    since: (...args) => history.since(...args),
-    last: (...args) => history.last(...args),
-    prune: (...args) => history.prune(...args),
-    close: () => history.close(),
+    publish(events, nowMs) {
+      let kept = 0;
+      for (const event of events) {
+        if (event.keep) kept++;
+        if (event.room === undefined) count('user api');
+        else if (event.origin !== undefined) count('room page');
+        else if (event.event.startsWith('$')) count('room service');
+        else count('room api');
+      }
+      if (kept === 0) return broker.publish(events, nowMs);
+      const started = performance.now();
+      const done = () => {
+        ok.inc(kept);
+        seconds.observe((performance.now() - started) / 1000);
+      };
+      let published: ReturnType<Broker['publish']>;
+      try {
+        published = broker.publish(events, nowMs);
+      } catch (error) {
+        failed.inc(kept);
+        throw error;
+      }
+      if (!(published instanceof Promise)) {
+        done();
+        return published;
+      }
+      return published.then(
+        (ids) => {
+          done();
+          return ids;
+        },
+        (error: unknown) => {
+          failed.inc(kept);
+          throw error;
+        },
+      );
+    },
+    subscribe: (topic, handler) => broker.subscribe(topic, handler),
+    close: () => broker.close(),
   };
 }
 

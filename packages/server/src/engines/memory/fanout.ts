@@ -1,11 +1,11 @@
-import { type Broker, type Publication, type PublicationHandler, topicOf } from '../types.js';
+import { type Publication, type PublicationHandler, topicOf } from '../types.js';
 
 /**
- * In-process fan-out: publish calls the topic's handlers inline, in subscription order.
+ * In-process fan-out: `publish` calls the topic's handlers inline, in subscription order.
  * Each subscribe is its own subscription (the same handler twice is called twice), and its stop
- * function ends that one only, however often it is called.
+ * function ends that one only, however often it is called. The embedded broker delivers through it.
  */
-export class MemoryBroker implements Broker {
+export class MemoryFanout {
   readonly #topics = new Map<string, Set<{ handler: PublicationHandler }>>();
 
   publish(publication: Publication): void {

@@ -1,78 +1,132 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { PresenceStore } from '../types.js';
+import type { GoneUser, PresenceStore } from '../types.js';
 
-interface UserState {
-  pages: number;
-  /** When the last page closed; the user stays online until this plus the offline delay. */
-  lastClosedAt: number;
+/** A user whose last page closed, waiting for their report to fall due. */
+interface DueOffline {
+  key: string;
+  app: string;
+  user: string;
+  at: number;
 }
 
-/** Online state of one process's pages. */
+interface UserState {
+  pages: Set<string>;
+  /** While no page is open: when `user.offline` falls due (the user is online until then). */
+  offlineAt: number | undefined;
+}
+
+/** A `user.offline` still to come, kept across a graceful restart. */
+export interface PendingOffline extends GoneUser {
+  dueAt: number;
+}
+
+/** Who is where, for one process: the embedded engine's presence. */
 export class MemoryPresenceStore implements PresenceStore {
   readonly #users = new Map<string, UserState>();
+  /** Users whose last page closed, in the order their offline falls due. */
+  readonly #due: DueOffline[] = [];
+  #dueHead = 0;
+  /** Pages per room. */
+  readonly #occupied = new Map<string, Set<string>>();
   /** Presence rooms: members by user, each with the pages that hold them there. */
   readonly #rooms = new Map<string, Map<string, { member: Member; pages: Set<string> }>>();
   readonly #offlineDelayMs: number;
-  /** Users whose last page closed, oldest first: swept as time passes, so the map keeps no one offline. */
-  readonly #closed: { key: string; at: number }[] = [];
-  #closedHead = 0;
 
   constructor(options: { offlineDelayMs?: number } = {}) {
     this.#offlineDelayMs = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
   }
 
-  pageOpened(app: string, user: string, nowMs: number): void {
-    this.#sweep(nowMs);
-    const key = `${app}:${user}`;
+  pageOpened(app: string, user: string, page: string): boolean {
+    const key = `${app}\u0000${user}`;
     const state = this.#users.get(key);
-    if (state) state.pages++;
-    else this.#users.set(key, { pages: 1, lastClosedAt: 0 });
-  }
-
-  pageClosed(app: string, user: string, nowMs: number): void {
-    const state = this.#users.get(`${app}:${user}`);
-    if (!state || state.pages === 0) return;
-    state.pages--;
-    if (state.pages === 0) {
-      state.lastClosedAt = nowMs;
-      this.#closed.push({ key: `${app}:${user}`, at: nowMs });
+    if (!state) {
+      this.#users.set(key, { pages: new Set([page]), offlineAt: undefined });
+      return true;
     }
-    this.#sweep(nowMs);
+    // Back within the offline delay: no `user.offline`, and no second `user.online`.
+    state.pages.add(page);
+    state.offlineAt = undefined;
+    return false;
   }
 
-  /** A user whose last page closed before a restart: online until `closedAt` plus the delay. */
-  closedBefore(app: string, user: string, closedAt: number): void {
-    const key = `${app}:${user}`;
-    if (this.#users.has(key)) return;
-    this.#users.set(key, { pages: 0, lastClosedAt: closedAt });
-    this.#closed.push({ key, at: closedAt });
+  pageClosed(app: string, user: string, page: string, nowMs: number): void {
+    const key = `${app}\u0000${user}`;
+    const state = this.#users.get(key);
+    if (!state?.pages.delete(page) || state.pages.size > 0) return;
+    state.offlineAt = nowMs + this.#offlineDelayMs;
+    this.#due.push({ key, app, user, at: state.offlineAt });
   }
 
-  /** Forgets users offline for longer than the delay (amortised: a few per call, no timer). */
-  #sweep(nowMs: number): void {
-    while (this.#closedHead < this.#closed.length) {
-      const entry = this.#closed[this.#closedHead] as { key: string; at: number };
-      if (nowMs < entry.at + this.#offlineDelayMs) break;
-      this.#closedHead++;
+  takeOffline(nowMs: number, limit: number): GoneUser[] {
+    const gone: GoneUser[] = [];
+    while (this.#dueHead < this.#due.length && gone.length < limit) {
+      const entry = this.#due[this.#dueHead] as DueOffline;
+      if (entry.at > nowMs) break;
+      this.#dueHead++;
       const state = this.#users.get(entry.key);
-      if (state && state.pages === 0 && state.lastClosedAt === entry.at) this.#users.delete(entry.key);
+      // A user who came back, or closed again later, has a newer entry (or none due).
+      if (!state || state.pages.size > 0 || state.offlineAt !== entry.at) continue;
+      this.#users.delete(entry.key);
+      gone.push({ app: entry.app, user: entry.user });
     }
-    if (this.#closedHead > 1024 && this.#closedHead * 2 > this.#closed.length) {
-      this.#closed.splice(0, this.#closedHead);
-      this.#closedHead = 0;
+    if (this.#dueHead > 1024 && this.#dueHead * 2 > this.#due.length) {
+      this.#due.splice(0, this.#dueHead);
+      this.#dueHead = 0;
     }
+    return gone;
   }
 
   online(app: string, users: readonly string[], nowMs: number): boolean[] {
     return users.map((user) => {
-      const key = `${app}:${user}`;
-      const state = this.#users.get(key);
+      const state = this.#users.get(`${app}\u0000${user}`);
       if (!state) return false;
-      if (state.pages > 0) return true;
-      if (nowMs < state.lastClosedAt + this.#offlineDelayMs) return true;
-      this.#users.delete(key);
-      return false;
+      return state.pages.size > 0 || (state.offlineAt !== undefined && nowMs < state.offlineAt);
     });
+  }
+
+  /** The offline reports still to come (a graceful stop keeps them for the next start). */
+  pendingOffline(): PendingOffline[] {
+    const pending: PendingOffline[] = [];
+    for (const [key, state] of this.#users) {
+      if (state.pages.size > 0 || state.offlineAt === undefined) continue;
+      const [app = '', user = ''] = key.split('\u0000');
+      pending.push({ app, user, dueAt: state.offlineAt });
+    }
+    return pending;
+  }
+
+  /** Takes back what a previous run left: those users are online until their report is due. */
+  restore(pending: readonly PendingOffline[]): void {
+    for (const { app, user, dueAt } of [...pending].sort((a, b) => a.dueAt - b.dueAt)) {
+      const key = `${app}\u0000${user}`;
+      if (this.#users.has(key)) continue;
+      this.#users.set(key, { pages: new Set(), offlineAt: dueAt });
+      this.#due.push({ key, app, user, at: dueAt });
+    }
+    // Entries pushed before may now be out of order: due times sort the whole queue once.
+    const rest = this.#due.splice(this.#dueHead).sort((a, b) => a.at - b.at);
+    this.#due.length = 0;
+    this.#dueHead = 0;
+    this.#due.push(...rest);
+  }
+
+  enterRoom(app: string, room: string, page: string): boolean {
+    const key = `${app}\u0000${room}`;
+    const pages = this.#occupied.get(key);
+    if (pages) {
+      pages.add(page);
+      return false;
+    }
+    this.#occupied.set(key, new Set([page]));
+    return true;
+  }
+
+  exitRoom(app: string, room: string, page: string): boolean {
+    const key = `${app}\u0000${room}`;
+    const pages = this.#occupied.get(key);
+    if (!pages?.delete(page) || pages.size > 0) return false;
+    this.#occupied.delete(key);
+    return true;
   }
 
   joinRoom(app: string, room: string, member: Member, page: string): boolean {
@@ -110,5 +164,6 @@ export class MemoryPresenceStore implements PresenceStore {
   close(): void {
     this.#users.clear();
     this.#rooms.clear();
+    this.#occupied.clear();
   }
 }

@@ -1,6 +1,7 @@
 import { type Feature, isFeature } from '@realtime/protocol';
 import type { App, AppStore } from '../types.js';
 import type { Db } from './db.js';
+import { withStoreErrors } from './sqlite-error.js';
 
 interface AppRow {
   key: string;
@@ -46,16 +47,15 @@ export class SqliteAppStore implements AppStore {
     this.#setWebhook = db.prepare('UPDATE apps SET webhook = ? WHERE key = ?');
   }
 
-  get(key: string): App | undefined {
+  // SQLite errors as StoreErrors: a read the disk refuses answers 503 `unavailable`, not 500.
+  readonly get = withStoreErrors((key: string): App | undefined => {
     const row = this.#get.get(key);
     return row ? toApp(row) : undefined;
-  }
+  });
 
-  list(): App[] {
-    return this.#list.all().map(toApp);
-  }
+  readonly list = withStoreErrors((): App[] => this.#list.all().map(toApp));
 
-  upsert(app: App): void {
+  readonly upsert = withStoreErrors((app: App): void => {
     this.#upsert.run({
       key: app.key,
       secret: app.secret,
@@ -65,15 +65,15 @@ export class SqliteAppStore implements AppStore {
       perSecond: app.rateLimit.perSecond,
       burst: app.rateLimit.burst,
     });
-  }
+  });
 
-  setSecret(key: string, secret: string): boolean {
+  readonly setSecret = withStoreErrors((key: string, secret: string): boolean => {
     return this.#setSecret.run(secret, key).changes > 0;
-  }
+  });
 
-  setWebhook(key: string, url: string): boolean {
+  readonly setWebhook = withStoreErrors((key: string, url: string): boolean => {
     return this.#setWebhook.run(url, key).changes > 0;
-  }
+  });
 
   close(): void {
     // The database handle is owned by whoever opened it.

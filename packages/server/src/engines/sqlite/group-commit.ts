@@ -1,5 +1,5 @@
 import { StoreError } from '../store-error.js';
-import type { WriteUnits } from '../write-units.js';
+import type { WriteUnits } from './write-units.js';
 import type { Db } from './db.js';
 import { asStoreError } from './sqlite-error.js';
 
@@ -93,6 +93,11 @@ export class GroupCommit implements WriteUnits {
   /** True while a unit's write runs: store calls made now are part of its transaction. */
   get writing(): boolean {
     return this.#writing;
+  }
+
+  /** No unit waits for its commit or delivery: work that must follow those may go at once. */
+  get idle(): boolean {
+    return this.#pending.length === 0 && this.#delivering === undefined && !this.#flushing;
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { HistoryRule } from '@realtime/protocol';
 import type { HistoryStore } from '../types.js';
-import type { WriteUnits } from '../write-units.js';
+import type { WriteUnits } from './write-units.js';
 import type { GroupCommit } from './group-commit.js';
 import { withStoreErrors } from './sqlite-error.js';
 

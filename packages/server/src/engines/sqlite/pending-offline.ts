@@ -1,4 +1,4 @@
-import type { PendingOffline } from '../../core/user-presence.js';
+import type { PendingOffline } from '../memory/presence.js';
 import type { Db } from './db.js';
 
 /** `user.offline` reports still to come when the service stopped, for the next start to take back. */

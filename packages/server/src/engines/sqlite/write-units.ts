@@ -13,9 +13,3 @@ export interface WriteUnits {
    */
   run<S, R>(write: () => S, deliver: (stored: S) => R): Promise<Awaited<R>>;
 }
-
-/** The store's write units, when it offers them (the embedded engine's history store does). */
-export function writeUnitsOf(store: object): WriteUnits | undefined {
-  const candidate = store as Partial<WriteUnits>;
-  return typeof candidate.run === 'function' ? (candidate as WriteUnits) : undefined;
-}

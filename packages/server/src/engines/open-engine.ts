@@ -1,0 +1,25 @@
+import type { Logger } from 'pino';
+import { asyncEngine } from './async-engine.js';
+import { type EmbeddedStores, openEmbeddedEngine } from './embedded.js';
+import type { Engine } from './types.js';
+
+/**
+ * Which engine a server runs on. `asyncStores` (tests) makes every embedded store call answer on a
+ * later turn, so the networked paths run without Redis.
+ */
+export type EngineChoice = { kind: 'embedded'; asyncStores?: boolean };
+
+export interface EngineSettings {
+  /** The embedded engine's folder. */
+  dataDir: string;
+  log: Logger;
+  offlineDelayMs?: number;
+  /** Embedded engine only: wraps its SQLite stores (tests inject failures). */
+  wrapStores?: (stores: EmbeddedStores) => EmbeddedStores;
+}
+
+/** The one place engines are made: lifecycle, CLI and the development app open them here. */
+export async function openEngine(choice: EngineChoice, settings: EngineSettings): Promise<Engine> {
+  const engine = openEmbeddedEngine(settings);
+  return choice.asyncStores ? asyncEngine(engine) : engine;
+}
