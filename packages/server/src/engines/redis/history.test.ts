@@ -1,0 +1,40 @@
+import { afterAll, beforeAll } from 'vitest';
+import { startRedis, type TestRedis, uniquePrefix, untilItWorks } from '../../../test/redis-server.js';
+import { historyContract } from '../contract/history.contract.js';
+import { RedisClient } from './client.js';
+import { RedisHistoryStore } from './history.js';
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+historyContract('RedisHistoryStore', async () => {
+  const prefix = uniquePrefix('history');
+  const clients: RedisClient[] = [await RedisClient.open({ url: redis.url, prefix })];
+  const first = clients[0] as RedisClient;
+  return {
+    store: new RedisHistoryStore(first),
+    // Another node (or this one restarted) on the same Redis.
+    reopen: async () => {
+      await clients.at(-1)?.close();
+      const client = await RedisClient.open({ url: redis.url, prefix });
+      clients.push(client);
+      return new RedisHistoryStore(client);
+    },
+    // Redis restarted without persistence: the same store carries on once it has reconnected.
+    wipe: async () => {
+      await redis.restart({ keepData: false });
+      const client = clients.at(-1) as RedisClient;
+      await untilItWorks(() => client.check());
+    },
+    cleanup: async () => {
+      for (const client of clients) await client.close();
+    },
+  };
+});

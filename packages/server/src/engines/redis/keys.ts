@@ -1,0 +1,35 @@
+/**
+ * Every key and channel the Redis engine uses, after the client's prefix (default `rt:`):
+ * - `gen`: the generation hash (generation.ts);
+ * - `{<app>:<room>}:m|s|i|x`: a room's meta, stream, id list and expiry stack (room-lua.ts);
+ * - `apps`: set of app keys; `app:<key>`: one app's hash (apps.ts);
+ * - `wh:{<app>}:waiting`: webhook events waiting for a batch, oldest first; `wh:apps`: apps with
+ *   events waiting (webhooks.ts);
+ * - channels: the prefix then the topic (`r:<app>:<room>`, `u:<app>:<user>`).
+ * App keys hold no ':' (types.ts), so `{<app>:<room>}` names one room of one app.
+ */
+
+/** The four keys of a room, in the order the room scripts take them. */
+export function roomKeys(prefix: string, app: string, room: string): [string, string, string, string] {
+  const base = `${prefix}{${app}:${room}}`;
+  return [`${base}:m`, `${base}:s`, `${base}:i`, `${base}:x`];
+}
+
+/** SCAN pattern of every room's expiry stack (the rooms that have kept events). */
+export function expiryStackPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:x`;
+}
+
+/** The four keys of the room whose expiry stack is `stack`. */
+export function roomKeysOfStack(stack: string): [string, string, string, string] {
+  const base = stack.slice(0, -':x'.length);
+  return [`${base}:m`, `${base}:s`, `${base}:i`, `${base}:x`];
+}
+
+export function waitingKey(prefix: string, app: string): string {
+  return `${prefix}wh:{${app}}:waiting`;
+}
+
+export function waitingAppsKey(prefix: string): string {
+  return `${prefix}wh:apps`;
+}
