@@ -1,0 +1,100 @@
+import { type Feature, isFeature } from '@realtime/protocol';
+import type { App, AppStore } from '../types.js';
+import type { RedisClient, Script } from './client.js';
+
+// KEYS: the app's hash, the set of app keys. ARGV: the app key, then field, value pairs.
+const UPSERT_LUA = `
+redis.call('del', KEYS[1])
+redis.call('hset', KEYS[1], unpack(ARGV, 2))
+redis.call('sadd', KEYS[2], ARGV[1])
+return 1`;
+
+// Sets one field of an existing app; 0 when there is no such app.
+const SET_FIELD_LUA = `
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+return 1`;
+
+function toApp(fields: Record<string, string>): App | undefined {
+  if (fields.key === undefined) return undefined;
+  let features: Feature[] = [];
+  try {
+    const parsed = JSON.parse(fields.features ?? '[]') as unknown;
+    if (Array.isArray(parsed)) features = parsed.filter(isFeature);
+  } catch {
+    // An unreadable list grants nothing.
+  }
+  return {
+    key: fields.key,
+    secret: fields.secret ?? '',
+    name: fields.name ?? '',
+    webhook: fields.webhook ?? '',
+    features,
+    rateLimit: { perSecond: Number(fields.perSecond ?? 0), burst: Number(fields.burst ?? 0) },
+  };
+}
+
+/**
+ * Apps in Redis: a hash per app (`app:<key>`, numbers as their shortest decimal text, which reads
+ * back exactly) and a set of keys (`apps`). No cache: every node and the CLI see a write at once.
+ */
+export class RedisAppStore implements AppStore {
+  readonly #client: RedisClient;
+  readonly #upsert: Script;
+  readonly #setField: Script;
+
+  constructor(client: RedisClient) {
+    this.#client = client;
+    this.#upsert = client.script('rtAppUpsert', UPSERT_LUA);
+    this.#setField = client.script('rtAppSetField', SET_FIELD_LUA);
+  }
+
+  #key(key: string): string {
+    return this.#client.key(`app:${key}`);
+  }
+
+  async get(key: string): Promise<App | undefined> {
+    return toApp(await this.#client.call((redis) => redis.hgetall(this.#key(key))));
+  }
+
+  async list(): Promise<App[]> {
+    const keys = await this.#client.call((redis) => redis.smembers(this.#client.key('apps')));
+    const all = await Promise.all(keys.map((key) => this.get(key)));
+    return all.filter((app): app is App => app !== undefined);
+  }
+
+  async upsert(app: App): Promise<void> {
+    await this.#upsert(
+      [this.#key(app.key), this.#client.key('apps')],
+      [
+        app.key,
+        'key',
+        app.key,
+        'secret',
+        app.secret,
+        'name',
+        app.name,
+        'webhook',
+        app.webhook,
+        'features',
+        JSON.stringify(app.features),
+        'perSecond',
+        String(app.rateLimit.perSecond),
+        'burst',
+        String(app.rateLimit.burst),
+      ],
+    );
+  }
+
+  async setSecret(key: string, secret: string): Promise<boolean> {
+    return (await this.#setField([this.#key(key)], ['secret', secret])) === 1;
+  }
+
+  async setWebhook(key: string, url: string): Promise<boolean> {
+    return (await this.#setField([this.#key(key)], ['webhook', url])) === 1;
+  }
+
+  close(): void {
+    // The client is shared by the engine's stores and closed by whoever opened it.
+  }
+}
