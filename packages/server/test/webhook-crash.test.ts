@@ -35,6 +35,8 @@ const IN_FLIGHT = 20;
 const SENDS_PER_SECOND = 120;
 /** The receiver answers after up to this long (it has recorded the batch on arrival): kills land on tries under way. */
 const ANSWER_DELAY_MS = 400;
+/** The service's answer time (and so its tries' leases, a few seconds longer): well over ANSWER_DELAY_MS. */
+const ANSWER_WINDOW_MS = 2000;
 /** How long each killed run lives after it says it listens: before and after its first batch window closes. */
 const KILL_AFTER_MS: [number, number] = [200, 2000];
 /** How far into a round of sends a round-aligned kill lands. */
@@ -489,6 +491,9 @@ describe('webhook delivery across crashes', () => {
       config,
       JSON.stringify({
         apps: [{ key: KEY, secret: SECRET, name: 'crash', webhook: receiver.url, features: ['webhooks'] }],
+        // A killed run's tries stay leased to it for the answer time and a margin; the receiver
+        // answers within ANSWER_DELAY_MS, so a short answer time lets the next runs take them over soon.
+        webhooks: { answerMs: ANSWER_WINDOW_MS },
       }),
     );
     const data = join(dir, 'data');
