@@ -1,7 +1,76 @@
-import { brokerContract } from '../contract/broker.contract.js';
-import { MemoryBroker } from './broker.js';
+import { describe, expect, it } from 'vitest';
+import { type Publication, topicOf } from '../types.js';
+import { MemoryFanout } from './fanout.js';
 
-brokerContract('MemoryBroker', async () => {
-  const broker = new MemoryBroker();
-  return { broker, cleanup: async () => broker.close() };
+// The embedded broker delivers through MemoryFanout; the broker contract covers it through the engine
+// (embedded-broker.test.ts). These are the fan-out's own promises: inline, in subscription order.
+describe('MemoryFanout', () => {
+  const lobby: Publication = { app: 'app1', room: 'lobby', event: 'e', data: '1', id: '1-0' };
+
+  it('calls the topic handlers inline, in subscription order, with the publication as given', () => {
+    const fanout = new MemoryFanout();
+    const calls: string[] = [];
+    const got: Publication[] = [];
+    fanout.subscribe(topicOf('app1', { room: 'lobby' }), (p) => {
+      calls.push('first');
+      got.push(p);
+    });
+    fanout.subscribe(topicOf('app1', { room: 'lobby' }), () => calls.push('second'));
+    fanout.subscribe(topicOf('app1', { user: 'lobby' }), () => calls.push('user'));
+    fanout.publish(lobby);
+    expect(calls).toEqual(['first', 'second']);
+    expect(got[0]).toBe(lobby);
+    fanout.publish({ app: 'app1', user: 'lobby', event: 'e', data: '2' });
+    expect(calls).toEqual(['first', 'second', 'user']);
+  });
+
+  it('counts the same handler twice as two subscriptions, each ended by its own stop, any number of times', () => {
+    const fanout = new MemoryFanout();
+    const seen: string[] = [];
+    const handler = (p: Publication) => seen.push(p.data);
+    const first = fanout.subscribe('r:app1:lobby', handler);
+    const second = fanout.subscribe('r:app1:lobby', handler);
+    fanout.publish({ ...lobby, data: 'a' });
+    first();
+    first();
+    fanout.publish({ ...lobby, data: 'b' });
+    second();
+    const third = fanout.subscribe('r:app1:lobby', handler);
+    second();
+    first();
+    fanout.publish({ ...lobby, data: 'c' });
+    third();
+    fanout.publish({ ...lobby, data: 'd' });
+    expect(seen).toEqual(['a', 'a', 'b', 'c']);
+  });
+
+  it('lets a handler stop itself, or a later subscription, while handling', () => {
+    const fanout = new MemoryFanout();
+    const seen: string[] = [];
+    let stopSelf = () => {};
+    let stopLater = () => {};
+    stopSelf = fanout.subscribe('r:app1:lobby', (p) => {
+      seen.push(`self ${p.data}`);
+      stopSelf();
+      stopLater();
+    });
+    stopLater = fanout.subscribe('r:app1:lobby', (p) => seen.push(`later ${p.data}`));
+    const witness = fanout.subscribe('r:app1:lobby', (p) => seen.push(`witness ${p.data}`));
+    fanout.publish({ ...lobby, data: '1' });
+    fanout.publish({ ...lobby, data: '2' });
+    witness();
+    expect(seen).toEqual(['self 1', 'witness 1', 'witness 2']);
+  });
+
+  it('delivers nothing once closed, and takes new subscriptions after', () => {
+    const fanout = new MemoryFanout();
+    const seen: string[] = [];
+    const stop = fanout.subscribe('r:app1:lobby', (p) => seen.push(p.data));
+    fanout.close();
+    fanout.publish({ ...lobby, data: 'gone' });
+    stop();
+    fanout.subscribe('r:app1:lobby', (p) => seen.push(p.data));
+    fanout.publish({ ...lobby, data: 'new' });
+    expect(seen).toEqual(['new']);
+  });
 });
