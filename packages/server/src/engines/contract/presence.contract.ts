@@ -1,6 +1,10 @@
 /**
- * The PresenceStore contract as one test suite, run by every implementation's runner file.
+ * The PresenceStore contract as one test suite, run by every engine's runner file.
  * Time is never read from the clock: every call gets `nowMs`, so the suite moves time by hand.
+ *
+ * Answers that start a webhook event (`true` of pageOpened/enterRoom/exitRoom/joinRoom/leaveRoom,
+ * each user of takeOffline) must reach exactly one caller; with a `peer` (a second store on the same
+ * backend, as on another node) the suite checks that across both.
  *
  * @example
  * ```ts
@@ -10,13 +14,19 @@
  * });
  * ```
  */
+import type { Member } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PresenceStore } from '../types.js';
+import type { GoneUser, PresenceStore } from '../types.js';
 
 export interface PresenceHarness {
   /** A store where nobody is online. */
   store: PresenceStore;
-  /** Closes the store and removes whatever it kept. */
+  /**
+   * A second store on the same backend, as on another node: what either is told counts for both.
+   * Engines of one process leave it out; the tests then use `store` for both sides.
+   */
+  peer?: PresenceStore;
+  /** Closes the stores and removes whatever they kept. */
   cleanup(): Promise<void>;
 }
 
@@ -27,6 +37,9 @@ export interface PresenceOptions {
 
 const T0 = 1_700_000_000_000;
 const DELAY = 10_000;
+
+/** Users as `app/user`, sorted: takeOffline promises no order. */
+const names = (gone: readonly GoneUser[]) => gone.map((g) => `${g.app}/${g.user}`).sort();
 
 export function presenceContract(
   name: string,
@@ -39,10 +52,14 @@ export function presenceContract(
       for (const harness of open.splice(0)) await harness.cleanup();
     });
 
-    async function make(offlineDelayMs = DELAY): Promise<PresenceStore> {
+    async function makeBoth(offlineDelayMs = DELAY): Promise<{ store: PresenceStore; peer: PresenceStore }> {
       const harness = await makeStore({ offlineDelayMs });
       open.push(harness);
-      return harness.store;
+      return { store: harness.store, peer: harness.peer ?? harness.store };
+    }
+
+    async function make(offlineDelayMs = DELAY): Promise<PresenceStore> {
+      return (await makeBoth(offlineDelayMs)).store;
     }
 
     /** Whether one user is online. */
@@ -52,162 +69,464 @@ export function presenceContract(
       return answer[0] === true;
     }
 
-    it('knows nobody at first', async () => {
-      const store = await make();
-      expect(await store.online('app1', ['ann', 'bob', ''], T0)).toEqual([false, false, false]);
-      expect(await store.online('app1', [], T0)).toEqual([]);
+    /** Every user due at `nowMs`, claimed in one go. */
+    async function due(store: PresenceStore, nowMs: number): Promise<string[]> {
+      return names(await store.takeOffline(nowMs, 10_000));
+    }
+
+    describe('online', () => {
+      it('knows nobody at first', async () => {
+        const store = await make();
+        expect(await store.online('app1', ['ann', 'bob', ''], T0)).toEqual([false, false, false]);
+        expect(await store.online('app1', [], T0)).toEqual([]);
+        expect(await due(store, T0 + 100 * DELAY)).toEqual([]);
+      });
+
+      it('has a user online from their first page on, for as long as it is open', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 100 * DELAY)).toBe(true);
+        expect(await isOnline(store, 'app1', 'bob', T0)).toBe(false);
+        expect(await due(store, T0 + 100 * DELAY)).toEqual([]);
+      });
+
+      it('reports a user online once however many pages they open, and keeps them until all closed and the delay passed', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + 1)).toBe(false);
+        await store.pageClosed('app1', 'ann', 'p1', T0 + 2);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2 + 10 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 2 + 10 * DELAY)).toEqual([]);
+        const lastClose = T0 + 20 * DELAY;
+        await store.pageClosed('app1', 'ann', 'p2', lastClose);
+        expect(await isOnline(store, 'app1', 'ann', lastClose)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', lastClose + DELAY - 1)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', lastClose + DELAY)).toBe(false);
+      });
+
+      it('counts the same page opened twice once', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0 + 1)).toBe(false);
+        await store.pageClosed('app1', 'ann', 'p1', T0 + 2);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2 + DELAY)).toBe(false);
+        expect(await due(store, T0 + 2 + DELAY)).toEqual(['app1/ann']);
+      });
+
+      it('keeps a user online until the offline delay after the last close, then offline', async () => {
+        const store = await make();
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0 + 500);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 500)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 500 + DELAY - 1)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 500 + DELAY)).toBe(false);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 500 + 100 * DELAY)).toBe(false);
+      });
+
+      it('uses the offline delay it was given', async () => {
+        const store = await make(2500);
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2499)).toBe(true);
+        expect(await due(store, T0 + 2499)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2500)).toBe(false);
+        expect(await due(store, T0 + 2500)).toEqual(['app1/ann']);
+      });
+
+      it('does not change its answer by being asked', async () => {
+        const store = await make();
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        for (let i = 0; i < 3; i++) expect(await isOnline(store, 'app1', 'ann', T0 + DELAY / 2)).toBe(true);
+        for (let i = 0; i < 3; i++) expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(false);
+        // Asking about a time to come changes nothing either.
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY / 4)).toBe(true);
+        expect(await due(store, T0 + DELAY)).toEqual(['app1/ann']);
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + DELAY + 1)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY + 1)).toBe(true);
+      });
+
+      it('answers each id in the order given, duplicates included', async () => {
+        const store = await make();
+        for (const user of ['ann', 'cy', 'dé 🚀']) await store.pageOpened('app1', user, `page-${user}`, T0);
+        await store.pageOpened('app1', 'gone', 'page-gone', T0);
+        await store.pageClosed('app1', 'gone', 'page-gone', T0);
+        const asked = ['cy', 'bob', 'ann', 'cy', 'gone', 'dé 🚀', 'bob', 'ann', 'Ann'];
+        expect(await store.online('app1', asked, T0 + 1)).toEqual([
+          true,
+          false,
+          true,
+          true,
+          true,
+          true,
+          false,
+          true,
+          false,
+        ]);
+        expect(await store.online('app1', asked, T0 + DELAY)).toEqual([
+          true,
+          false,
+          true,
+          true,
+          false,
+          true,
+          false,
+          true,
+          false,
+        ]);
+      });
+
+      it('answers for many users at once', async () => {
+        const store = await make();
+        const users = Array.from({ length: 1000 }, (_, i) => `user-${i}`);
+        await Promise.all(users.map((user) => store.pageOpened('app1', user, `p-${user}`, T0)));
+        await Promise.all(
+          users.map((user, i) => (i % 2 === 1 ? store.pageClosed('app1', user, `p-${user}`, T0) : undefined)),
+        );
+        const answer = await store.online('app1', [...users].reverse(), T0 + DELAY);
+        expect(answer).toEqual(users.map((_, i) => i % 2 === 0).reverse());
+        expect(await due(store, T0 + DELAY)).toEqual(
+          names(users.filter((_, i) => i % 2 === 1).map((user) => ({ app: 'app1', user }))),
+        );
+      });
+
+      it('keeps apps apart', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        expect(await isOnline(store, 'app2', 'ann', T0)).toBe(false);
+        // A close in another app, where ann has no page, changes nothing here.
+        await store.pageClosed('app2', 'ann', 'p1', T0);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 10 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 10 * DELAY)).toEqual([]);
+        // A page in each app: each app's first is an online of its own; closing one leaves the other.
+        expect(await store.pageOpened('app2', 'ann', 'p2', T0)).toBe(true);
+        await store.pageClosed('app2', 'ann', 'p2', T0 + 1);
+        expect(await isOnline(store, 'app2', 'ann', T0 + 1 + DELAY)).toBe(false);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 1 + DELAY)).toBe(true);
+        expect(await store.takeOffline(T0 + 1 + DELAY, 10)).toEqual([{ app: 'app2', user: 'ann' }]);
+      });
+
+      it('ignores closes of pages that were never opened, and a second close of a page', async () => {
+        const store = await make();
+        await store.pageClosed('app1', 'ghost', 'p0', T0);
+        expect(await isOnline(store, 'app1', 'ghost', T0)).toBe(false);
+        expect(await due(store, T0 + 10 * DELAY)).toEqual([]);
+        // Another page of a user with one open: she stays online, nothing falls due.
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p9', T0);
+        await store.pageClosed('app1', 'bob', 'p1', T0);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 10 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 10 * DELAY)).toEqual([]);
+        await store.pageClosed('app1', 'ann', 'p1', T0 + 10 * DELAY);
+        // One close too many: it must not move the delay nor report twice.
+        await store.pageClosed('app1', 'ann', 'p1', T0 + 10 * DELAY + 5);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 11 * DELAY)).toBe(false);
+        expect(await due(store, T0 + 11 * DELAY)).toEqual(['app1/ann']);
+        expect(await due(store, T0 + 20 * DELAY)).toEqual([]);
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + 20 * DELAY)).toBe(true);
+        await store.pageClosed('app1', 'ann', 'p2', T0 + 21 * DELAY);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 22 * DELAY)).toBe(false);
+      });
     });
 
-    it('has a user online from their first page on, for as long as it is open', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      expect(await isOnline(store, 'app1', 'ann', T0)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 100 * DELAY)).toBe(true);
-      expect(await isOnline(store, 'app1', 'bob', T0)).toBe(false);
+    describe('offline reports', () => {
+      it('hands a user out once their offline is due, and once only', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        expect(await store.takeOffline(T0 + DELAY - 1, 10)).toEqual([]);
+        expect(await store.takeOffline(T0 + DELAY, 10)).toEqual([{ app: 'app1', user: 'ann' }]);
+        expect(await store.takeOffline(T0 + DELAY, 10)).toEqual([]);
+        expect(await store.takeOffline(T0 + 100 * DELAY, 10)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(false);
+      });
+
+      it('has a user online again, reported anew, when a page opens after they went offline', async () => {
+        const store = await make();
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(false);
+        expect(await due(store, T0 + DELAY)).toEqual(['app1/ann']);
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + 2 * DELAY)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 2 * DELAY)).toBe(true);
+        await store.pageClosed('app1', 'ann', 'p2', T0 + 3 * DELAY);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 4 * DELAY - 1)).toBe(true);
+        expect(await due(store, T0 + 4 * DELAY - 1)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 4 * DELAY)).toBe(false);
+        expect(await due(store, T0 + 4 * DELAY)).toEqual(['app1/ann']);
+      });
+
+      it('does not flap: a page back within the delay is no new online and cancels the offline', async () => {
+        const store = await make();
+        expect(await store.pageOpened('app1', 'ann', 'p1', T0)).toBe(true);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + DELAY - 1)).toBe(false);
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(true);
+        expect(await due(store, T0 + DELAY)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 50 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 50 * DELAY)).toEqual([]);
+        // The delay counts from the new last close.
+        const close = T0 + 60 * DELAY;
+        await store.pageClosed('app1', 'ann', 'p2', close);
+        expect(await isOnline(store, 'app1', 'ann', close + DELAY - 1)).toBe(true);
+        expect(await due(store, close + DELAY - 1)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', close + DELAY)).toBe(false);
+        expect(await due(store, close + DELAY)).toEqual(['app1/ann']);
+      });
+
+      it('hands out a user who closed, came back and closed again once, when the later delay passed', async () => {
+        const store = await make();
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        await store.pageOpened('app1', 'ann', 'p2', T0 + 100);
+        await store.pageClosed('app1', 'ann', 'p2', T0 + 200);
+        expect(await due(store, T0 + DELAY)).toEqual([]);
+        expect(await isOnline(store, 'app1', 'ann', T0 + DELAY + 199)).toBe(true);
+        expect(await due(store, T0 + DELAY + 200)).toEqual(['app1/ann']);
+        expect(await due(store, T0 + 10 * DELAY)).toEqual([]);
+      });
+
+      it('does not report a user whose page came back after the delay but before the report was taken', async () => {
+        const store = await make();
+        await store.pageOpened('app1', 'ann', 'p1', T0);
+        await store.pageClosed('app1', 'ann', 'p1', T0);
+        // Nobody took the offline in between: it is still pending, so neither report goes out.
+        expect(await store.pageOpened('app1', 'ann', 'p2', T0 + 5 * DELAY)).toBe(false);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 5 * DELAY)).toBe(true);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 50 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 50 * DELAY)).toEqual([]);
+        await store.pageClosed('app1', 'ann', 'p2', T0 + 60 * DELAY);
+        expect(await due(store, T0 + 61 * DELAY)).toEqual(['app1/ann']);
+      });
+
+      it('hands out at most `limit` users per call, each once, over apps', async () => {
+        const store = await make();
+        const users: GoneUser[] = [];
+        for (let i = 0; i < 7; i++) users.push({ app: i % 2 ? 'app1' : 'app2', user: `u${i}` });
+        users.push({ app: 'app1', user: 'x:y ü' });
+        for (const [i, { app, user }] of users.entries()) {
+          await store.pageOpened(app, user, `p${i}`, T0);
+          await store.pageClosed(app, user, `p${i}`, T0 + i);
+        }
+        // One more, due later.
+        await store.pageOpened('app1', 'late', 'pl', T0);
+        await store.pageClosed('app1', 'late', 'pl', T0 + 5 * DELAY);
+        const taken: GoneUser[] = [];
+        for (;;) {
+          const batch = await store.takeOffline(T0 + 2 * DELAY, 3);
+          expect(batch.length).toBeLessThanOrEqual(3);
+          if (batch.length === 0) break;
+          taken.push(...batch);
+        }
+        expect(taken).toHaveLength(users.length);
+        expect(names(taken)).toEqual(names(users));
+        expect(await store.takeOffline(T0 + 5 * DELAY, 0)).toEqual([]);
+        expect(await store.takeOffline(T0 + 6 * DELAY, 10)).toEqual([{ app: 'app1', user: 'late' }]);
+      });
+
+      it('never hands one user to two callers, on one node or two', async () => {
+        const { store, peer } = await makeBoth();
+        const users = Array.from({ length: 60 }, (_, i) => `u${i}`);
+        for (const [i, user] of users.entries()) {
+          const on = i % 2 ? peer : store;
+          await on.pageOpened('app1', user, `p${i}`, T0);
+          await on.pageClosed('app1', user, `p${i}`, T0 + i);
+        }
+        const taken: GoneUser[] = [];
+        // Callers on both sides at once, each claiming a few at a time until nothing is left.
+        const claim = async (on: PresenceStore) => {
+          for (;;) {
+            const batch = await on.takeOffline(T0 + 2 * DELAY, 2);
+            if (batch.length === 0) return;
+            taken.push(...batch);
+          }
+        };
+        await Promise.all([claim(store), claim(peer), claim(store), claim(peer)]);
+        expect(taken).toHaveLength(users.length);
+        expect(names(taken)).toEqual(names(users.map((user) => ({ app: 'app1', user }))));
+      });
+
+      it('counts pages on every node: a user is online while any node has a page', async () => {
+        const { store, peer } = await makeBoth();
+        expect(await store.pageOpened('app1', 'ann', 'node-a:p1', T0)).toBe(true);
+        expect(await isOnline(peer, 'app1', 'ann', T0)).toBe(true);
+        expect(await peer.pageOpened('app1', 'ann', 'node-b:p1', T0 + 1)).toBe(false);
+        await store.pageClosed('app1', 'ann', 'node-a:p1', T0 + 2);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 10 * DELAY)).toBe(true);
+        expect(await due(store, T0 + 10 * DELAY)).toEqual([]);
+        expect(await due(peer, T0 + 10 * DELAY)).toEqual([]);
+        await peer.pageClosed('app1', 'ann', 'node-b:p1', T0 + 10 * DELAY);
+        expect(await isOnline(store, 'app1', 'ann', T0 + 11 * DELAY - 1)).toBe(true);
+        expect(await isOnline(peer, 'app1', 'ann', T0 + 11 * DELAY)).toBe(false);
+        expect(await due(store, T0 + 11 * DELAY)).toEqual(['app1/ann']);
+        expect(await due(peer, T0 + 11 * DELAY)).toEqual([]);
+      });
+
+      it('reports a user online to one caller when pages open on two nodes at once', async () => {
+        const { store, peer } = await makeBoth();
+        for (let round = 0; round < 10; round++) {
+          const user = `u${round}`;
+          const answers = await Promise.all([
+            store.pageOpened('app1', user, 'a1', T0),
+            peer.pageOpened('app1', user, 'b1', T0),
+            store.pageOpened('app1', user, 'a2', T0),
+            peer.pageOpened('app1', user, 'b2', T0),
+          ]);
+          expect(answers.filter((answer) => answer)).toHaveLength(1);
+        }
+      });
     });
 
-    it('keeps a user with two pages online until both closed and the delay passed', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageOpened('app1', 'ann', T0 + 1);
-      await store.pageClosed('app1', 'ann', T0 + 2);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2 + 10 * DELAY)).toBe(true);
-      const lastClose = T0 + 20 * DELAY;
-      await store.pageClosed('app1', 'ann', lastClose);
-      expect(await isOnline(store, 'app1', 'ann', lastClose)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', lastClose + DELAY - 1)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', lastClose + DELAY)).toBe(false);
+    describe('rooms', () => {
+      it('has a room occupied from its first page to its last, counted by page', async () => {
+        const store = await make();
+        expect(await store.enterRoom('app1', 'lobby', 'p1')).toBe(true);
+        expect(await store.enterRoom('app1', 'lobby', 'p2')).toBe(false);
+        // The same page twice counts once.
+        expect(await store.enterRoom('app1', 'lobby', 'p1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p2')).toBe(true);
+        // Vacated: a second exit, or one of a page never there, is no second vacate.
+        expect(await store.exitRoom('app1', 'lobby', 'p2')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p3')).toBe(false);
+        expect(await store.enterRoom('app1', 'lobby', 'p3')).toBe(true);
+        expect(await store.exitRoom('app1', 'lobby', 'p3')).toBe(true);
+      });
+
+      it('does not vacate a room on the exit of a page that is not in it', async () => {
+        const store = await make();
+        expect(await store.exitRoom('app1', 'lobby', 'p1')).toBe(false);
+        expect(await store.enterRoom('app1', 'lobby', 'p1')).toBe(true);
+        expect(await store.exitRoom('app1', 'lobby', 'p2')).toBe(false);
+        expect(await store.enterRoom('app1', 'lobby', 'p2')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p2')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'p1')).toBe(true);
+      });
+
+      it('keeps rooms apart across apps and names', async () => {
+        const store = await make();
+        const rooms: Array<[string, string]> = [
+          ['app1', 'lobby'],
+          ['app1', 'Lobby'],
+          ['app1', 'lobby:x'],
+          ['app1', 'ünï 🚀'],
+          ['app2', 'lobby'],
+        ];
+        for (const [app, room] of rooms) expect(await store.enterRoom(app, room, 'p1')).toBe(true);
+        for (const [app, room] of rooms) expect(await store.exitRoom(app, room, 'p1')).toBe(true);
+      });
+
+      it('counts pages on every node: one occupied, one vacated, whoever asks', async () => {
+        const { store, peer } = await makeBoth();
+        for (let round = 0; round < 10; round++) {
+          const room = `room-${round}`;
+          const entered = await Promise.all([
+            store.enterRoom('app1', room, 'a1'),
+            peer.enterRoom('app1', room, 'b1'),
+            store.enterRoom('app1', room, 'a2'),
+            peer.enterRoom('app1', room, 'b2'),
+          ]);
+          expect(entered.filter((answer) => answer)).toHaveLength(1);
+          const left = await Promise.all([
+            peer.exitRoom('app1', room, 'a1'),
+            store.exitRoom('app1', room, 'b1'),
+            peer.exitRoom('app1', room, 'a2'),
+            store.exitRoom('app1', room, 'b2'),
+          ]);
+          expect(left.filter((answer) => answer)).toHaveLength(1);
+        }
+      });
     });
 
-    it('keeps a user online until the offline delay after the last close, then offline', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0 + 500);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 500)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 500 + DELAY - 1)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 500 + DELAY)).toBe(false);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 500 + 100 * DELAY)).toBe(false);
-    });
+    describe('presence rooms', () => {
+      const ann: Member = { user: 'ann', info: { name: 'Ann ü', tags: ['a', 1, null], nested: { x: true } } };
+      const bob: Member = { user: 'bob' };
+      const cy: Member = { user: 'cy 🚀', info: {} };
 
-    it('uses the offline delay it was given', async () => {
-      const store = await make(2500);
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2499)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2500)).toBe(false);
-    });
+      it('lists nobody at first', async () => {
+        const store = await make();
+        expect(await store.members('app1', 'lobby')).toEqual([]);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p1')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([]);
+      });
 
-    it('keeps a user online when a page comes back within the delay, and counts the delay from the new close', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      await store.pageOpened('app1', 'ann', T0 + DELAY - 1);
-      expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 50 * DELAY)).toBe(true);
-      const close = T0 + 60 * DELAY;
-      await store.pageClosed('app1', 'ann', close);
-      expect(await isOnline(store, 'app1', 'ann', close + DELAY - 1)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', close + DELAY)).toBe(false);
-    });
+      it('lists each user once, in the order they joined, with their info intact', async () => {
+        const store = await make();
+        expect(await store.joinRoom('app1', 'lobby', ann, 'p1')).toBe(true);
+        expect(await store.joinRoom('app1', 'lobby', bob, 'p2')).toBe(true);
+        expect(await store.joinRoom('app1', 'lobby', ann, 'p3')).toBe(false);
+        expect(await store.joinRoom('app1', 'lobby', cy, 'p4')).toBe(true);
+        // The same page twice counts once.
+        expect(await store.joinRoom('app1', 'lobby', bob, 'p2')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([ann, bob, cy]);
+      });
 
-    it('has a user online again when a page opens after they went offline', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(false);
-      await store.pageOpened('app1', 'ann', T0 + 2 * DELAY);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2 * DELAY)).toBe(true);
-      await store.pageClosed('app1', 'ann', T0 + 3 * DELAY);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 4 * DELAY - 1)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 4 * DELAY)).toBe(false);
-    });
+      it('has a user leave with their last page, and come back at the end of the list', async () => {
+        const store = await make();
+        await store.joinRoom('app1', 'lobby', ann, 'p1');
+        await store.joinRoom('app1', 'lobby', ann, 'p2');
+        await store.joinRoom('app1', 'lobby', bob, 'p3');
+        await store.joinRoom('app1', 'lobby', bob, 'p3');
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p1')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([ann, bob]);
+        // A page that is not there, or another user's page, takes nobody out.
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p3')).toBe(false);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p9')).toBe(false);
+        expect(await store.leaveRoom('app1', 'lobby', 'bob', 'p2')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([ann, bob]);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p2')).toBe(true);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p2')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([bob]);
+        expect(await store.joinRoom('app1', 'lobby', ann, 'p5')).toBe(true);
+        expect(await store.members('app1', 'lobby')).toEqual([bob, ann]);
+        // The same page held bob once: one leave takes him out.
+        expect(await store.leaveRoom('app1', 'lobby', 'bob', 'p3')).toBe(true);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'p5')).toBe(true);
+        expect(await store.members('app1', 'lobby')).toEqual([]);
+      });
 
-    it('has a user online again when a page opens after the delay passed unobserved', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      // Nobody asked in between.
-      await store.pageOpened('app1', 'ann', T0 + 5 * DELAY);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 5 * DELAY)).toBe(true);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 50 * DELAY)).toBe(true);
-    });
+      it('keeps presence rooms apart across apps and names', async () => {
+        const store = await make();
+        await store.joinRoom('app1', 'lobby', ann, 'p1');
+        await store.joinRoom('app1', 'Lobby', bob, 'p1');
+        await store.joinRoom('app2', 'lobby', cy, 'p1');
+        await store.joinRoom('app1', 'lobby:x', cy, 'p1');
+        expect(await store.members('app1', 'lobby')).toEqual([ann]);
+        expect(await store.members('app1', 'Lobby')).toEqual([bob]);
+        expect(await store.members('app2', 'lobby')).toEqual([cy]);
+        expect(await store.members('app1', 'lobby:x')).toEqual([cy]);
+        expect(await store.leaveRoom('app2', 'lobby', 'ann', 'p1')).toBe(false);
+        expect(await store.members('app1', 'lobby')).toEqual([ann]);
+        // Presence rooms and occupancy are counted apart.
+        expect(await store.enterRoom('app1', 'lobby', 'p1')).toBe(true);
+      });
 
-    it('does not change its answer by being asked', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      for (let i = 0; i < 3; i++) expect(await isOnline(store, 'app1', 'ann', T0 + DELAY / 2)).toBe(true);
-      for (let i = 0; i < 3; i++) expect(await isOnline(store, 'app1', 'ann', T0 + DELAY)).toBe(false);
-      await store.pageOpened('app1', 'ann', T0 + DELAY + 1);
-      expect(await isOnline(store, 'app1', 'ann', T0 + DELAY + 1)).toBe(true);
-    });
-
-    it('answers each id in the order given, duplicates included', async () => {
-      const store = await make();
-      for (const user of ['ann', 'cy', 'dé 🚀']) await store.pageOpened('app1', user, T0);
-      await store.pageOpened('app1', 'gone', T0);
-      await store.pageClosed('app1', 'gone', T0);
-      const asked = ['cy', 'bob', 'ann', 'cy', 'gone', 'dé 🚀', 'bob', 'ann', 'Ann'];
-      expect(await store.online('app1', asked, T0 + 1)).toEqual([
-        true,
-        false,
-        true,
-        true,
-        true,
-        true,
-        false,
-        true,
-        false,
-      ]);
-      expect(await store.online('app1', asked, T0 + DELAY)).toEqual([
-        true,
-        false,
-        true,
-        true,
-        false,
-        true,
-        false,
-        true,
-        false,
-      ]);
-    });
-
-    it('answers for many users at once', async () => {
-      const store = await make();
-      const users = Array.from({ length: 1000 }, (_, i) => `user-${i}`);
-      for (const user of users) await store.pageOpened('app1', user, T0);
-      for (const [i, user] of users.entries()) if (i % 2 === 1) await store.pageClosed('app1', user, T0);
-      const answer = await store.online('app1', [...users].reverse(), T0 + DELAY);
-      expect(answer).toEqual(users.map((_, i) => i % 2 === 0).reverse());
-    });
-
-    it('keeps apps apart', async () => {
-      const store = await make();
-      await store.pageOpened('app1', 'ann', T0);
-      expect(await isOnline(store, 'app2', 'ann', T0)).toBe(false);
-      // A close in another app, where ann has no page, changes nothing here.
-      await store.pageClosed('app2', 'ann', T0);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 10 * DELAY)).toBe(true);
-      // A page in each app: closing one leaves the other online.
-      await store.pageOpened('app2', 'ann', T0);
-      await store.pageClosed('app2', 'ann', T0 + 1);
-      expect(await isOnline(store, 'app2', 'ann', T0 + 1 + DELAY)).toBe(false);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 1 + DELAY)).toBe(true);
-    });
-
-    it('ignores closes of pages that were never opened', async () => {
-      const store = await make();
-      await store.pageClosed('app1', 'ghost', T0);
-      expect(await isOnline(store, 'app1', 'ghost', T0)).toBe(false);
-      await store.pageOpened('app1', 'ann', T0);
-      await store.pageClosed('app1', 'ann', T0);
-      // One close too many: it must not leave ann owing a page.
-      await store.pageClosed('app1', 'ann', T0 + 1);
-      await store.pageOpened('app1', 'ann', T0 + 2 * DELAY);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 2 * DELAY)).toBe(true);
-      await store.pageClosed('app1', 'ann', T0 + 3 * DELAY);
-      expect(await isOnline(store, 'app1', 'ann', T0 + 4 * DELAY)).toBe(false);
+      it('counts pages on every node: one join and one leave per user, whoever asks', async () => {
+        const { store, peer } = await makeBoth();
+        for (let round = 0; round < 10; round++) {
+          const room = `room-${round}`;
+          const joined = await Promise.all([
+            store.joinRoom('app1', room, ann, 'a1'),
+            peer.joinRoom('app1', room, ann, 'b1'),
+            store.joinRoom('app1', room, ann, 'a2'),
+            peer.joinRoom('app1', room, bob, 'b2'),
+          ]);
+          expect(joined.filter((answer) => answer)).toHaveLength(2);
+          expect(joined[3]).toBe(true);
+          expect(await peer.members('app1', room)).toContainEqual(ann);
+          expect(await store.members('app1', room)).toHaveLength(2);
+          const left = await Promise.all([
+            peer.leaveRoom('app1', room, 'ann', 'a1'),
+            store.leaveRoom('app1', room, 'ann', 'b1'),
+            peer.leaveRoom('app1', room, 'ann', 'a2'),
+          ]);
+          expect(left.filter((answer) => answer)).toHaveLength(1);
+          expect(await store.members('app1', room)).toEqual([bob]);
+        }
+      });
     });
   });
 }
