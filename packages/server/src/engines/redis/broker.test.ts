@@ -4,6 +4,7 @@ import { brokerContract } from '../contract/broker.contract.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
+import { RedisWebhookStore } from './webhooks.js';
 
 let redis: TestRedis;
 
@@ -30,5 +31,11 @@ async function twoNodes(prefix: string) {
 
 brokerContract('RedisBroker, two nodes', async () => {
   const { one, brokers, cleanup } = await twoNodes(uniquePrefix('broker'));
-  return { broker: brokers[0], peer: brokers[1], history: new RedisHistoryStore(one), cleanup };
+  return {
+    broker: brokers[0],
+    peer: brokers[1],
+    history: new RedisHistoryStore(one),
+    webhooks: new RedisWebhookStore(one),
+    cleanup,
+  };
 });
