@@ -10,7 +10,7 @@ import { type ConfigFile, readConfig } from './config/config-file.js';
 import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
-import { type OpenedApps, openAppStore } from './engines/open-apps.js';
+import { type AppStoreChoice, type OpenedApps, openAppStore } from './engines/open-apps.js';
 import type { EngineChoice } from './engines/open-engine.js';
 import { StoreError } from './engines/store-error.js';
 import type { App, AppStore } from './engines/types.js';
@@ -19,16 +19,20 @@ import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [--data DIR] [--config FILE] [--allow-private-webhooks] [--log-level L]
-  realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [--data DIR] [--allow-private-webhooks] [--json]
-  realtime apps list [--data DIR] [--json]
-  realtime apps show KEY [--secret] [--data DIR] [--json]
-  realtime apps rotate-secret KEY [--data DIR]
-  realtime apps set-webhook KEY URL|"" [--data DIR] [--allow-private-webhooks]
+  realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
+  realtime apps list [STORE] [--json]
+  realtime apps show KEY [--secret] [STORE] [--json]
+  realtime apps rotate-secret KEY [STORE]
+  realtime apps set-webhook KEY URL|"" [STORE] [--allow-private-webhooks]
   realtime keygen
+
+STORE is where the apps are: --data DIR (the embedded engine's folder, default ./data) or
+--redis redis://HOST:PORT (the Redis a Redis engine runs on).
 
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
 REALTIME_DATA, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL.
-The apps commands read REALTIME_DATA, and create and set-webhook REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
+The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
+REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -36,7 +40,7 @@ type Flags = FlagTypes;
 type Values = FlagValues;
 
 /** Flags that the apps commands also take from the environment, like serve does. */
-const SHARED_ENV = ['data', 'allow-private-webhooks'];
+const SHARED_ENV = ['data', 'redis', 'allow-private-webhooks'];
 
 /** The command could not do its work (port taken, data folder unusable): one line, exit 1. */
 class Failure extends Error {}
@@ -234,18 +238,51 @@ function oneLine(text: string): string {
   return text.replace(/\s*[\r\n]+\s*/g, ' ');
 }
 
+const REDIS_WAIT_MS = 5000;
+
+/** A Redis address, checked before anything connects; `where` is the flag or the variable. */
+function redisUrl(text: string, where: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  // The value is not repeated: it may hold a password.
+  if (url?.protocol !== 'redis:' && url?.protocol !== 'rediss:') {
+    throw new UsageError(`${where} must be a redis:// or rediss:// URL`);
+  }
+  return text;
+}
+
 /** The app store of the engine; one that cannot be opened is a Failure of one line. */
-async function openApps(engine: EngineChoice, dir: string): Promise<OpenedApps> {
+async function openApps(engine: AppStoreChoice, dir: string): Promise<OpenedApps> {
   try {
     return await openAppStore(engine, { dataDir: dir });
   } catch (error) {
-    throw new Failure(`cannot open the data folder ${dir}: ${oneLine((error as Error).message)}`);
+    const why = oneLine((error as Error).message);
+    throw new Failure(
+      engine.kind === 'redis' ? `cannot reach Redis: ${why}` : `cannot open the data folder ${dir}: ${why}`,
+    );
   }
 }
 
-/** Runs `use` on the app store of the data folder, every call awaited, and closes the store after. */
-async function withStore<T>(values: Values, use: (store: AppStore) => Promise<T>): Promise<T> {
-  const opened = await openApps({ kind: 'embedded' }, dataDir(values));
+/**
+ * Runs `use` on the app store the flags name (Redis when given, else the data folder), every call
+ * awaited, and closes the store after.
+ */
+async function withStore<T>(
+  values: Values,
+  source: (flag: string) => string,
+  use: (store: AppStore) => Promise<T>,
+): Promise<T> {
+  const redis = str(values, 'redis');
+  const choice: AppStoreChoice =
+    redis === undefined
+      ? { kind: 'embedded' }
+      : // Someone waits at the terminal: a Redis that is down is said in seconds.
+        { kind: 'redis', url: redisUrl(redis, source('redis')), startTimeoutMs: REDIS_WAIT_MS };
+  const opened = await openApps(choice, dataDir(values));
   try {
     return await use(opened.apps);
   } finally {
@@ -268,11 +305,11 @@ function describeApp(app: App, showSecret: boolean): string {
 
 async function apps(args: string[]): Promise<void> {
   const [command, ...rest] = args;
-  const common: Flags = { data: { type: 'string' } };
+  const common: Flags = { data: { type: 'string' }, redis: { type: 'string' } };
   const noApp = (key: string) => new UsageError(`no app has the key ${JSON.stringify(key)}`);
   switch (command) {
     case 'create': {
-      const { values } = parse(
+      const { values, source } = parse(
         rest,
         {
           ...common,
@@ -300,7 +337,7 @@ async function apps(args: string[]): Promise<void> {
       const features = parseFeatures(str(values, 'features'));
       if (features) fields.features = features;
       const app = newApp(fields);
-      await withStore(values, async (store) => {
+      await withStore(values, source, async (store) => {
         if ((await store.get(app.key)) !== undefined) {
           throw new UsageError(`an app with the key ${JSON.stringify(app.key)} exists already`);
         }
@@ -311,8 +348,8 @@ async function apps(args: string[]): Promise<void> {
       return;
     }
     case 'list': {
-      const { values } = parse(rest, { ...common, json: { type: 'boolean' } }, 0, SHARED_ENV);
-      const list = await withStore(values, async (store) => await store.list());
+      const { values, source } = parse(rest, { ...common, json: { type: 'boolean' } }, 0, SHARED_ENV);
+      const list = await withStore(values, source, async (store) => await store.list());
       if (values.json) {
         process.stdout.write(`${JSON.stringify(list.map(({ secret: _secret, ...app }) => app))}\n`);
         return;
@@ -323,7 +360,7 @@ async function apps(args: string[]): Promise<void> {
       return;
     }
     case 'show': {
-      const { values, positionals } = parse(
+      const { values, source, positionals } = parse(
         rest,
         { ...common, secret: { type: 'boolean' }, json: { type: 'boolean' } },
         1,
@@ -331,7 +368,7 @@ async function apps(args: string[]): Promise<void> {
       );
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps show needs the app key');
-      const app = await withStore(values, async (store) => await store.get(key));
+      const app = await withStore(values, source, async (store) => await store.get(key));
       if (!app) throw noApp(key);
       const showSecret = values.secret === true;
       if (values.json) {
@@ -343,17 +380,17 @@ async function apps(args: string[]): Promise<void> {
       return;
     }
     case 'rotate-secret': {
-      const { values, positionals } = parse(rest, common, 1, SHARED_ENV);
+      const { values, source, positionals } = parse(rest, common, 1, SHARED_ENV);
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps rotate-secret needs the app key');
       const secret = newSecret();
-      const found = await withStore(values, async (store) => await store.setSecret(key, secret));
+      const found = await withStore(values, source, async (store) => await store.setSecret(key, secret));
       if (!found) throw noApp(key);
       process.stdout.write(`secret: ${secret}\n`);
       return;
     }
     case 'set-webhook': {
-      const { values, positionals } = parse(
+      const { values, source, positionals } = parse(
         rest,
         { ...common, 'allow-private-webhooks': { type: 'boolean' } },
         2,
@@ -363,7 +400,7 @@ async function apps(args: string[]): Promise<void> {
       if (key === undefined || url === undefined)
         throw new UsageError('apps set-webhook needs the app key and a URL ("" clears it)');
       checkWebhookUrl(url, values['allow-private-webhooks'] === true, 'set-webhook');
-      const found = await withStore(values, async (store) => await store.setWebhook(key, url));
+      const found = await withStore(values, source, async (store) => await store.setWebhook(key, url));
       if (!found) throw noApp(key);
       process.stdout.write(url === '' ? 'webhook cleared\n' : `webhook: ${url}\n`);
       return;

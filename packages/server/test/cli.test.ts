@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
 import { API, type RawAnswer, send } from './helpers.js';
 import { startReceiver } from './receiver.js';
+import { startRedis, type TestRedis } from './redis-server.js';
 
 /**
  * The CLI binary, spawned for real from its build (`npx tsc -b packages/protocol packages/server`
@@ -609,6 +610,55 @@ describe('settings from the environment', () => {
     expect(created.code, created.stderr).toBe(0);
     const listed = await run(['apps', 'list', '--json', '--data', data]);
     expect((JSON.parse(listed.stdout) as App[]).map((a) => a.key)).toEqual(['from-env']);
+  });
+});
+
+describe('apps commands on Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(() => redis?.close());
+
+  it('--redis or REALTIME_REDIS: create, list, show, rotate-secret and set-webhook work on the apps in Redis', async () => {
+    const data = tempDir();
+    const created = await run(['apps', 'create', '--key', 'shop', '--name', 'Shop', '--json', '--redis', redis.url]);
+    expect(created.code, created.stderr).toBe(0);
+    const app = JSON.parse(created.stdout) as App;
+    expect(app).toMatchObject({ key: 'shop', name: 'Shop' });
+
+    // The variable names the same Redis; nothing went to the data folder.
+    const env = { REALTIME_REDIS: redis.url };
+    const listed = await run(['apps', 'list', '--json', '--data', data], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as App[]).map((a) => a.key)).toEqual(['shop']);
+    expect(existsSync(join(data, 'realtime.db'))).toBe(false);
+
+    const again = await run(['apps', 'create', '--key', 'shop', '--redis', redis.url]);
+    expectOneLine(again, 2, 'exists already');
+
+    const rotated = await run(['apps', 'rotate-secret', 'shop'], env);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const secret = /^secret: (\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    expect(secret).not.toBe(app.secret);
+    const hook = await run(['apps', 'set-webhook', 'shop', 'https://example.com/hook'], env);
+    expect(hook.code, hook.stderr).toBe(0);
+
+    const shown = await run(['apps', 'show', 'shop', '--secret', '--json'], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ key: 'shop', secret, webhook: 'https://example.com/hook' });
+    expectOneLine(await run(['apps', 'show', 'nope'], env), 2, '"nope"');
+  });
+
+  it('a URL that is not redis:// is refused in one line; a Redis that does not answer is one line, exit 1', async () => {
+    const [bad, badEnv, down] = await Promise.all([
+      run(['apps', 'list', '--redis', 'http://127.0.0.1:1']),
+      run(['apps', 'list'], { REALTIME_REDIS: 'not a url' }),
+      run(['apps', 'list', '--redis', `redis://127.0.0.1:${await freePort()}`]),
+    ]);
+    expectOneLine(bad, 2, '--redis');
+    expectOneLine(badEnv, 2, 'REALTIME_REDIS');
+    expectOneLine(down, 1, 'cannot reach Redis');
   });
 });
 

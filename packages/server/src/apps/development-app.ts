@@ -1,5 +1,4 @@
-import { openAppStore } from '../engines/open-apps.js';
-import type { EngineChoice } from '../engines/open-engine.js';
+import { type AppStoreChoice, openAppStore } from '../engines/open-apps.js';
 import type { App } from '../engines/types.js';
 import { newApp } from './generate.js';
 
@@ -34,7 +33,7 @@ export function developmentAppBanner(app: App, url: string, options: { dataDir?:
 /** Where the development app is kept: the data folder of the embedded engine by default. */
 export interface DevelopmentAppOptions {
   dataDir: string;
-  engine?: EngineChoice;
+  engine?: AppStoreChoice;
 }
 
 export interface DevelopmentApp {

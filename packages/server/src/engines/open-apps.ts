@@ -1,7 +1,20 @@
 import type { EngineChoice } from './open-engine.js';
+import { RedisAppStore } from './redis/apps.js';
+import { RedisClient } from './redis/client.js';
 import { SqliteAppStore } from './sqlite/apps.js';
 import { openDb } from './sqlite/db.js';
 import type { AppStore } from './types.js';
+
+/** Where the apps are: an engine choice, or the Redis a Redis engine keeps them in. */
+export type AppStoreChoice =
+  | EngineChoice
+  | {
+      kind: 'redis';
+      url: string;
+      prefix?: string;
+      /** How long to wait for Redis to answer at first (the client's default when left out). */
+      startTimeoutMs?: number;
+    };
 
 /** An app store opened alone, and how to let it go. */
 export interface OpenedApps {
@@ -13,9 +26,10 @@ export interface OpenedApps {
  * Opens only the apps of an engine, for tools that need nothing else (the CLI's `apps` commands, the
  * development app). Opening a whole engine would do more than read: the embedded engine takes the
  * pending offline reports out of its file, which a CLI run beside a running server must not.
- * Throws what the storage throws when it cannot be opened (a folder that is a file, a locked file).
+ * Throws what the storage throws when it cannot be opened (a folder that is a file, a locked file;
+ * a StoreError when Redis does not answer).
  */
-export async function openAppStore(choice: EngineChoice, settings: { dataDir: string }): Promise<OpenedApps> {
+export async function openAppStore(choice: AppStoreChoice, settings: { dataDir: string }): Promise<OpenedApps> {
   switch (choice.kind) {
     case 'embedded': {
       const db = openDb(settings.dataDir);
@@ -25,6 +39,23 @@ export async function openAppStore(choice: EngineChoice, settings: { dataDir: st
         close: async () => {
           apps.close();
           db.close();
+        },
+      };
+    }
+    case 'redis': {
+      const prefix = 'prefix' in choice ? choice.prefix : undefined;
+      const startTimeoutMs = 'startTimeoutMs' in choice ? choice.startTimeoutMs : undefined;
+      const client = await RedisClient.open({
+        url: choice.url,
+        ...(prefix === undefined ? {} : { prefix }),
+        ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
+      });
+      const apps = new RedisAppStore(client);
+      return {
+        apps,
+        close: async () => {
+          apps.close();
+          await client.close();
         },
       };
     }
