@@ -327,9 +327,10 @@ export function brokerContract(name: string, makeBroker: () => Promise<BrokerHar
         const count = 300;
         const answered: (string | undefined)[] = [];
         for (let i = 0; i < count; i++) {
-          const keep = i % 4 === 0 ? { keep: KEEP_ALL } : {};
+          // Kept, unkept and presence changes (no id) in one stream.
+          const kind = i % 5 === 2 ? { presence: true as const } : i % 4 === 0 ? { keep: KEEP_ALL } : {};
           answered.push(
-            ...(await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'n', data: String(i), ...keep }])),
+            ...(await publish(publisher, [{ app: 'app1', room: 'lobby', event: 'n', data: String(i), ...kind }])),
           );
           if (i % 3 === 0) await publish(publisher, [{ app: 'app1', user: 'ann', event: 'n', data: String(i) }]);
         }
@@ -337,7 +338,11 @@ export function brokerContract(name: string, makeBroker: () => Promise<BrokerHar
         await user.inbox.waitForCount(count / 3);
         expect(room.inbox.data).toEqual(Array.from({ length: count }, (_, i) => String(i)));
         expect(room.inbox.ids).toEqual(answered);
-        expectRising(room.inbox.ids, 'in the room');
+        expect(answered.map((id, i) => (id === undefined) === (i % 5 === 2))).not.toContain(false);
+        expectRising(
+          room.inbox.ids.filter((id) => id !== undefined),
+          'in the room',
+        );
         expect(user.inbox.data).toEqual(Array.from({ length: count / 3 }, (_, i) => String(i * 3)));
         expect(user.inbox.ids.every((id) => id === undefined)).toBe(true);
       });
