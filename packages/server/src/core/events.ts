@@ -1,14 +1,11 @@
+import type { AppEvent } from '@realtime/protocol';
 import type { App, Report } from '../engines/types.js';
 
 /**
  * What happens in an app that the customer's server hears of by webhook (section 6). The gateway
  * records events here; the webhook queue (webhooks/webhooks.ts) stores them and turns them into batches.
  */
-export type AppEvent =
-  | { type: 'emit'; room: string; event: string; data: unknown; from?: string; event_id: string }
-  | { type: 'room.occupied' | 'room.vacated'; room: string }
-  | { type: 'member.joined' | 'member.left'; room: string; user: string }
-  | { type: 'user.online' | 'user.offline'; user: string };
+export type { AppEvent } from '@realtime/protocol';
 
 /** A page send's `emit` event before the send has its id. */
 export type SendEvent = Omit<Extract<AppEvent, { type: 'emit' }>, 'event_id'>;

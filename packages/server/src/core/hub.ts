@@ -60,8 +60,11 @@ export class Hub<P extends Page = Page> {
    * with the seat taken out again, when the subscription failed.
    */
   addSeat(app: string, room: string, seat: Seat): Promise<void> {
-    return this.#add(this.#rooms, topicOf(app, { room }), seat, (seats) => (publication) =>
-      fanOutRoom(seats, publication),
+    return this.#add(
+      this.#rooms,
+      topicOf(app, { room }),
+      seat,
+      (seats) => (publication) => fanOutRoom(seats, publication),
     );
   }
 
@@ -72,8 +75,11 @@ export class Hub<P extends Page = Page> {
 
   /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
   addUserPage(app: string, user: string, page: P): Promise<void> {
-    return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) =>
-      fanOutUser(pages, publication),
+    return this.#add(
+      this.#users,
+      topicOf(app, { user }),
+      page,
+      (pages) => (publication) => fanOutUser(pages, publication),
     );
   }
 

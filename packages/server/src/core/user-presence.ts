@@ -36,10 +36,17 @@ export class UserPresence {
     this.#timer.unref();
   }
 
-  /** A page opened as the user; resolves once the presence store has it (and `user.online` is stored, when due). */
+  /**
+   * A page opened as the user; resolves once the presence store has it and `user.online`, when due,
+   * was stored. Rejects only when the presence store failed.
+   */
   async opened(app: string, user: string, page: string): Promise<void> {
-    if (await this.#presence.pageOpened(app, user, page, this.#now())) {
+    if (!(await this.#presence.pageOpened(app, user, page, this.#now()))) return;
+    try {
       await this.#events.record(app, { type: 'user.online', user });
+    } catch (error) {
+      // The page is open either way: only the report is lost (logged), like a webhook that failed.
+      this.#log.error({ err: error, app }, 'recording user.online failed');
     }
   }
 

@@ -3,9 +3,9 @@ import type { Member, RoomClaims } from '@realtime/protocol';
 import type WebSocket from 'ws';
 import type { AskTarget } from '../core/ask.js';
 import type { Page, Seat } from '../core/hub.js';
+import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 import type { App } from '../engines/types.js';
 import { Outbox, type Traffic } from './outbox.js';
-import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 
 /** A page in a room: its seat in the hub and the rules its room token gave it. */
 export interface Membership {

@@ -11,13 +11,13 @@ import {
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
+import { frameJson } from '../core/ws-frame.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, parseFrame } from './frames-in.js';
 import { join, leave, leaveRoom } from './room-frames.js';
 import { send } from './send-frame.js';
 import { TokenError, verifyIdentity } from './tokens.js';
-import { frameJson } from '../core/ws-frame.js';
 
 export interface GatewayOptions {
   /** Bytes of frames a page may have waiting before it is closed as a slow consumer. */
@@ -103,25 +103,28 @@ export class Gateway {
       } catch (error) {
         app = Promise.reject(error);
       }
-      Promise.resolve(app).then((found) => {
-        if (!found) {
-          ws.close(CLOSE.unknownSite, 'unknown site');
-          return;
-        }
-        const conn = new Connection(ws, socket as Socket, found, {
-          id: `${this.#deps.node}.${(++this.#pageCount).toString(36)}`,
-          outboxBytes: this.#options.outboxBytes,
-          budget: this.#options.frameBurst,
-          now: this.#deps.now(),
-          traffic: this.#deps.traffic,
-          stallMs: this.#options.replayStallMs,
-        });
-        this.#open(conn);
-      }, (error: unknown) => {
-        // The app could not be read (the store is down): the page tries again with its backoff.
-        this.#deps.log.error({ err: error }, 'reading the app of a new page failed');
-        ws.close(1013, 'the service could not read the app; reconnect');
-      });
+      Promise.resolve(app).then(
+        (found) => {
+          if (!found) {
+            ws.close(CLOSE.unknownSite, 'unknown site');
+            return;
+          }
+          const conn = new Connection(ws, socket as Socket, found, {
+            id: `${this.#deps.node}.${(++this.#pageCount).toString(36)}`,
+            outboxBytes: this.#options.outboxBytes,
+            budget: this.#options.frameBurst,
+            now: this.#deps.now(),
+            traffic: this.#deps.traffic,
+            stallMs: this.#options.replayStallMs,
+          });
+          this.#open(conn);
+        },
+        (error: unknown) => {
+          // The app could not be read (the store is down): the page tries again with its backoff.
+          this.#deps.log.error({ err: error }, 'reading the app of a new page failed');
+          ws.close(1013, 'the service could not read the app; reconnect');
+        },
+      );
     });
   }
 

@@ -1,12 +1,13 @@
 import { CLOSE, type JoinFrame, type LeaveFrame, type Member, roomNameProblem } from '@realtime/protocol';
+import type { AppEvent } from '../core/events.js';
 import { encodeEvent } from '../core/hub.js';
+import type { Frame } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import type { App, HistoryPage, KeptEvent, PageBound, Publication, ResumeResult } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
-import type { Frame } from '../core/ws-frame.js';
 
 /**
  * One page of a replay: what the service holds of a room's history per joining page at a time. A
@@ -25,6 +26,18 @@ function keptFrame(app: string, room: string, kept: KeptEvent): Frame {
   return encodeEvent(publication);
 }
 
+/**
+ * Records a webhook event of a page's life (room.*, member.*): a store failure loses the report
+ * (logged) but not the page's place; the page's own operation goes on.
+ */
+async function recordLife(deps: GatewayDeps, conn: Connection, event: AppEvent): Promise<void> {
+  try {
+    await deps.events.record(conn.app.key, event);
+  } catch (error) {
+    deps.log.error({ err: error, page: conn.id, type: event.type }, 'recording a webhook event failed');
+  }
+}
+
 /** A presence change: recorded for the webhook, then published to the room (no id: not a room event). */
 async function publishMember(
   deps: GatewayDeps,
@@ -36,7 +49,7 @@ async function publishMember(
   const user = conn.user ?? '';
   const data: Member = { user };
   if (conn.info !== undefined) data.info = conn.info;
-  await deps.events.record(app, { type: event === '$member.joined' ? 'member.joined' : 'member.left', room, user });
+  await recordLife(deps, conn, { type: event === '$member.joined' ? 'member.joined' : 'member.left', room, user });
   await deps.broker.publish([{ app, room, event, data: JSON.stringify(data), presence: true }], deps.now());
 }
 
@@ -100,9 +113,8 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
     if (!existing) {
       // Subscribed (confirmed by the broker) before history is read: nothing published in between is lost.
       await deps.hub.addSeat(app, room, seat);
-      if (await deps.presence.enterRoom(app, room, conn.id)) {
-        await deps.events.record(app, { type: 'room.occupied', room });
-      }
+      if (await deps.presence.enterRoom(app, room, conn.id))
+        await recordLife(deps, conn, { type: 'room.occupied', room });
     }
     if (existing?.member && !member && conn.user !== null) {
       // Re-joined with a token that is not a presence one: the page stops counting as a member.
@@ -127,7 +139,13 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
       truncated = result.truncated;
     } else {
       // A first join learns the room's epoch too, to resume with later.
-      first = await deps.history.last(app, room, frame.last !== undefined && !existing ? frame.last : 0, now, REPLAY_PAGE);
+      first = await deps.history.last(
+        app,
+        room,
+        frame.last !== undefined && !existing ? frame.last : 0,
+        now,
+        REPLAY_PAGE,
+      );
     }
   } catch (error) {
     // No seat may stay half-joined, holding live frames nobody will read.
@@ -239,9 +257,10 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
   const app = conn.app.key;
   await deps.hub.removeSeat(app, room, membership.seat);
   if (membership.member && conn.user !== null) {
-    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id)) await publishMember(deps, conn, room, '$member.left');
+    if (await deps.presence.leaveRoom(app, room, conn.user, conn.id))
+      await publishMember(deps, conn, room, '$member.left');
   }
-  if (await deps.presence.exitRoom(app, room, conn.id)) await deps.events.record(app, { type: 'room.vacated', room });
+  if (await deps.presence.exitRoom(app, room, conn.id)) await recordLife(deps, conn, { type: 'room.vacated', room });
 }
 
 export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {

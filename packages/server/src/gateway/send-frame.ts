@@ -52,7 +52,13 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   if (from !== undefined) outgoing.from = from;
   if (claims.history) outgoing.keep = claims.history;
   // The webhook event is stored with the send, in the same step: an acknowledged send is never unreported.
-  const sendEvent: SendEvent = { type: 'emit', room, event, data: frame.data ?? null, ...(from === undefined ? {} : { from }) };
+  const sendEvent: SendEvent = {
+    type: 'emit',
+    room,
+    event,
+    data: frame.data ?? null,
+    ...(from === undefined ? {} : { from }),
+  };
   const reports = rulesAllow(claims.w, event);
   const report = reports ? deps.events.reportOf(current, sendEvent) : undefined;
   if (report) outgoing.report = report;

@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
+import { ApiError, quote } from '../core/api-error.js';
 import { TooManyAsks } from '../core/ask.js';
 import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
-import { ApiError, quote } from '../core/api-error.js';
 import type { ApiRequest, Handler } from './context.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
 import { decodeComponent, parseQuery } from './query.js';

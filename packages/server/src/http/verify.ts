@@ -1,9 +1,9 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { EMPTY_BODY_SHA256, LIMITS, TIMESTAMP_PATTERN } from '@realtime/protocol';
+import { EMPTY_BODY_SHA256, LIMITS, signingMessage, TIMESTAMP_PATTERN } from '@realtime/protocol';
 import { derivedKey } from '../apps/derived-keys.js';
-import type { App, AppStore } from '../engines/types.js';
 import { ApiError } from '../core/api-error.js';
+import type { App, AppStore } from '../engines/types.js';
 
 /**
  * Signature checks of section 5.2 with node:crypto (the protocol package's pure-JS HMAC is for
@@ -67,7 +67,7 @@ function checkSignature(
   if (!SIGNATURE_PATTERN.test(signature)) {
     throw new ApiError('bad_signature', 'X-Service-Signature must be 64 lowercase hex digits');
   }
-  const message = `${timestamp}\n${req.method}\n${url}\n${bodySha256(body)}`;
+  const message = signingMessage(timestamp, req.method ?? '', url, bodySha256(body));
   const expected = createHmac('sha256', publishKeyOf(app.secret)).update(message).digest();
   if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
     throw new ApiError('bad_signature', 'the signature does not match this method, path, query and body');
