@@ -206,8 +206,8 @@ export interface GoneUser {
 
 /**
  * Who is where, counted over every node. Pages are named by their id (which carries the node's id).
- * - A user is online from their first open page until `user.offline` is reported: the offline delay
- *   after their last page closed, unless a page came back in between (no flapping).
+ * - A user is online from their first open page until the offline delay after their last page closed,
+ *   unless a page came back in between (then no `user.offline`: no flapping).
  * - A room is occupied while any page is in it; presence rooms list each user once.
  * Every answer that starts a webhook event (`true` of pageOpened/enterRoom/exitRoom/joinRoom/
  * leaveRoom, each user of takeOffline) is given to exactly one caller, so it is reported once.
@@ -231,8 +231,25 @@ export interface PresenceStore {
   leaveRoom(app: string, room: string, user: string, page: string): MaybePromise<boolean>;
   /** The members of a presence room, each user once, in the order they joined. */
   members(app: string, room: string): MaybePromise<Member[]>;
+  /**
+   * Keeps this node's pages counted until `nowMs + leaseMs`. A node that stops renewing (it died
+   * without closing its pages) has them taken out by another node's `sweep` once the lease ended.
+   */
+  renew(node: string, nowMs: number, leaseMs: number): MaybePromise<void>;
+  /**
+   * Takes the pages of nodes whose lease ended out of every room, presence room and user, as their
+   * close would have, and answers what that ended, for the caller to report: each node is swept by
+   * one caller only, so each departure is reported once. Users left with no page fall due for
+   * `user.offline` as usual (takeOffline).
+   */
+  sweep(nowMs: number): MaybePromise<Departure[]>;
   close(): MaybePromise<void>;
 }
+
+/** What the pages of a dead node ended: a member left a presence room, or a room has no page left. */
+export type Departure =
+  | { type: 'member.left'; app: string; room: string; member: Member }
+  | { type: 'room.vacated'; app: string; room: string };
 
 /** A webhook batch as stored: its exact body is what every try sends. */
 export interface StoredBatch {

@@ -1,5 +1,5 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { GoneUser, PresenceStore } from '../types.js';
+import type { Departure, GoneUser, PresenceStore } from '../types.js';
 
 /** A user whose last page closed, waiting for their report to fall due. */
 interface DueOffline {
@@ -159,6 +159,13 @@ export class MemoryPresenceStore implements PresenceStore {
   members(app: string, room: string): Member[] {
     const members = this.#rooms.get(`${app}\u0000${room}`);
     return members ? [...members.values()].map((entry) => entry.member) : [];
+  }
+
+  /** One process: its pages go with it, and a restart starts with none. */
+  renew(): void {}
+
+  sweep(): Departure[] {
+    return [];
   }
 
   close(): void {
