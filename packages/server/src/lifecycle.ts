@@ -7,6 +7,7 @@ import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
+import { NodeLease } from './core/node-lease.js';
 import { UserPresence } from './core/user-presence.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
@@ -156,6 +157,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
+  // Counted among the living before any page opens here.
+  const lease = new NodeLease({ node: engine.node, presence: engine.presence, broker, events, log, now });
+  await lease.start();
   const ask = new AskService({
     now,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
@@ -277,6 +281,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       await gateway.close();
       users.close();
+      lease.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       deps.ask.closeAll();

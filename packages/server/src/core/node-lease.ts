@@ -1,0 +1,90 @@
+import type { Logger } from 'pino';
+import type { Broker, Departure, PresenceStore } from '../engines/types.js';
+import type { EventSink } from './events.js';
+
+/** A node that has not renewed for this long is dead: its pages are swept by the others. */
+export const NODE_LEASE_MS = 15_000;
+/** Renewed three times per lease: one late renewal does not make a node dead. */
+const RENEW_EVERY_MS = NODE_LEASE_MS / 3;
+const SWEEP_EVERY_MS = 2_000;
+
+export interface NodeLeaseDeps {
+  node: string;
+  presence: PresenceStore;
+  broker: Broker;
+  events: EventSink;
+  log: Logger;
+  now: () => number;
+}
+
+/**
+ * Keeps this node counted among the living, and reports what the pages of dead nodes ended: a node
+ * killed without closing its pages has them taken out within a lease and a sweep (about 17 s),
+ * and each `member.left` and `room.vacated` is reported once, by the node whose sweep claimed it.
+ */
+export class NodeLease {
+  readonly #deps: NodeLeaseDeps;
+  readonly #timers: NodeJS.Timeout[] = [];
+  #sweeping = false;
+
+  constructor(deps: NodeLeaseDeps) {
+    this.#deps = deps;
+  }
+
+  /** Takes the lease before the node serves a page, then renews and sweeps on timers. */
+  async start(): Promise<void> {
+    await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), NODE_LEASE_MS);
+    const renew = setInterval(() => void this.#renew(), RENEW_EVERY_MS);
+    const sweep = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    renew.unref();
+    sweep.unref();
+    this.#timers.push(renew, sweep);
+  }
+
+  /** Never throws: a renewal that fails is logged, and the next one tries again within the lease. */
+  async #renew(): Promise<void> {
+    try {
+      await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), NODE_LEASE_MS);
+    } catch (error) {
+      this.#deps.log.error({ err: error }, 'renewing the node lease failed');
+    }
+  }
+
+  /** Sweeps the pages of dead nodes and reports their departures. Never throws. */
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    try {
+      const departures = await this.#deps.presence.sweep(this.#deps.now());
+      for (const departure of departures) await this.#report(departure);
+    } catch (error) {
+      this.#deps.log.error({ err: error }, 'sweeping the pages of dead nodes failed');
+    } finally {
+      this.#sweeping = false;
+    }
+  }
+
+  async #report(departure: Departure): Promise<void> {
+    const { app, room } = departure;
+    try {
+      if (departure.type === 'room.vacated') {
+        await this.#deps.events.record(app, { type: 'room.vacated', room });
+        return;
+      }
+      const { member } = departure;
+      await this.#deps.events.record(app, { type: 'member.left', room, user: member.user });
+      // The pages still in the room hear of it as if the page had closed.
+      const data = JSON.stringify(member);
+      await this.#deps.broker.publish(
+        [{ app, room, event: '$member.left', data, presence: true }],
+        this.#deps.now(),
+      );
+    } catch (error) {
+      this.#deps.log.error({ err: error, app, type: departure.type }, 'reporting a departure of a dead node failed');
+    }
+  }
+
+  close(): void {
+    for (const timer of this.#timers) clearInterval(timer);
+  }
+}
