@@ -125,7 +125,10 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Test
     const spawnFailed = new Promise<Error>((resolve) => proc.once('error', resolve));
     const until = Date.now() + START_DEADLINE_MS;
     for (;;) {
-      const failure = await Promise.race([spawnFailed, new Promise<undefined>((r) => setTimeout(r, 20))]);
+      const failure = await Promise.race([
+        spawnFailed,
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 20)),
+      ]);
       if (failure) throw new Error(`could not start ${binary}: ${failure.message}`);
       if (proc.exitCode !== null) throw new Error(`redis-server exited at start (${proc.exitCode}): ${output}`);
       if (await ping(port)) return;
