@@ -1,10 +1,14 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
-import { brokerContract } from '../contract/broker.contract.js';
+import { brokerContract, waitFor } from '../contract/broker.contract.js';
+import { compareEventIds, parseEventId } from '../event-id.js';
+import { type Outgoing, type Publication, topicOf } from '../types.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisWebhookStore } from './webhooks.js';
+
+const T0 = 1_700_000_000_000;
 
 let redis: TestRedis;
 
@@ -38,4 +42,89 @@ brokerContract('RedisBroker, two nodes', async () => {
     webhooks: new RedisWebhookStore(one),
     cleanup,
   };
+});
+
+describe('RedisBroker across nodes', () => {
+  it('orders each room the same way at every subscriber of three nodes publishing batches at once', async () => {
+    const prefix = uniquePrefix('three');
+    const clients = await Promise.all([0, 1, 2].map(() => RedisClient.open({ url: redis.url, prefix })));
+    const brokers = clients.map((client) => new RedisBroker(client));
+    try {
+      const rooms = ['r0', 'r1', 'r2'];
+      const inboxes = new Map<string, Publication[][]>();
+      for (const room of rooms) {
+        const perNode: Publication[][] = [];
+        for (const broker of brokers) {
+          const got: Publication[] = [];
+          await broker.subscribe(topicOf('app1', { room }), (p) => got.push(p));
+          perNode.push(got);
+        }
+        inboxes.set(room, perNode);
+      }
+      const rounds = 60;
+      const calls: Array<Promise<(string | undefined)[]>> = [];
+      for (let n = 0; n < rounds; n++) {
+        for (const [b, broker] of brokers.entries()) {
+          // A batch touching every room, some kept, with a clock that differs per node.
+          const events: Outgoing[] = rooms.map((room, r) => ({
+            app: 'app1',
+            room,
+            event: 'e',
+            data: JSON.stringify({ b, n, r }),
+            ...((n + r) % 2 === 0 ? { keep: [1000, 1] as [number, number] } : {}),
+          }));
+          calls.push(broker.publish(events, T0 + n - b * 3));
+        }
+      }
+      // Ids are per room: unique within each.
+      const answered = (await Promise.all(calls)).flatMap((ids) => ids.map((id, r) => `${rooms[r]}/${id}`));
+      expect(new Set(answered).size).toBe(answered.length);
+      for (const room of rooms) {
+        const perNode = inboxes.get(room) ?? [];
+        for (const got of perNode) await waitFor(`${room} complete`, () => got.length === rounds * brokers.length);
+        const order = perNode[0]?.map((p) => p.id) ?? [];
+        for (let i = 1; i < order.length; i++) {
+          const before = parseEventId(order[i - 1] ?? '');
+          const after = parseEventId(order[i] ?? '');
+          expect(before && after && compareEventIds(before, after) < 0).toBe(true);
+        }
+        for (const got of perNode) expect(got.map((p) => p.id)).toEqual(order);
+        // Each node's batches arrive in the order it sent them.
+        for (const b of [0, 1, 2]) {
+          const mine = perNode[0]?.map((p) => JSON.parse(p.data) as { b: number; n: number }).filter((d) => d.b === b);
+          expect(mine?.map((d) => d.n)).toEqual(Array.from({ length: rounds }, (_, n) => n));
+        }
+      }
+    } finally {
+      for (const broker of brokers) await broker.close();
+      for (const client of clients) await client.close();
+    }
+  });
+
+  it('shares one Redis subscription among the local subscriptions to a topic', async () => {
+    const { one, brokers, cleanup } = await twoNodes(uniquePrefix('shared'));
+    try {
+      const channel = `${one.prefix}${topicOf('app1', { room: 'lobby' })}`;
+      const count = async () => {
+        const reply = (await one.call((r) => r.pubsub('NUMSUB', channel))) as unknown[];
+        return Number(reply[1]);
+      };
+      const stops = await Promise.all(
+        [0, 1, 2, 3].map((i) =>
+          (brokers[i % 2] as RedisBroker).subscribe(topicOf('app1', { room: 'lobby' }), () => {}),
+        ),
+      );
+      // One per node, however many local subscriptions.
+      expect(await count()).toBe(2);
+      await stops[0]?.();
+      await stops[1]?.();
+      expect(await count()).toBe(2);
+      await stops[2]?.();
+      expect(await count()).toBe(1);
+      await stops[3]?.();
+      expect(await count()).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  });
 });

@@ -56,6 +56,9 @@ for _, room in ipairs(opened) do save_room(room) end
 for _, message in ipairs(out) do redis.call('publish', message[1], message[2]) end
 return ids`;
 
+/** The data as sent: the bytes when the emitter already has them (large data, encoded once). */
+const dataOf = (event: Outgoing): string | Buffer => event.dataBytes ?? event.data;
+
 interface Subscription {
   handler: PublicationHandler;
   active: boolean;
@@ -166,7 +169,7 @@ export class RedisBroker implements Broker {
         channel,
         head,
         tail,
-        event.data,
+        dataOf(event),
         event.event,
         limit,
         Math.round(hours * 3_600_000),
