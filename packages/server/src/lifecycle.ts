@@ -53,6 +53,8 @@ export interface ServerOptions {
   events?: EventSink;
   /** Bearer token that GET /metrics asks for; none: metrics are open (bind to a private address). */
   metricsToken?: string;
+  /** How long a node that died stays counted before others sweep its pages (default 15 s). */
+  nodeLeaseMs?: number;
   /** On stop, how long /ready answers 503 before pages are closed and the port stops listening. */
   shutdownDelayMs?: number;
   /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
@@ -158,7 +160,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
   // Counted among the living before any page opens here.
-  const lease = new NodeLease({ node: engine.node, presence: engine.presence, broker, events, log, now });
+  const lease = new NodeLease({
+    node: engine.node,
+    presence: engine.presence,
+    broker,
+    events,
+    log,
+    now,
+    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+  });
   await lease.start();
   const ask = new AskService({
     now,

@@ -4,9 +4,6 @@ import type { EventSink } from './events.js';
 
 /** A node that has not renewed for this long is dead: its pages are swept by the others. */
 export const NODE_LEASE_MS = 15_000;
-/** Renewed three times per lease: one late renewal does not make a node dead. */
-const RENEW_EVERY_MS = NODE_LEASE_MS / 3;
-const SWEEP_EVERY_MS = 2_000;
 
 export interface NodeLeaseDeps {
   node: string;
@@ -15,11 +12,13 @@ export interface NodeLeaseDeps {
   events: EventSink;
   log: Logger;
   now: () => number;
+  /** Default NODE_LEASE_MS; renewed three times per lease, swept every tenth of it (at most 2 s). */
+  leaseMs?: number;
 }
 
 /**
  * Keeps this node counted among the living, and reports what the pages of dead nodes ended: a node
- * killed without closing its pages has them taken out within a lease and a sweep (about 17 s),
+ * killed without closing its pages has them taken out within a lease and a sweep (at most 17 s),
  * and each `member.left` and `room.vacated` is reported once, by the node whose sweep claimed it.
  */
 export class NodeLease {
@@ -31,11 +30,16 @@ export class NodeLease {
     this.#deps = deps;
   }
 
+  get #leaseMs(): number {
+    return this.#deps.leaseMs ?? NODE_LEASE_MS;
+  }
+
   /** Takes the lease before the node serves a page, then renews and sweeps on timers. */
   async start(): Promise<void> {
-    await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), NODE_LEASE_MS);
-    const renew = setInterval(() => void this.#renew(), RENEW_EVERY_MS);
-    const sweep = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
+    await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), this.#leaseMs);
+    // Three renewals per lease: one late renewal does not make a node dead.
+    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
+    const sweep = setInterval(() => void this.sweep(), Math.min(2000, this.#leaseMs / 10));
     renew.unref();
     sweep.unref();
     this.#timers.push(renew, sweep);
@@ -44,7 +48,7 @@ export class NodeLease {
   /** Never throws: a renewal that fails is logged, and the next one tries again within the lease. */
   async #renew(): Promise<void> {
     try {
-      await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), NODE_LEASE_MS);
+      await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), this.#leaseMs);
     } catch (error) {
       this.#deps.log.error({ err: error }, 'renewing the node lease failed');
     }
@@ -75,10 +79,7 @@ export class NodeLease {
       await this.#deps.events.record(app, { type: 'member.left', room, user: member.user });
       // The pages still in the room hear of it as if the page had closed.
       const data = JSON.stringify(member);
-      await this.#deps.broker.publish(
-        [{ app, room, event: '$member.left', data, presence: true }],
-        this.#deps.now(),
-      );
+      await this.#deps.broker.publish([{ app, room, event: '$member.left', data, presence: true }], this.#deps.now());
     } catch (error) {
       this.#deps.log.error({ err: error, app, type: departure.type }, 'reporting a departure of a dead node failed');
     }

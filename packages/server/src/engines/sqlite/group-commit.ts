@@ -1,7 +1,7 @@
 import { StoreError } from '../store-error.js';
-import type { WriteUnits } from './write-units.js';
 import type { Db } from './db.js';
 import { asStoreError } from './sqlite-error.js';
+import type { WriteUnits } from './write-units.js';
 
 interface Unit {
   write: () => unknown;

@@ -1,8 +1,8 @@
 import type { HistoryRule } from '@realtime/protocol';
 import type { HistoryStore } from '../types.js';
-import type { WriteUnits } from './write-units.js';
 import type { GroupCommit } from './group-commit.js';
 import { withStoreErrors } from './sqlite-error.js';
+import type { WriteUnits } from './write-units.js';
 
 /**
  * The SQLite history store with group-committed appends. An append made inside a write unit is part
