@@ -82,6 +82,8 @@ export class RedisBroker implements Broker {
   readonly #subscriber: Redis;
   readonly #connected: Promise<void>;
   readonly #topics = new Map<string, Topic>();
+  readonly #resubscribed = new Set<() => void>();
+  #connectedBefore = false;
   #closed = false;
 
   constructor(client: RedisClient) {
@@ -90,6 +92,10 @@ export class RedisBroker implements Broker {
     this.#subscriber = client.duplicate();
     // ioredis subscribes again to every channel after a reconnect (autoResubscribe).
     this.#subscriber.on('message', (channel: string, message: string) => this.#deliver(channel, message));
+    this.#subscriber.on('ready', () => {
+      if (this.#connectedBefore) void this.#subscribeAgain();
+      this.#connectedBefore = true;
+    });
     this.#connected = this.#subscriber.connect().then(
       () => {},
       () => {
@@ -213,6 +219,34 @@ export class RedisBroker implements Broker {
       throw toStoreError(error);
     }
     return () => this.#unsubscribe(topic, topicEntry, subscription);
+  }
+
+  /**
+   * Calls `listener` each time the subscriber connection came back after a drop and every topic is
+   * subscribed again. Publications made while it was down were not received: pages of the node's
+   * rooms should resume from history (their ids tell what they missed). Answers a function that
+   * removes the listener.
+   */
+  onResubscribed(listener: () => void): () => void {
+    this.#resubscribed.add(listener);
+    return () => this.#resubscribed.delete(listener);
+  }
+
+  async #subscribeAgain(): Promise<void> {
+    // ioredis subscribes again by itself; asking once more (harmless) tells us when it is confirmed.
+    const channels = [...this.#topics.keys()].map((topic) => this.#client.prefix + topic);
+    try {
+      if (channels.length > 0) await this.#subscriber.subscribe(...channels);
+    } catch {
+      return; // Dropped again: the next ready event tries again.
+    }
+    for (const listener of [...this.#resubscribed]) {
+      try {
+        listener();
+      } catch {
+        // A failing listener does not keep the others from hearing.
+      }
+    }
   }
 
   /** Ends one subscription at once (no more deliveries); the last one of a topic ends the Redis subscription. */
