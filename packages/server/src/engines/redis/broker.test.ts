@@ -101,6 +101,28 @@ describe('RedisBroker across nodes', () => {
     }
   });
 
+  it('carries asks to a user and their answers to a node, every text field as set', async () => {
+    const { brokers, cleanup } = await twoNodes(uniquePrefix('asks'));
+    try {
+      const [here, there] = brokers;
+      const questions: Publication[] = [];
+      const answers: Publication[] = [];
+      await there.subscribe(topicOf('app1', { user: 'ann' }), (p) => questions.push(p));
+      await here.subscribe(topicOf('app1', { node: 'node-a' }), (p) => answers.push(p));
+      const ask: Outgoing = { app: 'app1', user: 'ann', event: 'pick', data: '{"q":1}', ask: 'q-1', replyTo: 'node-a' };
+      expect(await here.publish([ask], T0)).toEqual([undefined]);
+      await waitFor('the ask', () => questions.length === 1);
+      expect(questions).toEqual([ask]);
+      const reply: Outgoing = { app: 'app1', node: 'node-a', event: '$reply', data: '"yes"', ask: 'q-1', from: 'ann' };
+      await there.publish([reply], T0);
+      await waitFor('the answer', () => answers.length === 1);
+      expect(answers).toEqual([reply]);
+      expect(Object.keys(answers[0] ?? {}).sort()).toEqual(['app', 'ask', 'data', 'event', 'from', 'node']);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('shares one Redis subscription among the local subscriptions to a topic', async () => {
     const { one, brokers, cleanup } = await twoNodes(uniquePrefix('shared'));
     try {
