@@ -16,7 +16,7 @@
  */
 import type { Member } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GoneUser, PresenceStore } from '../types.js';
+import type { Departure, GoneUser, PresenceStore } from '../types.js';
 
 export interface PresenceHarness {
   /** A store where nobody is online. */
@@ -35,6 +35,15 @@ export interface PresenceOptions {
   offlineDelayMs: number;
 }
 
+/** What a runner's store does beyond the base contract; the tests of what it lacks are not defined. */
+export interface PresenceFeatures {
+  /**
+   * Node leases: `renew` keeps a node's pages, and `sweep` takes out those of a node whose lease
+   * ended (stores shared by several nodes). Page ids are `<node>.<n>`.
+   */
+  leases?: boolean;
+}
+
 const T0 = 1_700_000_000_000;
 const DELAY = 10_000;
 
@@ -44,6 +53,7 @@ const names = (gone: readonly GoneUser[]) => gone.map((g) => `${g.app}/${g.user}
 export function presenceContract(
   name: string,
   makeStore: (options: PresenceOptions) => Promise<PresenceHarness>,
+  features: PresenceFeatures = {},
 ): void {
   describe(`PresenceStore contract: ${name}`, () => {
     const open: PresenceHarness[] = [];
@@ -528,5 +538,170 @@ export function presenceContract(
         }
       });
     });
+
+    if (features.leases) leaseTests();
   });
+
+  /** Node leases and the sweep of dead nodes' pages (stores shared by several nodes). */
+  function leaseTests(): void {
+    describe('node leases', () => {
+      const LEASE = 15_000;
+      const ann: Member = { user: 'ann', info: { name: 'Ann ü', tags: ['a', 1, null] } };
+      const bob: Member = { user: 'bob', info: { n: 2 } };
+      const cy: Member = { user: 'cy 🚀' };
+      const open: PresenceHarness[] = [];
+
+      afterEach(async () => {
+        for (const harness of open.splice(0)) await harness.cleanup();
+      });
+
+      async function makeBoth(): Promise<{ store: PresenceStore; peer: PresenceStore }> {
+        const harness = await makeStore({ offlineDelayMs: DELAY });
+        open.push(harness);
+        return { store: harness.store, peer: harness.peer ?? harness.store };
+      }
+
+      /** Every user due at `nowMs`, claimed in one go. */
+      const due = async (store: PresenceStore, nowMs: number) => names(await store.takeOffline(nowMs, 10_000));
+
+      /** Departures as sorted JSON texts: a sweep promises no order between rooms. */
+      const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
+
+      /** A page of `user` that is online, seated in `rooms` and a member of `presence` rooms. */
+      async function openPage(
+        store: PresenceStore,
+        page: string,
+        member: Member,
+        rooms: readonly string[],
+        presence: readonly string[],
+      ): Promise<void> {
+        await store.pageOpened('app1', member.user, page, T0);
+        for (const room of rooms) await store.enterRoom('app1', room, page);
+        for (const room of presence) await store.joinRoom('app1', room, member, page);
+      }
+
+      it('keeps the pages of a node that keeps renewing', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
+        for (let now = T0; now <= T0 + 20 * LEASE; now += LEASE / 3) {
+          await store.renew('na', now, LEASE);
+          expect(await peer.sweep(now + LEASE - 1)).toEqual([]);
+        }
+        expect(await peer.members('app1', 'lobby')).toEqual([ann]);
+        expect(await peer.online('app1', ['ann'], T0 + 30 * LEASE)).toEqual([true]);
+        expect(await peer.enterRoom('app1', 'lobby', 'nb.1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'na.1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
+      });
+
+      it('takes out the pages of a node whose lease ended, as their closes would, and answers what that ended', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await peer.renew('nb', T0, LEASE);
+        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
+        await openPage(store, 'na.2', bob, ['lobby', 'solo'], ['lobby', 'solo']);
+        await openPage(peer, 'nb.1', ann, ['lobby'], ['lobby']);
+        await openPage(peer, 'nb.2', cy, [], ['lobby']);
+        await peer.renew('nb', T0 + LEASE / 2, LEASE);
+        // Not yet ended: nothing goes.
+        expect(await peer.sweep(T0 + LEASE - 1)).toEqual([]);
+
+        const now = T0 + LEASE;
+        const swept = await peer.sweep(now);
+        expect(texts(swept)).toEqual(
+          texts([
+            { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
+            { type: 'member.left', app: 'app1', room: 'solo', member: bob },
+            { type: 'room.vacated', app: 'app1', room: 'solo' },
+          ]),
+        );
+        // In one room, the member leaves before the room is vacated, as with a close.
+        const solo = swept.filter((d) => d.room === 'solo').map((d) => d.type);
+        expect(solo).toEqual(['member.left', 'room.vacated']);
+        expect(await store.sweep(now)).toEqual([]);
+
+        // Ann keeps her page on the other node; bob is due offline after the delay, from the sweep.
+        expect(await store.members('app1', 'lobby')).toEqual([ann, cy]);
+        expect(await store.members('app1', 'solo')).toEqual([]);
+        expect(await store.online('app1', ['ann', 'bob'], now + DELAY - 1)).toEqual([true, true]);
+        expect(await store.online('app1', ['ann', 'bob'], now + DELAY)).toEqual([true, false]);
+        expect(await due(store, now + DELAY - 1)).toEqual([]);
+        expect(await due(peer, now + DELAY)).toEqual(['app1/bob']);
+
+        // The swept pages' own closes, should they still come, end nothing more.
+        expect(await store.leaveRoom('app1', 'lobby', 'bob', 'na.2')).toBe(false);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'na.1')).toBe(false);
+        expect(await store.exitRoom('app1', 'solo', 'na.2')).toBe(false);
+        await store.pageClosed('app1', 'bob', 'na.2', now + DELAY);
+        await store.pageClosed('app1', 'ann', 'na.1', now + DELAY);
+        expect(await due(store, now + 10 * DELAY)).toEqual([]);
+        expect(await store.enterRoom('app1', 'solo', 'nb.3')).toBe(true);
+        // The other node's pages are still counted.
+        expect(await peer.leaveRoom('app1', 'lobby', 'ann', 'nb.1')).toBe(true);
+        expect(await peer.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
+      });
+
+      it('answers each departure once, however many sweep at once on two nodes', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await store.renew('nc', T0, LEASE);
+        const expected: Departure[] = [];
+        for (let i = 0; i < 40; i++) {
+          const member: Member = { user: `u${i % 10}`, info: { i } };
+          const node = i % 2 ? 'na' : 'nc';
+          await openPage(store, `${node}.${i}`, member, [`room-${i}`], [`room-${i}`]);
+          expected.push({ type: 'member.left', app: 'app1', room: `room-${i}`, member });
+          expected.push({ type: 'room.vacated', app: 'app1', room: `room-${i}` });
+        }
+        const now = T0 + LEASE;
+        const answers = await Promise.all([store.sweep(now), peer.sweep(now), store.sweep(now), peer.sweep(now)]);
+        expect(texts(answers.flat())).toEqual(texts(expected));
+        expect(await due(store, now + DELAY)).toEqual(Array.from({ length: 10 }, (_, i) => `app1/u${i}`).sort());
+      });
+
+      it('sweeps a node with many pages to the last one', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        const users = 600;
+        for (let i = 0; i < users; i++) {
+          await openPage(store, `na.${i}`, { user: `u${i}` }, ['lobby', `own-${i}`], ['lobby']);
+        }
+        expect(await store.members('app1', 'lobby')).toHaveLength(users);
+        const swept = await peer.sweep(T0 + LEASE);
+        expect(swept.filter((d) => d.type === 'member.left')).toHaveLength(users);
+        expect(swept.filter((d) => d.type === 'room.vacated')).toHaveLength(users + 1);
+        expect(new Set(texts(swept)).size).toBe(swept.length);
+        expect(await store.members('app1', 'lobby')).toEqual([]);
+        expect(await store.enterRoom('app1', 'lobby', 'nb.1')).toBe(true);
+        expect(await due(store, T0 + LEASE + DELAY)).toHaveLength(users);
+      });
+
+      it('counts what a node opens after its pages were swept, once it renews again', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
+        const swept = T0 + LEASE;
+        expect(texts(await peer.sweep(swept))).toEqual(
+          texts([
+            { type: 'member.left', app: 'app1', room: 'lobby', member: ann },
+            { type: 'room.vacated', app: 'app1', room: 'lobby' },
+          ]),
+        );
+        // It was alive after all: it renews and opens more, which stays until its lease ends again.
+        await store.renew('na', swept + 1, LEASE);
+        expect(await store.pageOpened('app1', 'bob', 'na.2', swept + 1)).toBe(true);
+        expect(await store.enterRoom('app1', 'lobby', 'na.2')).toBe(true);
+        expect(await store.joinRoom('app1', 'lobby', bob, 'na.2')).toBe(true);
+        expect(await peer.sweep(swept + LEASE)).toEqual([]);
+        expect(await peer.members('app1', 'lobby')).toEqual([bob]);
+        expect(texts(await peer.sweep(swept + 1 + LEASE))).toEqual(
+          texts([
+            { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
+            { type: 'room.vacated', app: 'app1', room: 'lobby' },
+          ]),
+        );
+      });
+    });
+  }
 }

@@ -1,8 +1,11 @@
-import { afterAll, beforeAll } from 'vitest';
+import type { Member } from '@realtime/protocol';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { presenceContract } from '../contract/presence.contract.js';
-import { RedisClient } from './client.js';
-import { RedisPresenceStore } from './presence.js';
+import { StoreError } from '../store-error.js';
+import type { Departure, PresenceStore } from '../types.js';
+import { RedisClient, type Script } from './client.js';
+import { type RedisPresenceOptions, RedisPresenceStore } from './presence.js';
 
 let redis: TestRedis;
 
@@ -24,6 +27,7 @@ presenceContract(
     ];
     return {
       store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs }),
+      // Another node on the same Redis, with its own connection.
       peer: new RedisPresenceStore(clients[1] as RedisClient, { offlineDelayMs }),
       cleanup: async () => {
         for (const client of clients) await client.close();
@@ -32,3 +36,157 @@ presenceContract(
   },
   { leases: true },
 );
+
+const T0 = 1_700_000_000_000;
+const DELAY = 10_000;
+const LEASE = 15_000;
+const CLAIM = 30_000;
+
+describe('RedisPresenceStore sweeps', () => {
+  const clients: RedisClient[] = [];
+
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+  });
+
+  async function open(prefix: string, options: RedisPresenceOptions = {}): Promise<RedisPresenceStore> {
+    const client = await RedisClient.open({ url: redis.url, prefix });
+    clients.push(client);
+    return new RedisPresenceStore(client, { offlineDelayMs: DELAY, sweepClaimMs: CLAIM, ...options });
+  }
+
+  /**
+   * A sweeper whose connection drops once its first chunk was answered, as a node that dies mid-sweep:
+   * a real disconnect, so its next script fails as with any lost Redis.
+   */
+  async function openDying(prefix: string, options: RedisPresenceOptions): Promise<RedisPresenceStore> {
+    const client = await RedisClient.open({ url: redis.url, prefix });
+    clients.push(client);
+    const dying = new Proxy(client, {
+      get(target, name) {
+        if (name === 'script') {
+          return (scriptName: string, lua: string): Script => {
+            const run = target.script(scriptName, lua);
+            if (scriptName !== 'rtPresenceSweep') return run;
+            return async (keys, args) => {
+              const reply = await run(keys, args);
+              target.redis.disconnect();
+              return reply;
+            };
+          };
+        }
+        const value: unknown = Reflect.get(target, name, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    return new RedisPresenceStore(dying, { offlineDelayMs: DELAY, sweepClaimMs: CLAIM, ...options });
+  }
+
+  const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
+
+  /** `count` pages of node `na`, each its own user in a room of its own and a presence room of its own. */
+  async function deadNode(store: PresenceStore, count: number): Promise<Departure[]> {
+    await store.renew('na', T0, LEASE);
+    const expected: Departure[] = [];
+    for (let i = 0; i < count; i++) {
+      const member: Member = { user: `u${i}`, info: { i } };
+      await store.pageOpened('app1', member.user, `na.${i}`, T0);
+      await store.enterRoom('app1', `r${i}`, `na.${i}`);
+      await store.joinRoom('app1', `p${i}`, member, `na.${i}`);
+      expected.push({ type: 'room.vacated', app: 'app1', room: `r${i}` });
+      expected.push({ type: 'member.left', app: 'app1', room: `p${i}`, member });
+    }
+    return expected;
+  }
+
+  it('has a node whose lease ended swept by exactly one of two sweepers, each departure once, its users then due', async () => {
+    const prefix = uniquePrefix('sweep');
+    const store = await open(prefix, { sweepChunk: 3 });
+    const peer = await open(prefix, { sweepChunk: 3 });
+    const expected = await deadNode(store, 20);
+    const now = T0 + LEASE;
+    const [first, second] = await Promise.all([store.sweep(now), peer.sweep(now)]);
+    // One claimed the node and swept all of it, chunk after chunk; the other found it claimed.
+    expect([first, second].filter((answer) => answer?.length === 0)).toHaveLength(1);
+    expect(texts([...(first ?? []), ...(second ?? [])])).toEqual(texts(expected));
+    expect(await store.sweep(now + 10 * CLAIM)).toEqual([]);
+    const users = Array.from({ length: 20 }, (_, i) => `u${i}`);
+    expect(await peer.online('app1', users, now + DELAY - 1)).toEqual(users.map(() => true));
+    expect(await peer.takeOffline(now + DELAY - 1, 100)).toEqual([]);
+    const gone = await peer.takeOffline(now + DELAY, 100);
+    expect(gone.map((g) => g.user).sort()).toEqual([...users].sort());
+  });
+
+  it('has a node half swept by a sweeper that died finished by a later sweep, no departure twice', async () => {
+    const prefix = uniquePrefix('sweep');
+    const dying = await openDying(prefix, { sweepChunk: 2 });
+    const peer = await open(prefix, { sweepChunk: 2 });
+    const expected = await deadNode(peer, 7);
+    const now = T0 + LEASE;
+    // Its first chunk is answered (what it took is its to report); its next step fails.
+    const partial = await dying.sweep(now);
+    expect(partial).toHaveLength(4);
+    await expect(dying.sweep(now)).rejects.toBeInstanceOf(StoreError);
+    // The dead sweeper's claim holds the rest until it ends.
+    expect(await peer.sweep(now)).toEqual([]);
+    expect(await peer.sweep(now + CLAIM - 1)).toEqual([]);
+    const rest = await peer.sweep(now + CLAIM);
+    expect(rest).toHaveLength(expected.length - partial.length);
+    expect(texts([...partial, ...rest])).toEqual(texts(expected));
+    expect(await peer.sweep(now + 10 * CLAIM)).toEqual([]);
+    // Every user is due, from the sweep that took their page.
+    expect((await peer.takeOffline(now + CLAIM + DELAY, 100)).map((g) => g.user).sort()).toEqual(
+      Array.from({ length: 7 }, (_, i) => `u${i}`).sort(),
+    );
+  });
+
+  it('never sweeps a node that keeps renewing, while a silent one goes', async () => {
+    const prefix = uniquePrefix('sweep');
+    const alive = await open(prefix);
+    const sweeper = await open(prefix);
+    await alive.renew('nk', T0, LEASE);
+    await alive.renew('nd', T0, LEASE);
+    await alive.pageOpened('app1', 'ann', 'nk.1', T0);
+    await alive.enterRoom('app1', 'lobby', 'nk.1');
+    await alive.joinRoom('app1', 'lobby', { user: 'ann' }, 'nk.1');
+    await alive.pageOpened('app1', 'bob', 'nd.1', T0);
+    await alive.enterRoom('app1', 'lobby', 'nd.1');
+    await alive.joinRoom('app1', 'lobby', { user: 'bob' }, 'nd.1');
+    const departures: Departure[] = [];
+    for (let now = T0; now <= T0 + 50 * LEASE; now += 1000) {
+      if ((now - T0) % 5000 === 0) await alive.renew('nk', now, LEASE);
+      departures.push(...(await sweeper.sweep(now)));
+    }
+    expect(departures).toEqual([{ type: 'member.left', app: 'app1', room: 'lobby', member: { user: 'bob' } }]);
+    expect(await sweeper.members('app1', 'lobby')).toEqual([{ user: 'ann' }]);
+    expect(await sweeper.online('app1', ['ann', 'bob'], T0 + 50 * LEASE)).toEqual([true, false]);
+    expect(await sweeper.exitRoom('app1', 'lobby', 'nk.1')).toBe(true);
+  });
+
+  it('answers StoreErrors, not hangs, when Redis is gone', async () => {
+    const own = await startRedis();
+    try {
+      const client = await RedisClient.open({ url: own.url, prefix: uniquePrefix('down'), commandTimeoutMs: 500 });
+      clients.push(client);
+      const store = new RedisPresenceStore(client);
+      await store.renew('na', T0, LEASE);
+      await own.stop();
+      const calls: Array<() => Promise<unknown>> = [
+        () => store.pageOpened('app1', 'ann', 'na.1', T0),
+        () => store.pageClosed('app1', 'ann', 'na.1', T0),
+        () => store.takeOffline(T0, 10),
+        () => store.online('app1', ['ann'], T0),
+        () => store.enterRoom('app1', 'lobby', 'na.1'),
+        () => store.exitRoom('app1', 'lobby', 'na.1'),
+        () => store.joinRoom('app1', 'lobby', { user: 'ann' }, 'na.1'),
+        () => store.leaveRoom('app1', 'lobby', 'ann', 'na.1'),
+        () => store.members('app1', 'lobby'),
+        () => store.renew('na', T0, LEASE),
+        () => store.sweep(T0 + LEASE),
+      ];
+      for (const call of calls) await expect(call()).rejects.toBeInstanceOf(StoreError);
+    } finally {
+      await own.close();
+    }
+  });
+});

@@ -1,0 +1,410 @@
+import { LIMITS, type Member } from '@realtime/protocol';
+import type { Departure, GoneUser, PresenceStore } from '../types.js';
+import type { RedisClient, Script } from './client.js';
+
+/**
+ * Lua shared by the presence scripts. ARGV[1] is always the key prefix: every presence key is named
+ * here and nowhere else, since the sweep names keys from what it finds. Like the webhook queue,
+ * presence lives on one Redis; hash tags still keep each user's, room's and node's keys together.
+ *
+ * Keys (after the prefix):
+ * - `pr:u:{<app>:<user>}` set of the user's open pages;
+ * - `pr:off` zset of `<app>:<user>` by when their `user.offline` falls due (no page open);
+ * - `pr:r:{<app>:<room>}` set of the pages in the room (occupancy);
+ * - a presence room: `pr:m:{<app>:<room>}:order` zset of user ids by join sequence (rank = place in
+ *   the list, so a page of members is one ZRANGE by rank), `:info` hash user -> member JSON,
+ *   `:count` hash user -> pages holding them, `:pages` hash page -> user;
+ * - `pr:n:{<node>}` set of the node's pages that hold something; `pr:g:{<node>}:<page>` set of what
+ *   one page holds: `u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>` (names
+ *   hold no control characters);
+ * - `pr:nodes` zset of nodes by lease end; `pr:s:{<node>}` the pages of a node whose lease ended,
+ *   still to sweep; `pr:sweeping` zset of those nodes by the end of their sweeper's claim (0: free).
+ * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
+ */
+const PRESENCE_LUA = `
+local P = ARGV[1]
+local SEP = string.char(0)
+local OFF, NODES, SWEEPING = P .. 'pr:off', P .. 'pr:nodes', P .. 'pr:sweeping'
+local function ukey(app, user) return P .. 'pr:u:{' .. app .. ':' .. user .. '}' end
+local function rkey(app, room) return P .. 'pr:r:{' .. app .. ':' .. room .. '}' end
+local function mkey(app, room, part) return P .. 'pr:m:{' .. app .. ':' .. room .. '}:' .. part end
+local function nkey(node) return P .. 'pr:n:{' .. node .. '}' end
+local function skey(node) return P .. 'pr:s:{' .. node .. '}' end
+local function gkey(node, page) return P .. 'pr:g:{' .. node .. '}:' .. page end
+local function node_of(page)
+  local dot = string.find(page, '.', 1, true)
+  if dot then return string.sub(page, 1, dot - 1) end
+  return page
+end
+
+-- Records what a page holds under its node, so a sweep finds it.
+local function hold(page, entry)
+  local node = node_of(page)
+  redis.call('sadd', gkey(node, page), entry)
+  redis.call('sadd', nkey(node), page)
+end
+
+local function release(page, entry)
+  local node = node_of(page)
+  local g = gkey(node, page)
+  redis.call('srem', g, entry)
+  if redis.call('exists', g) == 0 then redis.call('srem', nkey(node), page) end
+end
+
+-- The closes, shared by the calls and the sweep: each acts only if the page was still there.
+local function close_page(app, user, page, now, delay)
+  local k = ukey(app, user)
+  if redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0 then
+    redis.call('zadd', OFF, now + delay, app .. ':' .. user)
+  end
+end
+
+local function exit_room(app, room, page)
+  local k = rkey(app, room)
+  return redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0
+end
+
+-- Answers the member's JSON when it was the user's last page there, else false.
+local function leave_room(app, room, user, page)
+  local pages = mkey(app, room, 'pages')
+  if redis.call('hget', pages, page) ~= user then return false end
+  redis.call('hdel', pages, page)
+  local count = mkey(app, room, 'count')
+  if redis.call('hincrby', count, user, -1) > 0 then return false end
+  local info = mkey(app, room, 'info')
+  local member = redis.call('hget', info, user)
+  redis.call('hdel', count, user)
+  redis.call('hdel', info, user)
+  redis.call('zrem', mkey(app, room, 'order'), user)
+  return member or cjson.encode({user = user})
+end
+
+local function split(text)
+  local parts, from = {}, 1
+  while true do
+    local at = string.find(text, SEP, from, true)
+    if not at then parts[#parts + 1] = string.sub(text, from); return parts end
+    parts[#parts + 1] = string.sub(text, from, at - 1)
+    from = at + 1
+  end
+end
+`;
+
+// ARGV: prefix, app, user, page. 1 when the user had no page and no offline pending.
+const OPENED_LUA = `${PRESENCE_LUA}
+local app, user, page = ARGV[2], ARGV[3], ARGV[4]
+local k = ukey(app, user)
+local fresh = redis.call('exists', k) == 0 and not redis.call('zscore', OFF, app .. ':' .. user)
+redis.call('sadd', k, page)
+redis.call('zrem', OFF, app .. ':' .. user)
+hold(page, 'u' .. SEP .. app .. SEP .. user)
+if fresh then return 1 end
+return 0`;
+
+// ARGV: prefix, app, user, page, now, offline delay.
+const CLOSED_LUA = `${PRESENCE_LUA}
+local app, user, page = ARGV[2], ARGV[3], ARGV[4]
+close_page(app, user, page, tonumber(ARGV[5]), tonumber(ARGV[6]))
+release(page, 'u' .. SEP .. app .. SEP .. user)
+return 1`;
+
+// ARGV: prefix, now, limit. Answers app, user, app, user, ...
+const TAKE_LUA = `${PRESENCE_LUA}
+local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {}
+while #out < 2 * limit do
+  local due = redis.call('zrangebyscore', OFF, '-inf', now, 'LIMIT', 0, limit - #out / 2)
+  if #due == 0 then break end
+  for _, m in ipairs(due) do
+    redis.call('zrem', OFF, m)
+    local colon = string.find(m, ':', 1, true)
+    local app, user = string.sub(m, 1, colon - 1), string.sub(m, colon + 1)
+    -- A page that opened since cancelled the offline (pageOpened takes it out too).
+    if redis.call('exists', ukey(app, user)) == 0 then
+      out[#out + 1] = app
+      out[#out + 1] = user
+    end
+  end
+end
+return out`;
+
+// ARGV: prefix, app, now, users... Answers 1 or 0 per user.
+const ONLINE_LUA = `${PRESENCE_LUA}
+local app, now = ARGV[2], tonumber(ARGV[3])
+local out = {}
+for n = 4, #ARGV do
+  local user = ARGV[n]
+  local on = redis.call('exists', ukey(app, user)) == 1
+  if not on then
+    local at = redis.call('zscore', OFF, app .. ':' .. user)
+    on = at ~= false and now < tonumber(at)
+  end
+  out[#out + 1] = on and 1 or 0
+end
+return out`;
+
+// ARGV: prefix, app, room, page.
+const ENTER_LUA = `${PRESENCE_LUA}
+local app, room, page = ARGV[2], ARGV[3], ARGV[4]
+local k = rkey(app, room)
+local first = redis.call('sadd', k, page) == 1 and redis.call('scard', k) == 1
+hold(page, 'r' .. SEP .. app .. SEP .. room)
+if first then return 1 end
+return 0`;
+
+// ARGV: prefix, app, room, page.
+const EXIT_LUA = `${PRESENCE_LUA}
+local app, room, page = ARGV[2], ARGV[3], ARGV[4]
+local last = exit_room(app, room, page)
+release(page, 'r' .. SEP .. app .. SEP .. room)
+if last then return 1 end
+return 0`;
+
+// ARGV: prefix, app, room, user, page, member JSON. A new member goes after the newest.
+const JOIN_LUA = `${PRESENCE_LUA}
+local app, room, user, page = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if redis.call('hsetnx', mkey(app, room, 'pages'), page, user) == 0 then return 0 end
+hold(page, 'm' .. SEP .. app .. SEP .. room .. SEP .. user)
+if redis.call('hincrby', mkey(app, room, 'count'), user, 1) > 1 then return 0 end
+local order = mkey(app, room, 'order')
+local newest = redis.call('zrange', order, -1, -1, 'WITHSCORES')
+local seq = 1
+if newest[2] then seq = tonumber(newest[2]) + 1 end
+redis.call('zadd', order, seq, user)
+redis.call('hset', mkey(app, room, 'info'), user, ARGV[6])
+return 1`;
+
+// ARGV: prefix, app, room, user, page.
+const LEAVE_LUA = `${PRESENCE_LUA}
+local app, room, user, page = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local member = leave_room(app, room, user, page)
+release(page, 'm' .. SEP .. app .. SEP .. room .. SEP .. user)
+if member then return 1 end
+return 0`;
+
+// ARGV: prefix, app, room, first rank, last rank (-1: the end). Answers member JSONs in join order.
+const MEMBERS_LUA = `${PRESENCE_LUA}
+local app, room = ARGV[2], ARGV[3]
+local users = redis.call('zrange', mkey(app, room, 'order'), ARGV[4], ARGV[5])
+if #users == 0 then return {} end
+local infos = redis.call('hmget', mkey(app, room, 'info'), unpack(users))
+for n, user in ipairs(users) do
+  if not infos[n] then infos[n] = cjson.encode({user = user}) end
+end
+return infos`;
+
+// ARGV: prefix, now, claim ms. Hands the pages of nodes whose lease ended to the sweep, then claims
+// one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or false.
+const CLAIM_LUA = `${PRESENCE_LUA}
+local now, claim_ms = tonumber(ARGV[2]), tonumber(ARGV[3])
+while true do
+  local ended = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 100)
+  if #ended == 0 then break end
+  for _, node in ipairs(ended) do
+    redis.call('zrem', NODES, node)
+    -- Moved, not swept in place: should the node still be alive (it renews again), what it opens
+    -- from now on is counted apart from what is swept.
+    local n, s = nkey(node), skey(node)
+    if redis.call('exists', n) == 1 then
+      if redis.call('exists', s) == 1 then
+        redis.call('sunionstore', s, s, n)
+        redis.call('del', n)
+      else
+        redis.call('rename', n, s)
+      end
+      redis.call('zadd', SWEEPING, 'NX', 0, node)
+    end
+  end
+end
+local node = redis.call('zrangebyscore', SWEEPING, '-inf', now, 'LIMIT', 0, 1)[1]
+if not node then return false end
+redis.call('zadd', SWEEPING, now + claim_ms, node)
+return node`;
+
+// ARGV: prefix, node, now, pages per chunk, offline delay, claim ms. Closes up to that many of the
+// node's pages as their own closes would (per page: presence rooms, rooms, then the user); answers
+// 1 when the node is done (else 0, and the claim is extended), then kind, app, room, member JSON
+// per departure ('l' member left, 'v' room vacated).
+const CHUNK_LUA = `${PRESENCE_LUA}
+local node, now, count, delay = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = skey(node)
+local out = {0}
+for _, page in ipairs(redis.call('spop', s, count)) do
+  local g = gkey(node, page)
+  local held = {u = {}, r = {}, m = {}}
+  for _, entry in ipairs(redis.call('smembers', g)) do
+    local parts = split(entry)
+    local list = held[parts[1]]
+    if list then list[#list + 1] = parts end
+  end
+  redis.call('del', g)
+  for _, e in ipairs(held.m) do
+    local member = leave_room(e[2], e[3], e[4], page)
+    if member then
+      out[#out + 1] = 'l'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = member
+    end
+  end
+  for _, e in ipairs(held.r) do
+    if exit_room(e[2], e[3], page) then
+      out[#out + 1] = 'v'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = ''
+    end
+  end
+  for _, e in ipairs(held.u) do close_page(e[2], e[3], page, now, delay) end
+end
+if redis.call('exists', s) == 0 then
+  redis.call('zrem', SWEEPING, node)
+  out[1] = 1
+else
+  redis.call('zadd', SWEEPING, 'XX', now + tonumber(ARGV[6]), node)
+end
+return out`;
+
+export interface RedisPresenceOptions {
+  /** How long a user stays online after their last page closed. */
+  offlineDelayMs?: number;
+  /** Pages of a dead node closed per script. Default 100. */
+  sweepChunk?: number;
+  /** How long a sweeper holds a dead node before another sweep may finish it (the sweeper died). Default 30 s. */
+  sweepClaimMs?: number;
+}
+
+const strings = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map((item) => String(item ?? '')) : []);
+
+function toMember(json: string): Member {
+  try {
+    const parsed = JSON.parse(json) as unknown;
+    if (parsed !== null && typeof parsed === 'object' && typeof (parsed as Member).user === 'string') {
+      return parsed as Member;
+    }
+  } catch {
+    // Written from JSON.stringify by joinRoom: unreadable only if something else wrote it.
+  }
+  return { user: '' };
+}
+
+/**
+ * Who is where, over every node sharing one Redis. Every call is one script, so an answer that starts
+ * a webhook event (first page, last page, a claimed offline, a swept departure) reaches one caller.
+ * Nodes hold leases (`renew`); a node whose lease ended has its pages closed by `sweep`, one chunk
+ * per script: a page is taken from the node's set in the same script that closes it, so a sweeper
+ * that dies between chunks leaves the rest for a later sweep and no departure is answered twice.
+ */
+export class RedisPresenceStore implements PresenceStore {
+  readonly #client: RedisClient;
+  readonly #delay: number;
+  readonly #chunk: number;
+  readonly #claimMs: number;
+  readonly #opened: Script;
+  readonly #closed: Script;
+  readonly #take: Script;
+  readonly #online: Script;
+  readonly #enter: Script;
+  readonly #exit: Script;
+  readonly #join: Script;
+  readonly #leave: Script;
+  readonly #members: Script;
+  readonly #claim: Script;
+  readonly #sweepChunk: Script;
+
+  constructor(client: RedisClient, options: RedisPresenceOptions = {}) {
+    this.#client = client;
+    this.#delay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
+    this.#chunk = Math.max(1, Math.floor(options.sweepChunk ?? 100));
+    this.#claimMs = Math.max(1, options.sweepClaimMs ?? 30_000);
+    this.#opened = client.script('rtPresenceOpened', OPENED_LUA);
+    this.#closed = client.script('rtPresenceClosed', CLOSED_LUA);
+    this.#take = client.script('rtPresenceTake', TAKE_LUA);
+    this.#online = client.script('rtPresenceOnline', ONLINE_LUA);
+    this.#enter = client.script('rtPresenceEnter', ENTER_LUA);
+    this.#exit = client.script('rtPresenceExit', EXIT_LUA);
+    this.#join = client.script('rtPresenceJoin', JOIN_LUA);
+    this.#leave = client.script('rtPresenceLeave', LEAVE_LUA);
+    this.#members = client.script('rtPresenceMembers', MEMBERS_LUA);
+    this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
+    this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
+  }
+
+  get #prefix(): string {
+    return this.#client.prefix;
+  }
+
+  async pageOpened(app: string, user: string, page: string): Promise<boolean> {
+    return (await this.#opened([], [this.#prefix, app, user, page])) === 1;
+  }
+
+  async pageClosed(app: string, user: string, page: string, nowMs: number): Promise<void> {
+    await this.#closed([], [this.#prefix, app, user, page, nowMs, this.#delay]);
+  }
+
+  async takeOffline(nowMs: number, limit: number): Promise<GoneUser[]> {
+    if (limit <= 0) return [];
+    const reply = strings(await this.#take([], [this.#prefix, nowMs, Math.floor(limit)]));
+    const gone: GoneUser[] = [];
+    for (let i = 0; i + 1 < reply.length; i += 2) gone.push({ app: reply[i] ?? '', user: reply[i + 1] ?? '' });
+    return gone;
+  }
+
+  async online(app: string, users: readonly string[], nowMs: number): Promise<boolean[]> {
+    if (users.length === 0) return [];
+    const reply = await this.#online([], [this.#prefix, app, nowMs, ...users]);
+    return Array.isArray(reply) ? reply.map((on) => on === 1) : users.map(() => false);
+  }
+
+  async enterRoom(app: string, room: string, page: string): Promise<boolean> {
+    return (await this.#enter([], [this.#prefix, app, room, page])) === 1;
+  }
+
+  async exitRoom(app: string, room: string, page: string): Promise<boolean> {
+    return (await this.#exit([], [this.#prefix, app, room, page])) === 1;
+  }
+
+  async joinRoom(app: string, room: string, member: Member, page: string): Promise<boolean> {
+    return (await this.#join([], [this.#prefix, app, room, member.user, page, JSON.stringify(member)])) === 1;
+  }
+
+  async leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> {
+    return (await this.#leave([], [this.#prefix, app, room, user, page])) === 1;
+  }
+
+  async members(app: string, room: string): Promise<Member[]> {
+    return strings(await this.#members([], [this.#prefix, app, room, 0, -1])).map(toMember);
+  }
+
+  async renew(node: string, nowMs: number, leaseMs: number): Promise<void> {
+    await this.#client.call((redis) => redis.zadd(this.#client.key('pr:nodes'), nowMs + leaseMs, node));
+  }
+
+  /**
+   * Sweeps every node whose lease ended, one claimed node and one chunk at a time. When a later step
+   * fails, the departures already taken are answered (they are gone from Redis, so nobody else will
+   * answer them); the rest is finished by a later sweep once this claim ends.
+   */
+  async sweep(nowMs: number): Promise<Departure[]> {
+    const departures: Departure[] = [];
+    try {
+      for (;;) {
+        const node = await this.#claim([], [this.#prefix, nowMs, this.#claimMs]);
+        if (typeof node !== 'string') return departures;
+        for (;;) {
+          const reply = strings(
+            await this.#sweepChunk([], [this.#prefix, node, nowMs, this.#chunk, this.#delay, this.#claimMs]),
+          );
+          for (let i = 1; i + 3 < reply.length; i += 4) {
+            const app = reply[i + 1] ?? '';
+            const room = reply[i + 2] ?? '';
+            if (reply[i] === 'v') departures.push({ type: 'room.vacated', app, room });
+            else departures.push({ type: 'member.left', app, room, member: toMember(reply[i + 3] ?? '') });
+          }
+          if (reply[0] === '1') break;
+        }
+      }
+    } catch (error) {
+      if (departures.length === 0) throw error;
+      return departures;
+    }
+  }
+
+  close(): void {
+    // The client is shared by the engine's stores and closed by whoever opened it.
+  }
+}
