@@ -112,6 +112,7 @@ describe('RedisPresenceStore sweeps', () => {
     expect(await store.sweep(now + 10 * CLAIM)).toEqual([]);
     const users = Array.from({ length: 20 }, (_, i) => `u${i}`);
     expect(await peer.online('app1', users, now + DELAY - 1)).toEqual(users.map(() => true));
+    expect(await peer.userPages('app1', 'u0')).toBe(0);
     expect(await peer.takeOffline(now + DELAY - 1, 100)).toEqual([]);
     const gone = await peer.takeOffline(now + DELAY, 100);
     expect(gone.map((g) => g.user).sort()).toEqual([...users].sort());
@@ -152,6 +153,8 @@ describe('RedisPresenceStore sweeps', () => {
     await alive.pageOpened('app1', 'bob', 'nd.1', T0);
     await alive.enterRoom('app1', 'lobby', 'nd.1');
     await alive.joinRoom('app1', 'lobby', { user: 'bob' }, 'nd.1');
+    await alive.pageOpened('app1', 'ann', 'nd.2', T0);
+    expect(await sweeper.userPages('app1', 'ann')).toBe(2);
     const departures: Departure[] = [];
     for (let now = T0; now <= T0 + 50 * LEASE; now += 1000) {
       if ((now - T0) % 5000 === 0) await alive.renew('nk', now, LEASE);
@@ -160,6 +163,7 @@ describe('RedisPresenceStore sweeps', () => {
     expect(departures).toEqual([{ type: 'member.left', app: 'app1', room: 'lobby', member: { user: 'bob' } }]);
     expect(await sweeper.members('app1', 'lobby')).toEqual([{ user: 'ann' }]);
     expect(await sweeper.online('app1', ['ann', 'bob'], T0 + 50 * LEASE)).toEqual([true, false]);
+    expect(await sweeper.userPages('app1', 'ann')).toBe(1);
     expect(await sweeper.exitRoom('app1', 'lobby', 'nk.1')).toBe(true);
   });
 
@@ -176,6 +180,7 @@ describe('RedisPresenceStore sweeps', () => {
         () => store.pageClosed('app1', 'ann', 'na.1', T0),
         () => store.takeOffline(T0, 10),
         () => store.online('app1', ['ann'], T0),
+        () => store.userPages('app1', 'ann'),
         () => store.enterRoom('app1', 'lobby', 'na.1'),
         () => store.exitRoom('app1', 'lobby', 'na.1'),
         () => store.joinRoom('app1', 'lobby', { user: 'ann' }, 'na.1'),

@@ -143,6 +143,10 @@ for n = 4, #ARGV do
 end
 return out`;
 
+// ARGV: prefix, app, user. How many pages the user has open.
+const USER_PAGES_LUA = `${PRESENCE_LUA}
+return redis.call('scard', ukey(ARGV[2], ARGV[3]))`;
+
 // ARGV: prefix, app, room, page.
 const ENTER_LUA = `${PRESENCE_LUA}
 local app, room, page = ARGV[2], ARGV[3], ARGV[4]
@@ -264,7 +268,7 @@ export interface RedisPresenceOptions {
   offlineDelayMs?: number;
   /** Pages of a dead node closed per script. Default 100. */
   sweepChunk?: number;
-  /** How long a sweeper holds a dead node before another sweep may finish it (the sweeper died). Default 30 s. */
+  /** How long a sweeper holds a dead node before another sweep may finish it (the sweeper died). Default 10 s. */
   sweepClaimMs?: number;
 }
 
@@ -298,6 +302,7 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #closed: Script;
   readonly #take: Script;
   readonly #online: Script;
+  readonly #userPages: Script;
   readonly #enter: Script;
   readonly #exit: Script;
   readonly #join: Script;
@@ -310,11 +315,12 @@ export class RedisPresenceStore implements PresenceStore {
     this.#client = client;
     this.#delay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
     this.#chunk = Math.max(1, Math.floor(options.sweepChunk ?? 100));
-    this.#claimMs = Math.max(1, options.sweepClaimMs ?? 30_000);
+    this.#claimMs = Math.max(1, options.sweepClaimMs ?? 10_000);
     this.#opened = client.script('rtPresenceOpened', OPENED_LUA);
     this.#closed = client.script('rtPresenceClosed', CLOSED_LUA);
     this.#take = client.script('rtPresenceTake', TAKE_LUA);
     this.#online = client.script('rtPresenceOnline', ONLINE_LUA);
+    this.#userPages = client.script('rtPresenceUserPages', USER_PAGES_LUA);
     this.#enter = client.script('rtPresenceEnter', ENTER_LUA);
     this.#exit = client.script('rtPresenceExit', EXIT_LUA);
     this.#join = client.script('rtPresenceJoin', JOIN_LUA);
@@ -348,6 +354,10 @@ export class RedisPresenceStore implements PresenceStore {
     if (users.length === 0) return [];
     const reply = await this.#online([], [this.#prefix, app, nowMs, ...users]);
     return Array.isArray(reply) ? reply.map((on) => on === 1) : users.map(() => false);
+  }
+
+  async userPages(app: string, user: string): Promise<number> {
+    return Number(await this.#userPages([], [this.#prefix, app, user]));
   }
 
   async enterRoom(app: string, room: string, page: string): Promise<boolean> {
