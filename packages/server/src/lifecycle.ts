@@ -171,10 +171,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   await lease.start();
   const ask = new AskService({
+    node: engine.node,
+    broker,
+    presence: engine.presence,
+    log,
     now,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
   });
-  const hub = new Hub<Connection>(broker);
+  await ask.start();
+  // Questions of asks go to the user's open pages here; their answers go back through the AskService.
+  const hub = new Hub<Connection>(broker, (question, pages) =>
+    ask.deliver(
+      question,
+      pages.filter((page) => page.state === 'open'),
+    ),
+  );
   const gateway = new Gateway(
     {
       node: engine.node,
@@ -192,6 +203,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     options.gateway,
   );
+
+  // Publications lost while the subscriber connection was down: pages resume from history (or learn
+  // of the gap from `truncated`) by reconnecting.
+  const stopGapListener = broker.onGap?.(() => {
+    log.warn('publications may have been missed while the broker was disconnected: pages reconnect to resume');
+    gateway.reconnectAll();
+  });
 
   const deps: ApiDeps = {
     apps,
@@ -289,12 +307,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
+      stopGapListener?.();
       await gateway.close();
       users.close();
       lease.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      deps.ask.closeAll();
+      await deps.ask.close();
       const drainMs = options.drainMs ?? 10_000;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);

@@ -1,18 +1,12 @@
-import type { Reply } from '@realtime/protocol';
+import { LIMITS, type Reply } from '@realtime/protocol';
+import type { Logger } from 'pino';
+import { type Broker, type PresenceStore, type Publication, topicOf, type Unsubscribe } from '../engines/types.js';
 
 /** One open page of a user that can be asked. The gateway provides these. */
 export interface AskTarget {
-  /** Sends the question to the page; the page answers through AskService.reply. */
+  /** Sends the question to the page; the page answers through AskService.reply or decline. */
   ask(askId: string, event: string, data: string): void;
 }
-
-/** Where the asker finds the open pages of a user. */
-export interface UserPages {
-  askTargets(app: string, user: string): AskTarget[];
-}
-
-/** Nobody's pages: the directory until a gateway is attached. */
-export const NO_PAGES: UserPages = { askTargets: () => [] };
 
 /** Asks in flight per user by default: well above a burst a page answers (450 at once work). */
 export const DEFAULT_MAX_ASKS_PER_USER = 500;
@@ -34,6 +28,13 @@ interface PendingAsk {
   finish: () => void;
 }
 
+/** An ask of another node that pages here were given: where their answers go, until when. */
+interface AskedHere {
+  app: string;
+  node: string;
+  until: number;
+}
+
 export interface AskOptions {
   event: string;
   data: string;
@@ -41,82 +42,182 @@ export interface AskOptions {
   all: boolean;
 }
 
+export interface AskDeps {
+  /** This node: the answers to its asks come to its topic. */
+  node: string;
+  broker: Broker;
+  presence: PresenceStore;
+  log: Logger;
+  now: () => number;
+  maxAsksPerUser?: number;
+}
+
+/** How long past its timeout an ask of another node is remembered here (answers that are late anyway). */
+const REMEMBER_PAST_TIMEOUT_MS = 5_000;
+
 /**
- * ask: sends to every open page of the user and waits. Without `all` the first reply answers;
- * with `all` every reply until the timeout. No open page: answers at once with no replies.
+ * ask: the question goes to the user's topic, so their pages on every node get it; the answers come
+ * back to this node's topic, whichever node the answering page is on. Without `all` the first reply
+ * answers (or the last decline, counted against the user's pages on all nodes); with `all` every
+ * reply until the timeout. No open page anywhere: answers at once with no replies.
  */
 export class AskService {
+  readonly #deps: AskDeps;
   readonly #pending = new Map<string, PendingAsk>();
-  /** Asks in flight per `<app>:<user>`: bounded where asks start, not by closing the page that answers. */
+  /** Asks of other nodes given to pages here, by ask id. */
+  readonly #askedHere = new Map<string, AskedHere>();
+  /** Asks in flight per `<app>:<user>` started on this node: bounded where asks start. */
   readonly #inFlight = new Map<string, number>();
   readonly #maxPerUser: number;
-  #pages: UserPages;
-  readonly #now: () => number;
   #counter = 0;
+  #unsubscribe: Unsubscribe | undefined;
+  #sweep: NodeJS.Timeout | undefined;
 
-  constructor(deps: { pages?: UserPages; now: () => number; maxAsksPerUser?: number }) {
-    this.#pages = deps.pages ?? NO_PAGES;
-    this.#now = deps.now;
+  constructor(deps: AskDeps) {
+    this.#deps = deps;
     this.#maxPerUser = deps.maxAsksPerUser ?? DEFAULT_MAX_ASKS_PER_USER;
   }
 
-  /** The gateway attaches its page directory when it starts. */
-  attach(pages: UserPages): void {
-    this.#pages = pages;
+  /** Listens for the answers to this node's asks; resolves once the subscription is in effect. */
+  async start(): Promise<void> {
+    this.#unsubscribe = await this.#deps.broker.subscribe(topicOf('', { node: this.#deps.node }), (publication) =>
+      this.#answered(publication),
+    );
+    this.#sweep = setInterval(() => this.#forgetOld(), 5_000);
+    this.#sweep.unref();
   }
 
   /**
-   * Throws TooManyAsks, at once, when the user has `maxAsksPerUser` asks in flight. App keys hold no
-   * ':', so `<app>:<user>` names one user of one app.
+   * Throws TooManyAsks, at once, when the user has `maxAsksPerUser` asks in flight from this node.
+   * Rejects with a StoreError when the question could not be sent.
    */
-  ask(app: string, user: string, options: AskOptions): Promise<Reply[]> {
-    const targets = this.#pages.askTargets(app, user);
-    if (targets.length === 0) return Promise.resolve([]);
+  async ask(app: string, user: string, options: AskOptions): Promise<Reply[]> {
     const key = `${app}:${user}`;
     const inFlight = this.#inFlight.get(key) ?? 0;
     if (inFlight >= this.#maxPerUser) throw new TooManyAsks(this.#maxPerUser);
     this.#inFlight.set(key, inFlight + 1);
-    const askId = `${this.#now().toString(36)}.${(++this.#counter).toString(36)}`;
-    return new Promise((resolve) => {
+    let pages: number;
+    try {
+      pages = await this.#deps.presence.userPages(app, user);
+    } catch (error) {
+      this.#release(key);
+      throw error;
+    }
+    if (pages === 0) {
+      this.#release(key);
+      return [];
+    }
+    const askId = `${this.#deps.node}.${(++this.#counter).toString(36)}`;
+    const answered = new Promise<Reply[]>((resolve) => {
       const timer = setTimeout(() => pending.finish(), options.timeout);
       const pending: PendingAsk = {
         replies: [],
         all: options.all,
-        waiting: targets.length,
+        waiting: pages,
         finish: () => {
           clearTimeout(timer);
           if (!this.#pending.delete(askId)) return;
-          const left = (this.#inFlight.get(key) ?? 1) - 1;
-          if (left > 0) this.#inFlight.set(key, left);
-          else this.#inFlight.delete(key);
+          this.#release(key);
           resolve(pending.replies);
         },
       };
       this.#pending.set(askId, pending);
-      for (const target of targets) target.ask(askId, options.event, options.data);
     });
+    try {
+      const question = { app, user, event: options.event, data: options.data, ask: askId, replyTo: this.#deps.node };
+      await this.#deps.broker.publish([question], this.#deps.now());
+    } catch (error) {
+      this.#pending.get(askId)?.finish();
+      throw error;
+    }
+    return answered;
+  }
+
+  #release(key: string): void {
+    const left = (this.#inFlight.get(key) ?? 1) - 1;
+    if (left > 0) this.#inFlight.set(key, left);
+    else this.#inFlight.delete(key);
+  }
+
+  /** The hub's part: a question for a user reached this node; each open page of the user here gets it. */
+  deliver(question: Publication, pages: readonly AskTarget[]): void {
+    const askId = question.ask;
+    const node = question.replyTo;
+    if (askId === undefined || node === undefined || pages.length === 0) return;
+    if (node !== this.#deps.node) {
+      // Long enough for any ask's timeout: an answer after that finds nobody waiting anyway.
+      this.#askedHere.set(askId, {
+        app: question.app,
+        node,
+        until: this.#deps.now() + LIMITS.askTimeoutMaxMs + REMEMBER_PAST_TIMEOUT_MS,
+      });
+    }
+    for (const page of pages) page.ask(askId, question.event, question.data);
   }
 
   /** A page's reply. Late or unknown replies are dropped. */
   reply(askId: string, data: unknown): void {
+    if (this.#pending.has(askId)) return this.#reply(askId, data, this.#deps.now());
+    this.#forward(askId, '$reply', JSON.stringify(data) ?? 'null');
+  }
+
+  /** A page that will not answer (no handler, or it closed): the ask ends early once nobody is left. */
+  decline(askId: string): void {
+    if (this.#pending.has(askId)) return this.#decline(askId);
+    this.#forward(askId, '$decline', 'null');
+  }
+
+  #reply(askId: string, data: unknown, at: number): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
-    pending.replies.push({ data, at: this.#now() });
+    pending.replies.push({ data, at });
     pending.waiting--;
     // With `all` the answer comes when the timeout is over, whoever has answered (section 4.3 rule 3).
     if (!pending.all) pending.finish();
   }
 
-  /** A page that will not answer (no handler, or it closed): the ask ends early once nobody is left. */
-  decline(askId: string): void {
+  #decline(askId: string): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
     pending.waiting--;
     if (!pending.all && pending.waiting <= 0) pending.finish();
   }
 
+  /** An answer of a page here to another node's ask: sent to that node's topic. */
+  #forward(askId: string, event: '$reply' | '$decline', data: string): void {
+    const asked = this.#askedHere.get(askId);
+    if (!asked) return;
+    const answer = { app: asked.app, node: asked.node, event, data, ask: askId };
+    Promise.resolve(this.#deps.broker.publish([answer], this.#deps.now())).catch((error: unknown) => {
+      // The asking node then waits for its timeout: the ask answers with what it has.
+      this.#deps.log.error({ err: error, app: asked.app }, 'sending an answer to an ask failed');
+    });
+  }
+
+  /** An answer from a page on another node. */
+  #answered(publication: Publication): void {
+    const askId = publication.ask;
+    if (askId === undefined) return;
+    if (publication.event === '$decline') return this.#decline(askId);
+    if (publication.event !== '$reply') return;
+    let data: unknown;
+    try {
+      data = JSON.parse(publication.data);
+    } catch {
+      return this.#decline(askId);
+    }
+    this.#reply(askId, data, this.#deps.now());
+  }
+
+  #forgetOld(): void {
+    const now = this.#deps.now();
+    for (const [askId, asked] of this.#askedHere) if (asked.until < now) this.#askedHere.delete(askId);
+  }
+
   /** Ends every pending ask with what it has (server shutdown). */
-  closeAll(): void {
+  async close(): Promise<void> {
+    clearInterval(this.#sweep);
     for (const pending of [...this.#pending.values()]) pending.finish();
+    await this.#unsubscribe?.();
   }
 }

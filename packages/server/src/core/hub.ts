@@ -50,8 +50,12 @@ export class Hub<P extends Page = Page> {
   readonly #rooms = new Map<string, Listening<Seat>>();
   readonly #users = new Map<string, Listening<P>>();
 
-  constructor(broker: Broker) {
+  readonly #asks: (question: Publication, pages: readonly P[]) => void;
+
+  /** `asks` takes the questions of asks to a user with pages here (they are no page event). */
+  constructor(broker: Broker, asks: (question: Publication, pages: readonly P[]) => void = () => {}) {
     this.#broker = broker;
+    this.#asks = asks;
   }
 
   /**
@@ -75,12 +79,10 @@ export class Hub<P extends Page = Page> {
 
   /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
   addUserPage(app: string, user: string, page: P): Promise<void> {
-    return this.#add(
-      this.#users,
-      topicOf(app, { user }),
-      page,
-      (pages) => (publication) => fanOutUser(pages, publication),
-    );
+    return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) => {
+      if (publication.ask !== undefined) this.#asks(publication, [...pages]);
+      else fanOutUser(pages, publication);
+    });
   }
 
   removeUserPage(app: string, user: string, page: P): Promise<void> {

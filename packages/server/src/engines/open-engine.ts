@@ -1,13 +1,17 @@
 import type { Logger } from 'pino';
 import { asyncEngine } from './async-engine.js';
 import { type EmbeddedStores, openEmbeddedEngine } from './embedded.js';
+import { openRedisEngine } from './redis/engine.js';
 import type { Engine } from './types.js';
 
 /**
- * Which engine a server runs on. `asyncStores` (tests) makes every embedded store call answer on a
- * later turn, so the networked paths run without Redis.
+ * Which engine a server runs on: embedded (one process, the SQLite file in the data folder) or
+ * Redis (any number of nodes on one Redis). `asyncStores` (tests) makes every embedded store call
+ * answer on a later turn, so the networked paths run without Redis.
  */
-export type EngineChoice = { kind: 'embedded'; asyncStores?: boolean };
+export type EngineChoice =
+  | { kind: 'embedded'; asyncStores?: boolean }
+  | { kind: 'redis'; url: string; prefix?: string };
 
 export interface EngineSettings {
   /** The embedded engine's folder. */
@@ -20,6 +24,14 @@ export interface EngineSettings {
 
 /** The one place engines are made: lifecycle, CLI and the development app open them here. */
 export async function openEngine(choice: EngineChoice, settings: EngineSettings): Promise<Engine> {
+  if (choice.kind === 'redis') {
+    return openRedisEngine({
+      url: choice.url,
+      log: settings.log,
+      ...(choice.prefix === undefined ? {} : { prefix: choice.prefix }),
+      ...(settings.offlineDelayMs === undefined ? {} : { offlineDelayMs: settings.offlineDelayMs }),
+    });
+  }
   const engine = openEmbeddedEngine(settings);
   return choice.asyncStores ? asyncEngine(engine) : engine;
 }

@@ -132,9 +132,13 @@ export interface HistoryStore {
 /** An event on its way to pages: to a room (with its id) or to a user's pages. */
 export interface Publication {
   app: string;
-  /** Exactly one of room or user is set. */
+  /**
+   * Exactly one of room, user or node is set. A node is addressed by the answers to its asks (see
+   * `ask`), which are not page events.
+   */
   room?: string;
   user?: string;
+  node?: string;
   event: string;
   /** JSON text of the data, encoded once by the emitter. */
   data: string;
@@ -145,6 +149,13 @@ export interface Publication {
   from?: string;
   /** The page that sent it (page sends), which does not receive its own event. */
   origin?: string;
+  /**
+   * An ask: to a user (`event`, `data` are the question; the user's pages on every node get it and
+   * answer `replyTo`), or an answer to a node (`event` `$reply` with the reply's data, or `$decline`).
+   */
+  ask?: string;
+  /** An ask's node: where its pages' answers go. */
+  replyTo?: string;
 }
 
 /** A webhook event stored in the same step as a room event: its JSON text, cut where the event's id goes. */
@@ -190,12 +201,20 @@ export interface Broker {
    * subscription of its own, even with the same handler; its unsubscribe ends only that one.
    */
   subscribe(topic: string, handler: PublicationHandler): MaybePromise<Unsubscribe>;
+  /**
+   * Calls the listener when publications may have been missed: the subscriber connection dropped
+   * and its subscriptions are in effect again (pages should resume from history). Brokers that
+   * cannot miss any (in memory) leave it out. Answers a function that removes the listener.
+   */
+  onGap?(listener: () => void): () => void;
   close(): MaybePromise<void>;
 }
 
-/** Topic of a publication: one per room and one per user, per app. App keys hold no ':'. */
-export function topicOf(app: string, target: { room?: string; user?: string }): string {
-  return target.room !== undefined ? `r:${app}:${target.room}` : `u:${app}:${target.user ?? ''}`;
+/** Topic of a publication: one per room and one per user, per app, and one per node. App keys hold no ':'. */
+export function topicOf(app: string, target: { room?: string; user?: string; node?: string }): string {
+  if (target.room !== undefined) return `r:${app}:${target.room}`;
+  if (target.node !== undefined) return `n:${target.node}`;
+  return `u:${app}:${target.user ?? ''}`;
 }
 
 /** A user whose `user.offline` is due, handed to one node to report. */
@@ -221,6 +240,8 @@ export interface PresenceStore {
   takeOffline(nowMs: number, limit: number): MaybePromise<GoneUser[]>;
   /** For each id, whether the user is online now. */
   online(app: string, users: readonly string[], nowMs: number): MaybePromise<boolean[]>;
+  /** How many pages the user has open on all nodes (an ask waits for that many answers at most). */
+  userPages(app: string, user: string): MaybePromise<number>;
   /** A page took a seat in a room; true when the room had no page on any node (`room.occupied`). */
   enterRoom(app: string, room: string, page: string): MaybePromise<boolean>;
   /** A page left a room; true when it was the room's last page on any node (`room.vacated`). */

@@ -66,7 +66,6 @@ export class Gateway {
       perMessageDeflate: false,
       clientTracking: false,
     });
-    deps.ask.attach({ askTargets: (app, user) => deps.hub.pagesOf(app, user).filter((c) => c.state === 'open') });
     // One sweep for every page instead of timers per page: memory per idle page stays small.
     const sweep = setInterval(() => this.#sweepGreeting(), Math.min(1000, this.#options.helloTimeoutMs));
     const beat = setInterval(() => this.#heartbeat(), this.#options.heartbeatMs);
@@ -350,6 +349,13 @@ export class Gateway {
     const pages = this.#deps.hub.pagesOf(app, user);
     for (const conn of pages) conn.close(code, reason);
     return pages.length;
+  }
+
+  /** Closes every open page with 4100: they reconnect (to any node) and resume from their last ids. */
+  reconnectAll(): void {
+    for (const conn of this.#connections) {
+      if (conn.state !== 'closed') conn.close(CLOSE.shutdown, 'the service lost events for this page; resume');
+    }
   }
 
   /** Closes every page with 4100 (reconnect) and waits until their clean-up ran. */

@@ -96,15 +96,13 @@ export const ask: Handler = async (request, deps) => {
   const all = body.all === undefined ? false : body.all;
   if (typeof all !== 'boolean') throw new ApiError('bad_request', 'all must be a boolean');
   requireFeature(request, 'ask', 'ask');
-  let replies: ReturnType<typeof deps.ask.ask>;
   try {
-    replies = deps.ask.ask(request.app.key, user, { event, data, timeout, all });
+    return { replies: await deps.ask.ask(request.app.key, user, { event, data, timeout, all }) };
   } catch (error) {
     // Refused where it starts, at once: a burst of asks never reaches (and never floods) the user's pages.
     if (error instanceof TooManyAsks) throw new ApiError('rate_limited', error.message, { 'Retry-After': '1' });
     throw error;
   }
-  return { replies: await replies };
 };
 
 export const online: Handler = async (request, deps) => {

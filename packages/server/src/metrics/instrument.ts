@@ -57,6 +57,7 @@ export function countedBroker(broker: Broker, metrics: Metrics): Broker {
       );
     },
     subscribe: (topic, handler) => broker.subscribe(topic, handler),
+    ...(broker.onGap ? { onGap: (listener: () => void) => broker.onGap?.(listener) ?? (() => {}) } : {}),
     close: () => broker.close(),
   };
 }

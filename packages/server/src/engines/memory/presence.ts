@@ -84,6 +84,10 @@ export class MemoryPresenceStore implements PresenceStore {
     });
   }
 
+  userPages(app: string, user: string): number {
+    return this.#users.get(`${app}\u0000${user}`)?.pages.size ?? 0;
+  }
+
   /** The offline reports still to come (a graceful stop keeps them for the next start). */
   pendingOffline(): PendingOffline[] {
     const pending: PendingOffline[] = [];

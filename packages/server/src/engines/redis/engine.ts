@@ -1,0 +1,65 @@
+import type { Logger } from 'pino';
+import { newNodeId } from '../node-id.js';
+import type { Engine } from '../types.js';
+import { RedisAppStore } from './apps.js';
+import { RedisBroker } from './broker.js';
+import { RedisClient } from './client.js';
+import { checkRedisConfig } from './config-check.js';
+import { RedisHistoryStore } from './history.js';
+import { RedisPresenceStore } from './presence.js';
+import { RedisWebhookStore } from './webhooks.js';
+
+export interface RedisEngineOptions {
+  /** `redis://[user:pass@]host:port[/db]`. */
+  url: string;
+  /** Put before every key and channel; several services (or tests) may share one Redis. */
+  prefix?: string;
+  log: Logger;
+  offlineDelayMs?: number;
+}
+
+/**
+ * The Redis engine: every node of a cluster on one Redis. History on streams, fan-out on pub/sub,
+ * presence with node leases, the webhook queue with leased batches, apps; one client per node
+ * (plus the broker's subscriber connection). Refuses a Redis that would evict what it keeps.
+ */
+export async function openRedisEngine(options: RedisEngineOptions): Promise<Engine> {
+  const client = await RedisClient.open({
+    url: options.url,
+    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+  });
+  try {
+    await checkRedisConfig(client, options.log);
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const redisBroker = new RedisBroker(client);
+  const broker: Engine['broker'] = {
+    publish: (events, nowMs) => redisBroker.publish(events, nowMs),
+    subscribe: (topic, handler) => redisBroker.subscribe(topic, handler),
+    onGap: (listener) => redisBroker.onResubscribed(listener),
+    close: () => redisBroker.close(),
+  };
+  const history = new RedisHistoryStore(client);
+  const presence = new RedisPresenceStore(
+    client,
+    options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
+  );
+  const webhooks = new RedisWebhookStore(client);
+  const apps = new RedisAppStore(client);
+  return {
+    kind: 'redis',
+    node: newNodeId(),
+    apps,
+    history,
+    broker,
+    presence,
+    webhooks,
+    check: () => client.check(),
+    close: async () => {
+      await redisBroker.close();
+      await client.close();
+    },
+  };
+}
