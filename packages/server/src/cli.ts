@@ -12,13 +12,14 @@ import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
 import { type AppStoreChoice, type OpenedApps, openAppStore } from './engines/open-apps.js';
 import type { EngineChoice } from './engines/open-engine.js';
+import { RedisConfigRefused } from './engines/redis/config-check.js';
 import { StoreError } from './engines/store-error.js';
 import type { App, AppStore } from './engines/types.js';
 import { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';
 import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
-  realtime serve [--host H] [--port P] [--data DIR] [--config FILE] [--allow-private-webhooks] [--log-level L]
+  realtime serve [--host H] [--port P] [STORE] [--config FILE] [--allow-private-webhooks] [--log-level L]
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
@@ -26,11 +27,11 @@ const USAGE = `Usage:
   realtime apps set-webhook KEY URL|"" [STORE] [--allow-private-webhooks]
   realtime keygen
 
-STORE is where the apps are: --data DIR (the embedded engine's folder, default ./data) or
---redis redis://HOST:PORT (the Redis a Redis engine runs on).
+STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
+DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis).
 
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
-REALTIME_DATA, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL.
+REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL.
 The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
@@ -104,10 +105,18 @@ function parseFeatures(text: string | undefined): Feature[] | undefined {
   return [...new Set(list as Feature[])];
 }
 
-/** On stderr, so that stdout holds only JSON log lines. */
-function printDevelopmentApp(app: App, url: string, dir: string): void {
-  const data = dir === resolve('./data') ? undefined : dir;
-  process.stderr.write(developmentAppBanner(app, url, data === undefined ? {} : { dataDir: data }));
+/**
+ * On stderr, so that stdout holds only JSON log lines. The commands it shows name the store when it
+ * is not the default: the data folder, or the Redis given by flag.
+ */
+function printDevelopmentApp(app: App, url: string, store: { dir?: string; redis?: string | undefined }): void {
+  const options =
+    store.redis !== undefined
+      ? { redis: store.redis }
+      : store.dir !== undefined && store.dir !== resolve('./data')
+        ? { dataDir: store.dir }
+        : {};
+  process.stderr.write(developmentAppBanner(app, url, options));
 }
 
 const SERVE_FLAGS: Flags = {
@@ -132,11 +141,9 @@ function readConfigFrom(path: string, where: string, allowPrivateWebhooks: boole
 
 async function serve(args: string[]): Promise<void> {
   const { values, source } = parse(args, SERVE_FLAGS, 0, Object.keys(SERVE_FLAGS));
-  if (values.redis !== undefined) {
-    throw new UsageError(
-      `${source('redis')}: the Redis engine is not available in this version; leave it out to run embedded`,
-    );
-  }
+  const redis = str(values, 'redis');
+  const engine: EngineChoice =
+    redis === undefined ? { kind: 'embedded' } : { kind: 'redis', url: redisUrl(redis, source('redis')) };
   const logLevel = str(values, 'log-level') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new UsageError(
@@ -151,7 +158,6 @@ async function serve(args: string[]): Promise<void> {
     : { apps: [] };
   const configApps = config.apps;
   const dir = dataDir(values);
-  const engine: EngineChoice = { kind: 'embedded' };
 
   // The config's apps are in place before the port opens, so no early request meets a missing app.
   // The store stays open until the server listens: a development app is made only then, so a start
@@ -198,18 +204,22 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  server.log.info({ data: dir }, `listening on ${server.url}`);
+  // The Redis address is not logged: it may hold a password.
+  server.log.info(engine.kind === 'redis' ? { engine: 'redis' } : { data: dir }, `listening on ${server.url}`);
   if (created) {
     server.log.info({ key: created.key }, 'created a development app');
-    printDevelopmentApp(created, server.url, dir);
+    // The commands shown name the store as it was given: a variable is read again by the CLI.
+    const store = engine.kind === 'redis' ? { redis: source('redis') === '--redis' ? engine.url : undefined } : { dir };
+    printDevelopmentApp(created, server.url, store);
   }
 }
 
-/** Starts the server; a port that cannot be listened on is a Failure of one line. */
+/** Starts the server; a port that cannot be listened on, or a Redis set to evict, is a Failure of one line. */
 async function listen(options: ServerOptions): Promise<RunningServer> {
   try {
     return await startServer(options);
   } catch (error) {
+    if (error instanceof RedisConfigRefused) throw new Failure(`cannot run on this Redis: ${oneLine(error.message)}`);
     const err = error as NodeJS.ErrnoException;
     if (typeof err.code === 'string' && typeof err.syscall === 'string') {
       throw new Failure(`cannot listen: ${oneLine(err.message)}`);

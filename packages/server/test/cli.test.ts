@@ -347,7 +347,7 @@ describe('bad flags and config files', () => {
     ['--port abc', () => ['--port', 'abc'], '--port'],
     ['--port 70000', () => ['--port', '70000'], '--port'],
     ['--port -1', () => ['--port', '-1'], '--port'],
-    ['--redis (not available yet)', () => ['--redis', 'redis://127.0.0.1:6379'], '--redis'],
+    ['--redis not a redis:// URL', () => ['--redis', 'http://127.0.0.1:6379'], '--redis'],
     ['an unknown --log-level', () => ['--log-level', 'loud'], '--log-level'],
     ['a positional argument', () => ['extra'], '"extra"'],
     ['a missing config file', () => ['--config', join(tempDir(), 'nope.json')], 'nope.json'],
@@ -589,7 +589,7 @@ describe('settings from the environment', () => {
     ['REALTIME_PORT', { REALTIME_PORT: '70000' }],
     ['REALTIME_LOG_LEVEL', { REALTIME_LOG_LEVEL: 'loud' }],
     ['REALTIME_ALLOW_PRIVATE_WEBHOOKS', { REALTIME_ALLOW_PRIVATE_WEBHOOKS: 'maybe' }],
-    ['REALTIME_REDIS', { REALTIME_REDIS: 'redis://127.0.0.1:6379' }],
+    ['REALTIME_REDIS', { REALTIME_REDIS: 'not a url' }],
     ['REALTIME_CONFIG', { REALTIME_CONFIG: '/nonexistent/realtime.json' }],
   ];
   it.concurrent.for(cases)('a bad %s: exit 2 and one line naming it', async ([name, env], { expect }) => {
@@ -613,12 +613,51 @@ describe('settings from the environment', () => {
   });
 });
 
-describe('apps commands on Redis', () => {
+describe('on Redis: serve --redis and the apps commands', () => {
   let redis: TestRedis;
   beforeAll(async () => {
     redis = await startRedis();
   });
   afterAll(() => redis?.close());
+
+  it('serve --redis keeps its apps in Redis: a development app shown once, the CLI reaches it, the next start keeps it', async () => {
+    // A database of its own in the same Redis: the other tests' apps are elsewhere.
+    const url = `${redis.url}/1`;
+    const data = tempDir();
+    const first = await serve(['--redis', url, '--data', data]);
+    const out = await first.waitFor((s) => /REALTIME_SECRET=\S+ node \S+\n/.test(s), 'the command line', 'stderr');
+    const key = /^ {2}key: +(\S+)$/m.exec(out)?.[1] as string;
+    const secret = /^ {2}secret: +(\S+)$/m.exec(out)?.[1] as string;
+    expect((await emit(first.url, key, secret)).json).toEqual({ ok: true, ids: {} });
+    // The banner's command names the Redis it was given; nothing went to the data folder.
+    const show = /^ +npx realtime (apps show \S+ --secret --redis \S+)$/m.exec(out)?.[1] ?? '';
+    expect(show, out).toContain(url);
+    const shown = await run(show.split(' '));
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^secret: +${secret}$`, 'm'));
+    expect(existsSync(join(data, 'realtime.db'))).toBe(false);
+    const stopped = await first.stop();
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).not.toContain(url);
+
+    // From the variable this time: the app is still there, nothing new is created or printed.
+    const second = await serve([], { REALTIME_REDIS: url });
+    expect((await emit(second.url, key, secret)).json).toEqual({ ok: true, ids: {} });
+    const secondExit = await second.stop();
+    expect(secondExit.code, secondExit.stderr).toBe(0);
+    expect(secondExit.stderr).toBe('');
+  });
+
+  it('serve refuses, in one line, a Redis that evicts keys when full', async () => {
+    const evicting = await startRedis({ args: ['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru'] });
+    try {
+      const exit = await run(['serve', '--port', '0', '--redis', evicting.url]);
+      expect(exit.code, exit.stderr).toBe(1);
+      expect(exit.stderr).toMatch(/^realtime: cannot run on this Redis: [^\n]*noeviction[^\n]*\n$/);
+    } finally {
+      await evicting.close();
+    }
+  });
 
   it('--redis or REALTIME_REDIS: create, list, show, rotate-secret and set-webhook work on the apps in Redis', async () => {
     const data = tempDir();

@@ -9,10 +9,20 @@ function shellWord(text: string): string {
 
 /**
  * The lines printed when a development app was created: its credentials, a command that emits, and
- * how to show the secret again. `dataDir` is given when it is not the default `./data`.
+ * how to show the secret again. The commands name the store when it is not the default `./data`:
+ * `dataDir`, or `redis` (the Redis URL).
  */
-export function developmentAppBanner(app: App, url: string, options: { dataDir?: string } = {}): string {
-  const data = options.dataDir === undefined ? '' : ` --data ${shellWord(options.dataDir)}`;
+export function developmentAppBanner(
+  app: App,
+  url: string,
+  options: { dataDir?: string; redis?: string } = {},
+): string {
+  const data =
+    options.redis !== undefined
+      ? ` --redis ${shellWord(options.redis)}`
+      : options.dataDir === undefined
+        ? ''
+        : ` --data ${shellWord(options.dataDir)}`;
   return [
     '',
     'No app was configured, so a development app was created:',
