@@ -33,8 +33,31 @@ export default defineConfig({
         test: {
           name: 'async-stores',
           include: ['packages/server/test/**/*.test.ts', 'test/browser/**/*.test.ts'],
-          exclude: ['packages/server/test/cli.test.ts', 'packages/server/test/ops-cli.test.ts'],
+          exclude: [
+            'packages/server/test/cli.test.ts',
+            'packages/server/test/ops-cli.test.ts',
+            'packages/server/test/cluster/**',
+          ],
           env: { REALTIME_TEST_ENGINE: 'embedded-async' },
+        },
+      },
+      {
+        // And once more on a real redis-server: every page, API and webhook test through the Redis engine.
+        extends: true,
+        test: {
+          name: 'redis',
+          include: ['packages/server/test/**/*.test.ts', 'test/browser/**/*.test.ts'],
+          exclude: [
+            // The CLI's own processes, SQLite's disk and group commit, and the cluster's own Redis.
+            'packages/server/test/cli.test.ts',
+            'packages/server/test/ops-cli.test.ts',
+            'packages/server/test/storage-full.test.ts',
+            'packages/server/test/group-commit.test.ts',
+            'packages/server/test/webhook-crash.test.ts',
+            'packages/server/test/replay-memory.test.ts',
+            'packages/server/test/cluster/**',
+          ],
+          env: { REALTIME_TEST_ENGINE: 'redis' },
         },
       },
     ],

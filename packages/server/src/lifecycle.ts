@@ -11,7 +11,7 @@ import { NodeLease } from './core/node-lease.js';
 import { UserPresence } from './core/user-presence.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
-import type { App } from './engines/types.js';
+import type { App, AppStore } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
@@ -84,6 +84,8 @@ export interface RunningServer {
   disconnectUser(app: string, user: string, code?: number): number;
   /** The Prometheus registry of this server. */
   metrics: Metrics;
+  /** The apps as stored (not cached): embedders and tests change apps through it, as the CLI does. */
+  apps: AppStore;
   /** Stops taking requests, waits for those in flight, closes storage. */
   close(): Promise<void>;
 }
@@ -332,6 +334,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     events: extra ?? webhooks,
     metrics,
+    apps: engine.apps,
     pages: () => gateway.size,
     disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
     close,

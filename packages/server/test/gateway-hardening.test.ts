@@ -1,7 +1,5 @@
-import { join } from 'node:path';
 import { Realtime } from '@realtime/node';
 import { CLOSE } from '@realtime/protocol';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, openRawPage, type RawPage } from './pages.js';
@@ -78,9 +76,8 @@ describe('page gateway: hardening', () => {
   it('applies a rotated secret to open pages: a room token under the old secret stops working', async () => {
     const p = await page('rotating');
     const oldToken = await sdk.roomToken('secret-room');
-    const db = new Database(join(server.dataDir, 'realtime.db'));
-    db.prepare('UPDATE apps SET secret = ? WHERE key = ?').run('a-brand-new-secret-000000', server.app.key);
-    db.close();
+    // Rotated in the store, as the CLI does (from another process, on any engine).
+    expect(await server.apps.setSecret(server.app.key, 'a-brand-new-secret-000000')).toBe(true);
     // The service caches apps for a second.
     await new Promise((resolve) => setTimeout(resolve, 1200));
     p.send({ t: 'join', ref: 7, room: 'secret-room', token: oldToken });

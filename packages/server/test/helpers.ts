@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -11,15 +12,30 @@ import {
   type ServerOptions,
   startServer,
 } from '../src/index.js';
+import { startRedis, type TestRedis } from './redis-server.js';
+
+/** One redis-server per test process for REALTIME_TEST_ENGINE=redis, started on first use. */
+let sharedRedis: Promise<TestRedis> | undefined;
 
 /**
- * The engine the tests run on: REALTIME_TEST_ENGINE=embedded-async makes every store call answer on
- * a later turn (the `async-stores` vitest project), so the networked paths run without Redis.
+ * The engine the tests run on. REALTIME_TEST_ENGINE=embedded-async makes every store call answer on
+ * a later turn (the `async-stores` vitest project), so the networked paths run without Redis;
+ * `redis` runs on a real redis-server (the `redis` project), one key prefix per data folder, so a
+ * server restarted on the same folder finds its data again.
  */
-export function testEngine(): ServerOptions['engine'] {
+export async function testEngine(dataDir: string): Promise<ServerOptions['engine']> {
   const chosen = process.env.REALTIME_TEST_ENGINE ?? 'embedded';
   if (chosen === 'embedded') return { kind: 'embedded' };
   if (chosen === 'embedded-async') return { kind: 'embedded', asyncStores: true };
+  if (chosen === 'redis') {
+    sharedRedis ??= startRedis();
+    const redis = await sharedRedis;
+    return {
+      kind: 'redis',
+      url: redis.url,
+      prefix: `t${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}:`,
+    };
+  }
   throw new Error(`REALTIME_TEST_ENGINE=${chosen} is not an engine the tests know`);
 }
 
@@ -40,7 +56,7 @@ export async function startTestServer(
     dataDir,
     logLevel: 'silent',
     events: new MemoryEventSink(),
-    engine: testEngine(),
+    engine: await testEngine(dataDir),
     ...options,
     apps: [app, ...(options.apps ?? [])],
   });

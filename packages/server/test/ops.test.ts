@@ -79,46 +79,6 @@ describe('health and readiness', () => {
   });
 });
 
-describe('readiness when a store fails', () => {
-  it('answers 503 unavailable while the webhook store does not answer, 200 again once it does', async () => {
-    let failing = false;
-    const server = await startTestServer({
-      wrapStores: ({ history, webhooks }) => ({
-        history,
-        // Every call goes to the real store (bound: it keeps private fields) but `waiting`, which fails on demand.
-        webhooks: new Proxy(webhooks, {
-          get(target, name) {
-            if (name === 'waiting') {
-              return () => {
-                if (failing) throw new Error('disk I/O error');
-                return target.waiting();
-              };
-            }
-            const value: unknown = Reflect.get(target, name, target);
-            return typeof value === 'function' ? value.bind(target) : value;
-          },
-        }),
-      }),
-    });
-    try {
-      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
-      failing = true;
-      const down = await fetchPlain(server.url, `${API}/ready`);
-      expect(down.status).toBe(503);
-      expect(JSON.parse(down.text)).toMatchObject({
-        ok: false,
-        error: 'unavailable',
-        message: 'a store does not answer: disk I/O error',
-      });
-      expect((await fetchPlain(server.url, `${API}/health`)).status).toBe(200);
-      failing = false;
-      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
-    } finally {
-      await server.close();
-    }
-  });
-});
-
 describe('Prometheus metrics', () => {
   let server: TestServer;
   let sdk: Realtime;

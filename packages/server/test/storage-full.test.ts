@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Realtime } from '@realtime/node';
@@ -9,6 +10,31 @@ import type { HistoryStore, WebhookStore } from '../src/engines/types.js';
 import { failingAppends } from './failing-stores.js';
 import { API, post, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
+
+interface Plain {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** An unsigned request, as a load balancer or Prometheus sends it. */
+function fetchPlain(url: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}) {
+  const target = new URL(url);
+  return new Promise<Plain>((resolve, reject) => {
+    const r = httpRequest(
+      { host: target.hostname, port: target.port, path, method: init.method ?? 'GET', headers: init.headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }),
+        );
+      },
+    );
+    r.on('error', reject);
+    r.end();
+  });
+}
 
 /** Stores that fail on demand, made through the server's store seam (`wrapStores`). */
 interface Failures {
@@ -323,5 +349,46 @@ describe('stores that fail: nothing is delivered, nothing is kept', () => {
     });
     expect(retry.status).toBe(200);
     expect(await kept(env, 'keptC')).toEqual(['b1']);
+  });
+});
+
+// The embedded engine's stores wrapped to fail (the Redis engine's outages are tested on a real redis-server).
+describe('readiness when a store fails', () => {
+  it('answers 503 unavailable while the webhook store does not answer, 200 again once it does', async () => {
+    let failing = false;
+    const server = await startTestServer({
+      wrapStores: ({ history, webhooks }) => ({
+        history,
+        // Every call goes to the real store (bound: it keeps private fields) but `waiting`, which fails on demand.
+        webhooks: new Proxy(webhooks, {
+          get(target, name) {
+            if (name === 'waiting') {
+              return () => {
+                if (failing) throw new Error('disk I/O error');
+                return target.waiting();
+              };
+            }
+            const value: unknown = Reflect.get(target, name, target);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+      }),
+    });
+    try {
+      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
+      failing = true;
+      const down = await fetchPlain(server.url, `${API}/ready`);
+      expect(down.status).toBe(503);
+      expect(JSON.parse(down.text)).toMatchObject({
+        ok: false,
+        error: 'unavailable',
+        message: 'a store does not answer: disk I/O error',
+      });
+      expect((await fetchPlain(server.url, `${API}/health`)).status).toBe(200);
+      failing = false;
+      expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -23,7 +23,7 @@ describe('user.offline across a graceful restart', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const start = (port = 0) =>
+  const start = async (port = 0) =>
     startServer({
       host: '127.0.0.1',
       port,
@@ -33,7 +33,7 @@ describe('user.offline across a graceful restart', () => {
       allowPrivateWebhooks: true,
       offlineDelayMs: 1500,
       webhooks: { windowMs: 50 },
-      engine: testEngine(),
+      engine: await testEngine(dataDir),
     });
 
   async function connectAs(server: RunningServer, user: string) {

@@ -96,6 +96,9 @@ export class Gateway {
     const site = new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('site') ?? '';
     socket.on('error', () => socket.destroy());
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
+      // Frames that come while the app is read (a round trip on a networked store) wait in the
+      // socket: the page's hello is often in the same packet as the upgrade.
+      ws.pause();
       let app: ReturnType<GatewayDeps['apps']['get']>;
       try {
         app = site === '' ? undefined : this.#deps.apps.get(site);
@@ -105,6 +108,7 @@ export class Gateway {
       Promise.resolve(app).then(
         (found) => {
           if (!found) {
+            ws.resume();
             ws.close(CLOSE.unknownSite, 'unknown site');
             return;
           }
@@ -117,10 +121,12 @@ export class Gateway {
             stallMs: this.#options.replayStallMs,
           });
           this.#open(conn);
+          ws.resume();
         },
         (error: unknown) => {
           // The app could not be read (the store is down): the page tries again with its backoff.
           this.#deps.log.error({ err: error }, 'reading the app of a new page failed');
+          ws.resume();
           ws.close(1013, 'the service could not read the app; reconnect');
         },
       );

@@ -76,23 +76,35 @@ export class Batcher {
   #close(app: string): void {
     clearTimeout(this.#windows.get(app));
     this.#windows.delete(app);
+    const counted = this.#counts.get(app) ?? 0;
     this.#counts.delete(app);
     if (this.#closed) return;
-    const forming = this.#form(app);
+    // The window's events: as many full batches as it counted (all that waits when it counted none:
+    // a window opened by the sweep, for events nobody counted).
+    const batches = counted > 0 ? Math.ceil(counted / this.#deps.timings.maxEvents) : Number.POSITIVE_INFINITY;
+    const forming = this.#form(app, batches);
     this.#closing.add(forming);
     void forming.finally(() => this.#closing.delete(forming));
   }
 
-  /** Forms the app's batches from everything waiting, in order. Never rejects. */
-  async #form(app: string): Promise<void> {
+  /** Forms up to `batches` of the app's batches from what waits, in order. Never rejects. */
+  async #form(app: string, batches: number): Promise<void> {
     let made = 0;
     try {
       const { store, timings } = this.#deps;
-      for (;;) {
+      while (made < batches) {
         const now = this.#deps.now();
         const batch = await store.formBatch(app, newId('b_', now), timings.maxEvents, now);
         if (!batch) break;
         made += 1;
+        // A batch short of full emptied the queue: events stored since belong to the next window
+        // (with a networked store they keep coming while this loops, one per round trip).
+        if (batch.events < timings.maxEvents) break;
+      }
+      // Events left waiting (counted by another node, or stored meanwhile) go with the next window.
+      if (made >= batches && Number.isFinite(batches)) {
+        const waiting = (await store.waiting()).get(app) ?? 0;
+        if (waiting > 0) this.#open(app);
       }
     } catch (error) {
       this.#deps.log.error({ err: error, app }, 'forming webhook batches failed');
