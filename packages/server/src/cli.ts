@@ -173,6 +173,8 @@ async function serve(args: string[]): Promise<void> {
       port,
       dataDir: dir,
       engine,
+      // Stored again by the server if its storage loses them (a Redis restarted without its data).
+      apps: configApps,
       allowPrivateWebhooks,
       logLevel: logLevel as LogLevel,
       ...(config.webhooks === undefined ? {} : { webhooks: config.webhooks }),

@@ -115,6 +115,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const broker = countedBroker(engine.broker, metrics);
   for (const app of options.apps ?? []) await engine.apps.upsert(app);
+  // A Redis that lost its data gets the configured apps back before it serves again.
+  const stopRepair = engine.onDataLost?.(async () => {
+    for (const app of options.apps ?? []) await engine.apps.upsert(app);
+    log.warn('the storage lost its data: the configured apps were stored again');
+  });
   const apps = new CachedAppStore(engine.apps, { now });
   if (options.allowPrivateWebhooks) {
     log.warn(
@@ -310,6 +315,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(pruner);
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       stopGapListener?.();
+      stopRepair?.();
       await gateway.close();
       users.close();
       lease.close();

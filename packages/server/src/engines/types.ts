@@ -368,6 +368,12 @@ export interface Engine {
   webhooks: WebhookStore;
   /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
   check(): Promise<void>;
+  /**
+   * Runs `repair` when the storage lost data it held (Redis restarted without it), before it serves
+   * again: the node puts back what it must (the apps of its configuration). Engines that cannot
+   * lose data behind the service's back leave it out.
+   */
+  onDataLost?(repair: () => Promise<void>): () => void;
   /** Closes every store; what is kept stays for the next start. */
   close(): Promise<void>;
 }

@@ -54,6 +54,9 @@ export class RedisAppStore implements AppStore {
   }
 
   async get(key: string): Promise<App | undefined> {
+    // Not before the generation is confirmed: a Redis that lost its data answers `unavailable`
+    // until the apps a node knows of are put back, never "no such app".
+    void this.#client.generation;
     return toApp(await this.#client.call((redis) => redis.hgetall(this.#key(key))));
   }
 

@@ -65,6 +65,9 @@ export class RedisClient {
   #checking: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   readonly #waiting = new Set<() => void>();
+  /** The generation of the connection before, to tell a new one (Redis lost data) from a reconnect. */
+  #lastGen: string | undefined;
+  readonly #onNewGeneration = new Set<() => Promise<void>>();
   readonly #scripts = new Map<string, Script>();
   readonly #epochBase = randomBytes(6).toString('base64url');
   #epochs = 0;
@@ -154,6 +157,16 @@ export class RedisClient {
     }
   }
 
+  /**
+   * Runs `repair` when a (re)connect finds a new generation (Redis lost data, or may have), before
+   * the client serves again; a failing repair is tried again with the next check. Answers a function
+   * that removes it.
+   */
+  onNewGeneration(repair: () => Promise<void>): () => void {
+    this.#onNewGeneration.add(repair);
+    return () => this.#onNewGeneration.delete(repair);
+  }
+
   /** A round trip, and the generation confirmed: the readiness probe. */
   async check(): Promise<void> {
     await this.call((redis) => redis.ping());
@@ -176,8 +189,14 @@ export class RedisClient {
     if (this.#checking || this.#closed) return;
     const connection = this.#connection;
     this.#checking = checkGeneration(this.redis, this.key('gen'), randomBytes(9).toString('base64url'))
-      .then((gen) => {
+      .then(async (gen) => {
         if (connection !== this.#connection || this.#closed) return;
+        if (this.#lastGen !== undefined && gen !== this.#lastGen) {
+          // Redis may have lost data: what must be there is put back before anything is served.
+          for (const repair of this.#onNewGeneration) await repair();
+        }
+        if (connection !== this.#connection || this.#closed) return;
+        this.#lastGen = gen;
         this.#gen = gen;
         for (const wake of this.#waiting) wake();
       })

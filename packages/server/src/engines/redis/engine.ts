@@ -57,6 +57,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     presence,
     webhooks,
     check: () => client.check(),
+    onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {
       await redisBroker.close();
       await client.close();
