@@ -197,4 +197,29 @@ describe('cluster: delivery across nodes', () => {
       );
     }
   });
+
+  it('ask across nodes: the first reply from a tab on another node answers; with all, every tab on every node', async () => {
+    // The user's tabs are on nodes 1 and 2; the ask goes through node 0, which holds none of them.
+    const tabs = await Promise.all(
+      [1, 2].map(async (i) => ({ page: await open(i, 'asked-user'), label: `node-${i}` })),
+    );
+    /** Each tab answers the ask whose data is `n` with its node's name. */
+    const answer = (n: number) =>
+      Promise.all(
+        tabs.map(async ({ page, label }) => {
+          const question = await page.next((f) => f.t === 'ask' && f.data === n, `ask ${n} on ${label}`);
+          page.send({ t: 'reply', ask: question.ask, data: { from: label } });
+        }),
+      );
+    const first = cluster.sdk(0).ask('asked-user', { event: 'q', data: 1, timeout: 5000 });
+    await answer(1);
+    const firstReplies = await first;
+    expect(firstReplies).toHaveLength(1);
+    expect(['node-1', 'node-2']).toContain((firstReplies[0]?.data as { from: string }).from);
+
+    const all = cluster.sdk(0).ask('asked-user', { event: 'q', data: 2, timeout: 1500, all: true });
+    await answer(2);
+    const allReplies = await all;
+    expect(allReplies.map((r) => (r.data as { from: string }).from).sort()).toEqual(['node-1', 'node-2']);
+  });
 });
