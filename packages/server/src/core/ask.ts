@@ -157,14 +157,14 @@ export class AskService {
 
   /** A page's reply. Late or unknown replies are dropped. */
   reply(askId: string, data: unknown): void {
-    if (this.#pending.has(askId)) return this.#reply(askId, data, this.#deps.now());
-    this.#forward(askId, '$reply', JSON.stringify(data) ?? 'null');
+    if (this.#pending.has(askId)) this.#reply(askId, data, this.#deps.now());
+    else this.#forward(askId, '$reply', JSON.stringify(data) ?? 'null');
   }
 
   /** A page that will not answer (no handler, or it closed): the ask ends early once nobody is left. */
   decline(askId: string): void {
-    if (this.#pending.has(askId)) return this.#decline(askId);
-    this.#forward(askId, '$decline', 'null');
+    if (this.#pending.has(askId)) this.#decline(askId);
+    else this.#forward(askId, '$decline', 'null');
   }
 
   #reply(askId: string, data: unknown, at: number): void {
@@ -198,13 +198,17 @@ export class AskService {
   #answered(publication: Publication): void {
     const askId = publication.ask;
     if (askId === undefined) return;
-    if (publication.event === '$decline') return this.#decline(askId);
+    if (publication.event === '$decline') {
+      this.#decline(askId);
+      return;
+    }
     if (publication.event !== '$reply') return;
     let data: unknown;
     try {
       data = JSON.parse(publication.data);
     } catch {
-      return this.#decline(askId);
+      this.#decline(askId);
+      return;
     }
     this.#reply(askId, data, this.#deps.now());
   }

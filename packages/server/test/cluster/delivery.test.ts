@@ -215,7 +215,8 @@ describe('cluster: delivery across nodes', () => {
     await answer(1);
     const firstReplies = await first;
     expect(firstReplies).toHaveLength(1);
-    expect(['node-1', 'node-2']).toContain((firstReplies[0]?.data as { from: string }).from);
+    const [reply] = firstReplies;
+    expect(['node-1', 'node-2']).toContain((reply?.data as { from: string } | undefined)?.from);
 
     const all = cluster.sdk(0).ask('asked-user', { event: 'q', data: 2, timeout: 1500, all: true });
     await answer(2);
