@@ -144,3 +144,32 @@ export function post(server: { url: string; app: App }, path: string, value: unk
 }
 
 export const API = '/service/realtime';
+
+export interface Plain {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** An unsigned request, as a load balancer or Prometheus sends it. */
+export function fetchPlain(
+  url: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string> } = {},
+) {
+  const target = new URL(url);
+  return new Promise<Plain>((resolve, reject) => {
+    const r = httpRequest(
+      { host: target.hostname, port: target.port, path, method: init.method ?? 'GET', headers: init.headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }),
+        );
+      },
+    );
+    r.on('error', reject);
+    r.end();
+  });
+}

@@ -1,34 +1,8 @@
-import { request as httpRequest } from 'node:http';
 import { Realtime } from '@realtime/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API, post, send, startTestServer, type TestServer } from './helpers.js';
+import { API, fetchPlain, post, send, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
 import { type Receiver, startReceiver } from './receiver.js';
-
-interface Plain {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
-/** An unsigned request, as a load balancer or Prometheus sends it. */
-function fetchPlain(url: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}) {
-  const target = new URL(url);
-  return new Promise<Plain>((resolve, reject) => {
-    const r = httpRequest(
-      { host: target.hostname, port: target.port, path, method: init.method ?? 'GET', headers: init.headers },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }),
-        );
-      },
-    );
-    r.on('error', reject);
-    r.end();
-  });
-}
 
 /** The value of one sample line of a Prometheus text answer; 0 when the series is not there yet. */
 function sample(text: string, series: string): number {

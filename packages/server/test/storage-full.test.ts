@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Realtime } from '@realtime/node';
@@ -8,33 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError, type StoreErrorKind } from '../src/engines/store-error.js';
 import type { HistoryStore, WebhookStore } from '../src/engines/types.js';
 import { failingAppends } from './failing-stores.js';
-import { API, post, startTestServer, type TestServer } from './helpers.js';
+import { API, fetchPlain, post, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
-
-interface Plain {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
-/** An unsigned request, as a load balancer or Prometheus sends it. */
-function fetchPlain(url: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}) {
-  const target = new URL(url);
-  return new Promise<Plain>((resolve, reject) => {
-    const r = httpRequest(
-      { host: target.hostname, port: target.port, path, method: init.method ?? 'GET', headers: init.headers },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }),
-        );
-      },
-    );
-    r.on('error', reject);
-    r.end();
-  });
-}
 
 /** Stores that fail on demand, made through the server's store seam (`wrapStores`). */
 interface Failures {
