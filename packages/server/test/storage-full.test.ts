@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Realtime } from '@realtime/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddedStores } from '../src/engines/embedded.js';
 import { StoreError, type StoreErrorKind } from '../src/engines/store-error.js';
-import type { HistoryStore, WebhookStore } from '../src/engines/types.js';
+import type { AppStore, WebhookStore } from '../src/engines/types.js';
 import { failingAppends } from './failing-stores.js';
 import { API, fetchPlain, post, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';
@@ -19,8 +20,8 @@ interface Failures {
 }
 
 function failing(failures: Failures) {
-  return (stores: { history: HistoryStore; webhooks: WebhookStore }) => {
-    const { history, webhooks } = stores;
+  return (stores: EmbeddedStores): EmbeddedStores => {
+    const { history, webhooks, apps } = stores;
     const wrappedHistory = failingAppends(history, (room) => {
       const fail = failures.history;
       return fail && (fail.rooms === undefined || fail.rooms.includes(room)) ? fail.kind : undefined;
@@ -30,7 +31,7 @@ function failing(failures: Failures) {
       if (failures.webhooks) throw new StoreError(failures.webhooks);
       return webhooks.addEvent(app, json);
     };
-    return { history: wrappedHistory, webhooks: wrappedWebhooks };
+    return { history: wrappedHistory, webhooks: wrappedWebhooks, apps };
   };
 }
 
@@ -331,8 +332,9 @@ describe('readiness when a store fails', () => {
   it('answers 503 unavailable while the webhook store does not answer, 200 again once it does', async () => {
     let failing = false;
     const server = await startTestServer({
-      wrapStores: ({ history, webhooks }) => ({
+      wrapStores: ({ history, webhooks, apps }) => ({
         history,
+        apps,
         // Every call goes to the real store (bound: it keeps private fields) but `waiting`, which fails on demand.
         webhooks: new Proxy(webhooks, {
           get(target, name) {
@@ -361,6 +363,34 @@ describe('readiness when a store fails', () => {
       expect((await fetchPlain(server.url, `${API}/health`)).status).toBe(200);
       failing = false;
       expect((await fetchPlain(server.url, `${API}/ready`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('an app store that fails', () => {
+  it('answers 503 unavailable (not 500, not 401) while apps cannot be read, and serves again after', async () => {
+    let broken = false;
+    const server = await startTestServer({
+      wrapStores: (stores) => {
+        const apps: AppStore = Object.create(stores.apps);
+        apps.get = (key) => {
+          if (broken) throw new StoreError('unavailable', { cause: new Error('disk I/O error') });
+          return stores.apps.get(key);
+        };
+        return { ...stores, apps };
+      },
+    });
+    try {
+      // A key the service has not read yet: nothing cached stands in for the store.
+      const stranger = { ...server.app, key: 'app_never_read_before_0001' };
+      broken = true;
+      const refused = await post({ ...server, app: stranger }, `${API}/emit`, { rooms: ['r'], event: 'e' });
+      expect([refused.status, refused.json.error]).toEqual([503, 'unavailable']);
+      broken = false;
+      const known = await post(server, `${API}/emit`, { rooms: ['r'], event: 'e' });
+      expect(known.status).toBe(200);
     } finally {
       await server.close();
     }

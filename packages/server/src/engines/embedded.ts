@@ -10,12 +10,13 @@ import { SqliteHistoryStore } from './sqlite/history.js';
 import { CommittedHistory } from './sqlite/history-commit.js';
 import { savePendingOffline, takePendingOffline } from './sqlite/pending-offline.js';
 import { SqliteWebhookStore } from './sqlite/webhooks.js';
-import type { Engine, HistoryStore, WebhookStore } from './types.js';
+import type { AppStore, Engine, HistoryStore, WebhookStore } from './types.js';
 
 /** What the embedded engine stores in SQLite; tests wrap them to inject failures. */
 export interface EmbeddedStores {
   history: HistoryStore;
   webhooks: WebhookStore;
+  apps: AppStore;
 }
 
 export interface EmbeddedOptions {
@@ -38,6 +39,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
   const made: EmbeddedStores = {
     history: new SqliteHistoryStore(db, { group: commits }),
     webhooks: new SqliteWebhookStore(db, commits),
+    apps: new SqliteAppStore(db),
   };
   const stores = options.wrapStores ? options.wrapStores(made) : made;
   const presence = new MemoryPresenceStore(
@@ -45,7 +47,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
   );
   // A graceful stop kept the offline reports still to come: those users stay online until then.
   presence.restore(takePendingOffline(db));
-  const apps = new SqliteAppStore(db);
+  const apps = stores.apps;
   const broker = new CommittedBroker({
     commits,
     history: stores.history,
