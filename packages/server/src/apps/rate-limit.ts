@@ -1,34 +1,31 @@
-import type { RateLimit } from '../engines/types.js';
+import type { LimitStore, MaybePromise, RateLimit } from '../engines/types.js';
 
-interface Bucket {
-  tokens: number;
-  at: number;
+/** What Retry-After says when the bucket never refills (rate 0): try again in a minute. */
+const NEVER_SECONDS = 60;
+
+function toSeconds(waitMs: number): number {
+  if (waitMs === 0) return 0;
+  if (!Number.isFinite(waitMs)) return NEVER_SECONDS;
+  return Math.max(1, Math.ceil(waitMs / 1000));
 }
 
 /**
- * Token buckets per app, in this process's memory: a request takes one token; tokens refill at
- * `perSecond` up to `burst`. Answers how many seconds to wait when empty.
+ * The API rate limit: a token bucket per app in the engine's limit store, so it is counted over
+ * every node. A request takes one token; tokens refill at `perSecond` up to `burst`.
  */
 export class RateLimiter {
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #store: LimitStore;
 
-  /** Takes a token; returns 0 when allowed, else the whole seconds until one is available (at least 1). */
-  take(app: string, limit: RateLimit, nowMs: number): number {
-    let bucket = this.#buckets.get(app);
-    if (!bucket) {
-      bucket = { tokens: limit.burst, at: nowMs };
-      this.#buckets.set(app, bucket);
-    } else {
-      // A clock that stepped back refills nothing, but takes nothing away either.
-      const elapsedMs = Math.max(0, nowMs - bucket.at);
-      bucket.tokens = Math.min(limit.burst, bucket.tokens + (elapsedMs / 1000) * limit.perSecond);
-      bucket.at = nowMs;
-    }
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return 0;
-    }
-    if (limit.perSecond <= 0) return 60;
-    return Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond));
+  constructor(store: LimitStore) {
+    this.#store = store;
+  }
+
+  /**
+   * Takes a token: 0 when allowed, else the whole seconds until one is back (at least 1). At once
+   * on a store that answers at once (the embedded engine's): no promise on the request's path.
+   */
+  take(app: string, limit: RateLimit, nowMs: number): MaybePromise<number> {
+    const wait = this.#store.take(`api:${app}`, limit.perSecond, limit.burst, nowMs);
+    return typeof wait === 'number' ? toSeconds(wait) : wait.then(toSeconds);
   }
 }

@@ -1,6 +1,13 @@
 import { LIMITS, type Reply } from '@realtime/protocol';
 import type { Logger } from 'pino';
-import { type Broker, type PresenceStore, type Publication, topicOf, type Unsubscribe } from '../engines/types.js';
+import {
+  type Broker,
+  type LimitStore,
+  type PresenceStore,
+  type Publication,
+  topicOf,
+  type Unsubscribe,
+} from '../engines/types.js';
 
 /** One open page of a user that can be asked. The gateway provides these. */
 export interface AskTarget {
@@ -47,6 +54,8 @@ export interface AskDeps {
   node: string;
   broker: Broker;
   presence: PresenceStore;
+  /** Where asks in flight per user are counted, over every node. */
+  limits: LimitStore;
   log: Logger;
   now: () => number;
   maxAsksPerUser?: number;
@@ -54,6 +63,12 @@ export interface AskDeps {
 
 /** How long past its timeout an ask of another node is remembered here (answers that are late anyway). */
 const REMEMBER_PAST_TIMEOUT_MS = 5_000;
+
+/**
+ * How long past its timeout an ask's place in the user's count is kept at most: its node releases
+ * it when the ask ends; this is for a node that died first.
+ */
+const SLOT_PAST_TIMEOUT_MS = 5_000;
 
 /**
  * ask: the question goes to the user's topic, so their pages on every node get it; the answers come
@@ -66,8 +81,6 @@ export class AskService {
   readonly #pending = new Map<string, PendingAsk>();
   /** Asks of other nodes given to pages here, by ask id. */
   readonly #askedHere = new Map<string, AskedHere>();
-  /** Asks in flight per `<app>:<user>` started on this node: bounded where asks start. */
-  readonly #inFlight = new Map<string, number>();
   readonly #maxPerUser: number;
   #counter = 0;
   #unsubscribe: Unsubscribe | undefined;
@@ -88,26 +101,27 @@ export class AskService {
   }
 
   /**
-   * Throws TooManyAsks, at once, when the user has `maxAsksPerUser` asks in flight from this node.
-   * Rejects with a StoreError when the question could not be sent.
+   * Throws TooManyAsks, before any page sees the ask, when the user has `maxAsksPerUser` asks in
+   * flight, counted over every node. Rejects with a StoreError when the question could not be sent
+   * (or the count could not be read).
    */
   async ask(app: string, user: string, options: AskOptions): Promise<Reply[]> {
-    const key = `${app}:${user}`;
-    const inFlight = this.#inFlight.get(key) ?? 0;
-    if (inFlight >= this.#maxPerUser) throw new TooManyAsks(this.#maxPerUser);
-    this.#inFlight.set(key, inFlight + 1);
+    const key = `ask:${app}:${user}`;
+    const askId = `${this.#deps.node}.${(++this.#counter).toString(36)}`;
+    const ttlMs = options.timeout + SLOT_PAST_TIMEOUT_MS;
+    const acquired = this.#deps.limits.acquire(key, askId, this.#maxPerUser, ttlMs, this.#deps.now());
+    if (!(typeof acquired === 'boolean' ? acquired : await acquired)) throw new TooManyAsks(this.#maxPerUser);
     let pages: number;
     try {
       pages = await this.#deps.presence.userPages(app, user);
     } catch (error) {
-      this.#release(key);
+      this.#release(key, askId);
       throw error;
     }
     if (pages === 0) {
-      this.#release(key);
+      this.#release(key, askId);
       return [];
     }
-    const askId = `${this.#deps.node}.${(++this.#counter).toString(36)}`;
     const answered = new Promise<Reply[]>((resolve) => {
       const timer = setTimeout(() => pending.finish(), options.timeout);
       const pending: PendingAsk = {
@@ -117,7 +131,7 @@ export class AskService {
         finish: () => {
           clearTimeout(timer);
           if (!this.#pending.delete(askId)) return;
-          this.#release(key);
+          this.#release(key, askId);
           resolve(pending.replies);
         },
       };
@@ -133,10 +147,17 @@ export class AskService {
     return answered;
   }
 
-  #release(key: string): void {
-    const left = (this.#inFlight.get(key) ?? 1) - 1;
-    if (left > 0) this.#inFlight.set(key, left);
-    else this.#inFlight.delete(key);
+  /** Gives an ask's place back; when that fails, the place ends by itself after the ask's time. */
+  #release(key: string, askId: string): void {
+    const failed = (error: unknown): void => {
+      this.#deps.log.warn({ err: error }, 'releasing an ask from the count in flight failed');
+    };
+    try {
+      const released = this.#deps.limits.release(key, askId);
+      if (released instanceof Promise) released.catch(failed);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   /** The hub's part: a question for a user reached this node; each open page of the user here gets it. */

@@ -38,6 +38,7 @@ export function asyncEngine(engine: Engine): Engine {
     history: deferred(engine.history),
     presence: deferred(engine.presence),
     webhooks: deferred(engine.webhooks),
+    limits: deferred(engine.limits),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

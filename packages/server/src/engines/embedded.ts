@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { MemoryFanout } from './memory/fanout.js';
+import { MemoryLimitStore } from './memory/limits.js';
 import { MemoryPresenceStore } from './memory/presence.js';
 import { newNodeId } from './node-id.js';
 import { SqliteAppStore } from './sqlite/apps.js';
@@ -10,13 +11,15 @@ import { SqliteHistoryStore } from './sqlite/history.js';
 import { CommittedHistory } from './sqlite/history-commit.js';
 import { savePendingOffline, takePendingOffline } from './sqlite/pending-offline.js';
 import { SqliteWebhookStore } from './sqlite/webhooks.js';
-import type { AppStore, Engine, HistoryStore, WebhookStore } from './types.js';
+import type { AppStore, Engine, HistoryStore, LimitStore, WebhookStore } from './types.js';
 
 /** What the embedded engine stores in SQLite; tests wrap them to inject failures. */
 export interface EmbeddedStores {
   history: HistoryStore;
   webhooks: WebhookStore;
   apps: AppStore;
+  /** In memory, not SQLite; here so tests can make it fail too. Left out of a wrap: the one made. */
+  limits?: LimitStore;
 }
 
 export interface EmbeddedOptions {
@@ -36,10 +39,12 @@ export interface EmbeddedOptions {
 export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
   const db = openDb(options.dataDir);
   const commits = new GroupCommit(db);
+  const memoryLimits = new MemoryLimitStore();
   const made: EmbeddedStores = {
     history: new SqliteHistoryStore(db, { group: commits }),
     webhooks: new SqliteWebhookStore(db, commits),
     apps: new SqliteAppStore(db),
+    limits: memoryLimits,
   };
   const stores = options.wrapStores ? options.wrapStores(made) : made;
   const presence = new MemoryPresenceStore(
@@ -62,6 +67,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     broker,
     presence,
     webhooks: stores.webhooks,
+    limits: stores.limits ?? memoryLimits,
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();

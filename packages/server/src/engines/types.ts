@@ -353,6 +353,29 @@ export interface WebhookStore {
 }
 
 /**
+ * Limits counted over every node (one process embedded; every node on one Redis), so a cluster of N
+ * nodes allows what one node would, not N times it. Keys are the caller's; `take` and `acquire`
+ * count apart even under the same key. Times are the caller's clock (`nowMs`), as in the other seams.
+ */
+export interface LimitStore {
+  /**
+   * A token bucket: holds at most `burst` tokens, starts full, refills at `perSecond` from the
+   * newest time it was given (a clock behind it refills nothing and takes nothing away). Takes one
+   * token: answers 0, else the milliseconds until one is back (at least 1; Infinity when it never
+   * refills). A refused call takes nothing.
+   */
+  take(key: string, perSecond: number, burst: number, nowMs: number): MaybePromise<number>;
+  /**
+   * Holds `slot` (the caller's unique name for it) among at most `max` held at once under `key`;
+   * false when `max` others are held. A slot ends at `release` or after `ttlMs`, so the slots of a
+   * node that died come back. Acquiring a slot already held keeps one slot, with the new end.
+   */
+  acquire(key: string, slot: string, max: number, ttlMs: number, nowMs: number): MaybePromise<boolean>;
+  /** Ends a slot; one not held (released already, or ended) changes nothing. */
+  release(key: string, slot: string): MaybePromise<void>;
+}
+
+/**
  * One way to store everything: the embedded engine (SQLite file, memory fan-out, one process) or
  * Redis (any number of nodes). Made by engines/embedded.ts or engines/redis/; the rest of the
  * service sees only this.
@@ -366,6 +389,8 @@ export interface Engine {
   broker: Broker;
   presence: PresenceStore;
   webhooks: WebhookStore;
+  /** The API rate limit per app and asks in flight per user, over all nodes. */
+  limits: LimitStore;
   /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
   check(): Promise<void>;
   /**

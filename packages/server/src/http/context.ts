@@ -12,6 +12,7 @@ export interface ApiDeps {
   ask: AskService;
   webhooks: Webhooks;
   presence: PresenceStore;
+  /** The API rate limit per app, over every node. */
   limiter: RateLimiter;
   log: Logger;
   now: () => number;

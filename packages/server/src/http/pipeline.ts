@@ -34,6 +34,7 @@ function checkContentType(req: IncomingMessage, body: Buffer): void {
 /**
  * One API request, top to bottom: route -> headers -> body (size) -> signature -> rate limit ->
  * parameters -> handler. Each stage refuses with its own code; nothing a client sends answers 500.
+ * The rate limit is counted over every node (the engine's limit store).
  */
 export async function handleApiRequest(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
   const started = performance.now();
@@ -61,7 +62,9 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
     const verified = verifyRequest(req, url, body, deps.apps, deps.now());
 
     const app = verified instanceof Promise ? await verified : verified;
-    const wait = deps.limiter.take(app.key, app.rateLimit, deps.now());
+    const taken = deps.limiter.take(app.key, app.rateLimit, deps.now());
+    // A limit store that fails (Redis) throws a StoreError: 503 below, never a request let through.
+    const wait = typeof taken === 'number' ? taken : await taken;
     if (wait > 0) {
       overAppRate = true;
       throw new ApiError('rate_limited', `the app is over ${app.rateLimit.perSecond} requests per second`, {

@@ -6,6 +6,7 @@ import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig } from './config-check.js';
 import { RedisHistoryStore } from './history.js';
+import { RedisLimitStore } from './limits.js';
 import { RedisPresenceStore } from './presence.js';
 import { RedisWebhookStore } from './webhooks.js';
 
@@ -56,6 +57,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     broker,
     presence,
     webhooks,
+    limits: new RedisLimitStore(client),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {
