@@ -250,8 +250,17 @@ export interface PresenceStore {
   joinRoom(app: string, room: string, member: Member, page: string): MaybePromise<boolean>;
   /** Removes a page from a presence room; true when it was the user's last page there. */
   leaveRoom(app: string, room: string, user: string, page: string): MaybePromise<boolean>;
-  /** The members of a presence room, each user once, in the order they joined. */
+  /** The members of a presence room, each user once, in the order they joined (every one: small rooms, tools). */
   members(app: string, room: string): MaybePromise<Member[]>;
+  /**
+   * Up to `limit` members in join order, after the member `after` points at (a `cursor` of an earlier
+   * page; none: from the first), with the room's count. Walking the cursors gives each member who
+   * stays in the room exactly once, whoever joins or leaves meanwhile (a user who leaves and comes
+   * back goes to the end).
+   */
+  memberPage(app: string, room: string, page: { after?: string; limit: number }): MaybePromise<MemberPage>;
+  /** How many members the room has, read at one point of the presence sequence (see MemberCount). */
+  memberCount(app: string, room: string): MaybePromise<MemberCount>;
   /**
    * Keeps this node's pages counted until `nowMs + leaseMs`. A node that stops renewing (it died
    * without closing its pages) has them taken out by another node's `sweep` once the lease ended.
@@ -265,6 +274,22 @@ export interface PresenceStore {
    */
   sweep(nowMs: number): MaybePromise<Departure[]>;
   close(): MaybePromise<void>;
+}
+
+/**
+ * A presence room's member count, with the place in the store's presence sequence it was read at:
+ * every member change (a user's first page joined, their last page left) takes the next number of one
+ * sequence rising over every room, so of two reads of a room, the one with the higher `seq` is the newer.
+ */
+export interface MemberCount {
+  count: number;
+  seq: number;
+}
+
+/** One page of a presence room's members; `cursor` is set when more may follow. */
+export interface MemberPage extends MemberCount {
+  members: Member[];
+  cursor?: string;
 }
 
 /** What the pages of a dead node ended: a member left a presence room, or a room has no page left. */

@@ -539,6 +539,92 @@ export function presenceContract(
       });
     });
 
+    describe('pages of members', () => {
+      /** Every member by walking the cursors, `limit` at a time. */
+      const walk = async (store: PresenceStore, room: string, limit: number) => {
+        const seen: string[] = [];
+        let after: string | undefined;
+        for (let pages = 0; pages < 10_000; pages++) {
+          const page = await store.memberPage('app1', room, after === undefined ? { limit } : { after, limit });
+          expect(page.members.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.members.map((m) => m.user));
+          if (page.cursor === undefined) return seen;
+          after = page.cursor;
+        }
+        throw new Error('the cursors never ended');
+      };
+
+      it('answers an empty page and a zero count for a room nobody joined', async () => {
+        const store = await make();
+        const page = await store.memberPage('app1', 'nobody', { limit: 10 });
+        expect(page.members).toEqual([]);
+        expect(page.count).toBe(0);
+        expect(page.cursor).toBeUndefined();
+        expect((await store.memberCount('app1', 'nobody')).count).toBe(0);
+      });
+
+      it('pages through the members in join order, each once, with their info and the count', async () => {
+        const store = await make();
+        const users = Array.from({ length: 25 }, (_, i) => `u${i}`);
+        for (const [i, user] of users.entries()) {
+          await store.joinRoom('app1', 'big', { user, info: { i } }, `p${i}`);
+          // A second page of the same user adds nobody.
+          if (i % 5 === 0) await store.joinRoom('app1', 'big', { user, info: { i } }, `q${i}`);
+        }
+        const first = await store.memberPage('app1', 'big', { limit: 10 });
+        expect(first.count).toBe(25);
+        expect(first.members).toEqual(users.slice(0, 10).map((user, i) => ({ user, info: { i } })));
+        expect(first.cursor).toEqual(expect.any(String));
+        expect(await walk(store, 'big', 10)).toEqual(users);
+        expect(await walk(store, 'big', 25)).toEqual(users);
+        expect(await walk(store, 'big', 100)).toEqual(users);
+        expect((await store.memberCount('app1', 'big')).count).toBe(25);
+      });
+
+      it('walks every member who stays exactly once while others join and leave between pages', async () => {
+        const store = await make();
+        for (let i = 0; i < 30; i++) await store.joinRoom('app1', 'churn', { user: `u${i}` }, `p${i}`);
+        const seen: string[] = [];
+        let after: string | undefined;
+        let step = 0;
+        for (;;) {
+          const page = await store.memberPage('app1', 'churn', after === undefined ? { limit: 4 } : { after, limit: 4 });
+          seen.push(...page.members.map((m) => m.user));
+          // Between pages: one of the odd users leaves (before or after the walk's place), a newcomer joins.
+          await store.leaveRoom('app1', 'churn', `u${(step * 7) % 30 | 1}`, `p${(step * 7) % 30 | 1}`);
+          await store.joinRoom('app1', 'churn', { user: `new${step}` }, `n${step}`);
+          step++;
+          if (page.cursor === undefined) break;
+          after = page.cursor;
+        }
+        const stayed = Array.from({ length: 15 }, (_, i) => `u${i * 2}`);
+        for (const user of stayed) expect(seen.filter((u) => u === user)).toHaveLength(1);
+        expect(new Set(seen).size).toBe(seen.length);
+        const now = await store.memberCount('app1', 'churn');
+        expect(now.count).toBe((await store.members('app1', 'churn')).length);
+      });
+
+      it('numbers member changes with a rising sequence, over every room and node', async () => {
+        const { store, peer } = await makeBoth();
+        const before = await store.memberCount('app1', 'seq');
+        expect(await store.joinRoom('app1', 'seq', { user: 'ann' }, 'p1')).toBe(true);
+        const one = await peer.memberCount('app1', 'seq');
+        expect(one.count).toBe(1);
+        expect(one.seq).toBeGreaterThan(before.seq);
+        // A second page of ann changes no member: the sequence stays.
+        await peer.joinRoom('app1', 'seq', { user: 'ann' }, 'p2');
+        expect((await store.memberCount('app1', 'seq')).seq).toBe(one.seq);
+        await peer.joinRoom('app1', 'other', { user: 'bob' }, 'p3');
+        const two = await store.memberCount('app1', 'seq');
+        expect(two.seq).toBeGreaterThan(one.seq);
+        await store.leaveRoom('app1', 'seq', 'ann', 'p1');
+        await store.leaveRoom('app1', 'seq', 'ann', 'p2');
+        const three = await peer.memberPage('app1', 'seq', { limit: 5 });
+        expect(three).toMatchObject({ count: 0, members: [] });
+        expect(three.seq).toBeGreaterThan(two.seq);
+      });
+    });
+
     if (features.leases) leaseTests();
   });
 

@@ -1,5 +1,6 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { Departure, GoneUser, PresenceStore } from '../types.js';
+import type { Departure, GoneUser, MemberCount, MemberPage, PresenceStore } from '../types.js';
+import { MemberList } from './member-list.js';
 
 /** A user whose last page closed, waiting for their report to fall due. */
 interface DueOffline {
@@ -29,7 +30,10 @@ export class MemoryPresenceStore implements PresenceStore {
   /** Pages per room. */
   readonly #occupied = new Map<string, Set<string>>();
   /** Presence rooms: members by user, each with the pages that hold them there. */
-  readonly #rooms = new Map<string, Map<string, { member: Member; pages: Set<string> }>>();
+  readonly #rooms = new Map<string, MemberList>();
+  /** The presence sequence: one number per member change, over every room (MemberCount). */
+  #seq = 0;
+  readonly #nextSeq = () => ++this.#seq;
   readonly #offlineDelayMs: number;
 
   constructor(options: { offlineDelayMs?: number } = {}) {
@@ -137,32 +141,38 @@ export class MemoryPresenceStore implements PresenceStore {
     const key = `${app}\u0000${room}`;
     let members = this.#rooms.get(key);
     if (!members) {
-      members = new Map();
+      members = new MemberList();
       this.#rooms.set(key, members);
     }
-    const existing = members.get(member.user);
-    if (existing) {
-      existing.pages.add(page);
-      return false;
-    }
-    members.set(member.user, { member, pages: new Set([page]) });
-    return true;
+    return members.add(member, page, this.#nextSeq);
   }
 
   leaveRoom(app: string, room: string, user: string, page: string): boolean {
     const key = `${app}\u0000${room}`;
     const members = this.#rooms.get(key);
-    const entry = members?.get(user);
-    if (!members || !entry?.pages.delete(page)) return false;
-    if (entry.pages.size > 0) return false;
-    members.delete(user);
+    if (!members?.remove(user, page)) return false;
+    this.#seq++;
     if (members.size === 0) this.#rooms.delete(key);
     return true;
   }
 
   members(app: string, room: string): Member[] {
+    return this.#rooms.get(`${app}\u0000${room}`)?.all() ?? [];
+  }
+
+  memberPage(app: string, room: string, page: { after?: string; limit: number }): MemberPage {
     const members = this.#rooms.get(`${app}\u0000${room}`);
-    return members ? [...members.values()].map((entry) => entry.member) : [];
+    const count = { count: members?.size ?? 0, seq: this.#seq };
+    if (!members) return { ...count, members: [] };
+    const after = page.after === undefined ? 0 : Number(page.after);
+    const read = members.page(Number.isFinite(after) ? after : 0, Math.max(1, Math.floor(page.limit)));
+    const answer: MemberPage = { ...count, members: read.members };
+    if (read.more && read.last !== undefined) answer.cursor = String(read.last);
+    return answer;
+  }
+
+  memberCount(app: string, room: string): MemberCount {
+    return { count: this.#rooms.get(`${app}\u0000${room}`)?.size ?? 0, seq: this.#seq };
   }
 
   /** One process: its pages go with it, and a restart starts with none. */

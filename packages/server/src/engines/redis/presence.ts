@@ -1,5 +1,5 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { Departure, GoneUser, PresenceStore } from '../types.js';
+import type { Departure, GoneUser, MemberCount, MemberPage, PresenceStore } from '../types.js';
 import type { RedisClient, Script } from './client.js';
 
 /**
@@ -11,9 +11,10 @@ import type { RedisClient, Script } from './client.js';
  * - `pr:u:{<app>:<user>}` set of the user's open pages;
  * - `pr:off` zset of `<app>:<user>` by when their `user.offline` falls due (no page open);
  * - `pr:r:{<app>:<room>}` set of the pages in the room (occupancy);
- * - a presence room: `pr:m:{<app>:<room>}:order` zset of user ids by join sequence (rank = place in
- *   the list, so a page of members is one ZRANGE by rank), `:info` hash user -> member JSON,
- *   `:count` hash user -> pages holding them, `:pages` hash page -> user;
+ * - a presence room: `pr:m:{<app>:<room>}:order` zset of user ids by the presence sequence number
+ *   they joined at (a page of members after a cursor is one ZRANGEBYSCORE), `:info` hash user ->
+ *   member JSON, `:count` hash user -> pages holding them, `:pages` hash page -> user;
+ * - `pr:mseq` the presence sequence: INCR at every member change of any room (MemberCount);
  * - `pr:n:{<node>}` set of the node's pages that hold something; `pr:g:{<node>}:<page>` set of what
  *   one page holds: `u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>` (names
  *   hold no control characters);
@@ -24,7 +25,7 @@ import type { RedisClient, Script } from './client.js';
 const PRESENCE_LUA = `
 local P = ARGV[1]
 local SEP = string.char(0)
-local OFF, NODES, SWEEPING = P .. 'pr:off', P .. 'pr:nodes', P .. 'pr:sweeping'
+local OFF, NODES, SWEEPING, MSEQ = P .. 'pr:off', P .. 'pr:nodes', P .. 'pr:sweeping', P .. 'pr:mseq'
 local function ukey(app, user) return P .. 'pr:u:{' .. app .. ':' .. user .. '}' end
 local function rkey(app, room) return P .. 'pr:r:{' .. app .. ':' .. room .. '}' end
 local function mkey(app, room, part) return P .. 'pr:m:{' .. app .. ':' .. room .. '}:' .. part end
@@ -76,6 +77,7 @@ local function leave_room(app, room, user, page)
   redis.call('hdel', count, user)
   redis.call('hdel', info, user)
   redis.call('zrem', mkey(app, room, 'order'), user)
+  redis.call('incr', MSEQ)
   return member or cjson.encode({user = user})
 end
 
@@ -170,11 +172,7 @@ local app, room, user, page = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('hsetnx', mkey(app, room, 'pages'), page, user) == 0 then return 0 end
 hold(page, 'm' .. SEP .. app .. SEP .. room .. SEP .. user)
 if redis.call('hincrby', mkey(app, room, 'count'), user, 1) > 1 then return 0 end
-local order = mkey(app, room, 'order')
-local newest = redis.call('zrange', order, -1, -1, 'WITHSCORES')
-local seq = 1
-if newest[2] then seq = tonumber(newest[2]) + 1 end
-redis.call('zadd', order, seq, user)
+redis.call('zadd', mkey(app, room, 'order'), redis.call('incr', MSEQ), user)
 redis.call('hset', mkey(app, room, 'info'), user, ARGV[6])
 return 1`;
 
@@ -196,6 +194,30 @@ for n, user in ipairs(users) do
   if not infos[n] then infos[n] = cjson.encode({user = user}) end
 end
 return infos`;
+
+// ARGV: prefix, app, room, after (a sequence number), limit. Answers count, presence sequence, 1 when
+// more members follow (else 0), then user, sequence number, member JSON per member, in join order.
+const PAGE_LUA = `${PRESENCE_LUA}
+local app, room, limit = ARGV[2], ARGV[3], tonumber(ARGV[5])
+local order = mkey(app, room, 'order')
+local out = {redis.call('zcard', order), tonumber(redis.call('get', MSEQ) or '0'), 0}
+local found = redis.call('zrangebyscore', order, '(' .. ARGV[4], '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
+local n = math.min(limit, #found / 2)
+if #found / 2 > limit then out[3] = 1 end
+if n == 0 then return out end
+local users = {}
+for i = 1, n do users[i] = found[2 * i - 1] end
+local infos = redis.call('hmget', mkey(app, room, 'info'), unpack(users))
+for i = 1, n do
+  out[#out + 1] = users[i]
+  out[#out + 1] = found[2 * i]
+  out[#out + 1] = infos[i] or cjson.encode({user = users[i]})
+end
+return out`;
+
+// ARGV: prefix, app, room. Answers the room's count and the presence sequence.
+const COUNT_LUA = `${PRESENCE_LUA}
+return {redis.call('zcard', mkey(ARGV[2], ARGV[3], 'order')), tonumber(redis.call('get', MSEQ) or '0')}`;
 
 // ARGV: prefix, now, claim ms. Hands the pages of nodes whose lease ended to the sweep, then claims
 // one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or false.
@@ -308,6 +330,8 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #join: Script;
   readonly #leave: Script;
   readonly #members: Script;
+  readonly #page: Script;
+  readonly #count: Script;
   readonly #claim: Script;
   readonly #sweepChunk: Script;
 
@@ -326,6 +350,8 @@ export class RedisPresenceStore implements PresenceStore {
     this.#join = client.script('rtPresenceJoin', JOIN_LUA);
     this.#leave = client.script('rtPresenceLeave', LEAVE_LUA);
     this.#members = client.script('rtPresenceMembers', MEMBERS_LUA);
+    this.#page = client.script('rtPresencePage', PAGE_LUA);
+    this.#count = client.script('rtPresenceCount', COUNT_LUA);
     this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
     this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
   }
@@ -378,6 +404,26 @@ export class RedisPresenceStore implements PresenceStore {
 
   async members(app: string, room: string): Promise<Member[]> {
     return strings(await this.#members([], [this.#prefix, app, room, 0, -1])).map(toMember);
+  }
+
+  async memberPage(app: string, room: string, page: { after?: string; limit: number }): Promise<MemberPage> {
+    // Cursors are sequence numbers this store gave; anything else starts from the first member.
+    const after = page.after !== undefined && /^\d{1,16}$/.test(page.after) ? page.after : '0';
+    const limit = Math.max(1, Math.floor(page.limit));
+    const reply = strings(await this.#page([], [this.#prefix, app, room, after, limit]));
+    const answer: MemberPage = { count: Number(reply[0] ?? 0), seq: Number(reply[1] ?? 0), members: [] };
+    let last: string | undefined;
+    for (let i = 3; i + 2 < reply.length; i += 3) {
+      last = reply[i + 1];
+      answer.members.push(toMember(reply[i + 2] ?? ''));
+    }
+    if (reply[2] === '1' && last !== undefined) answer.cursor = last;
+    return answer;
+  }
+
+  async memberCount(app: string, room: string): Promise<MemberCount> {
+    const reply = strings(await this.#count([], [this.#prefix, app, room]));
+    return { count: Number(reply[0] ?? 0), seq: Number(reply[1] ?? 0) };
   }
 
   async renew(node: string, nowMs: number, leaseMs: number): Promise<void> {
