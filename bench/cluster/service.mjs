@@ -1,0 +1,131 @@
+// What the cluster benches say to the service: the app, a room token, a page that joins the room,
+// and a signed emit. Pages are the minimal clients of bench:fanout (../fanout/light-client.mjs).
+import { Agent, request } from 'node:http';
+import { Realtime } from '@realtime/node';
+import { deriveKey, sign } from '@realtime/protocol';
+import { openLight } from '../fanout/light-client.mjs';
+
+export const ROOM = 'bench';
+export const APP = {
+  key: 'bench',
+  secret: 'bench-secret-0123456789',
+  name: 'bench',
+  webhook: '',
+  features: ['history'],
+  rateLimit: { perSecond: 1e9, burst: 1e9 },
+};
+const publishKey = deriveKey(APP.secret, 'publish');
+const SOCKET_PATH = `/service/realtime/socket?site=${APP.key}`;
+
+/** A token for ROOM, minted locally (no request). */
+export async function roomToken() {
+  const sdk = new Realtime({ url: 'http://127.0.0.1:1', key: APP.key, secret: APP.secret });
+  const token = await sdk.roomToken(ROOM, { expiresIn: 3600 });
+  await sdk.close();
+  return token;
+}
+
+const SEQ = Buffer.from('"bs":');
+const SENT = Buffer.from('"bt":');
+
+/** Reads a number written after `key` in an event frame, without a JSON parse. */
+function readNumber(payload, key) {
+  const at = payload.indexOf(key);
+  if (at < 0) return Number.NaN;
+  let end = at + key.length;
+  while (end < payload.length && payload[end] !== 44 && payload[end] !== 125) end++;
+  return Number(payload.latin1Slice(at + key.length, end));
+}
+
+/** The payload of event `seq`, sent at `sentMs` (any clock its reader shares), about 100 bytes. */
+export function payloadOf(seq, sentMs) {
+  return `{"bs":${seq},"bt":${sentMs.toFixed(3)},"p":"${'x'.repeat(50)}"}`;
+}
+
+/**
+ * Opens a page on the node at `port` and joins ROOM; resolves once joined. `onEvent(seq, sentMs)`
+ * is called for each event of the bench.
+ */
+export async function openPage(port, token, onEvent) {
+  let joined;
+  const done = new Promise((resolve) => {
+    joined = resolve;
+  });
+  const page = await openLight(port, SOCKET_PATH, (payload, p) => {
+    if (payload.indexOf(SEQ) >= 0) {
+      onEvent(readNumber(payload, SEQ), readNumber(payload, SENT));
+      return;
+    }
+    const text = payload.toString();
+    if (text.startsWith('{"t":"welcome"')) p.send(JSON.stringify({ t: 'join', ref: 1, room: ROOM, token }));
+    else if (text.startsWith('{"t":"joined"')) joined();
+    else if (text.startsWith('{"t":"ping"')) p.send('{"t":"pong"}');
+    else if (text.startsWith('{"t":"error"')) throw new Error(`the service answered ${text}`);
+  });
+  page.send(JSON.stringify({ t: 'hello', v: 1 }));
+  await done;
+  return page;
+}
+
+/** Opens `count` pages, page i on ports[i % ports.length], `concurrency` handshakes at a time. */
+export async function openPages(ports, count, token, onEvent, concurrency = 100) {
+  const pages = [];
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      const node = i % ports.length;
+      pages.push(await openPage(ports[node], token, (seq, sent) => onEvent(seq, sent, node)));
+    }
+  });
+  await Promise.all(workers);
+  return pages;
+}
+
+const agents = new Map();
+
+function post(port, path, body, headers) {
+  let agent = agents.get(port);
+  if (!agent) {
+    agent = new Agent({ keepAlive: true, maxSockets: 64 });
+    agents.set(port, agent);
+  }
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve() : reject(new Error(`emit answered ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A signed emit of `payload` (JSON text) to ROOM through the node at `port`. */
+export function emit(port, payload) {
+  const body = `{"rooms":["${ROOM}"],"event":"msg","data":${payload}}`;
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const path = '/service/realtime/emit';
+  const signature = sign({ key: publishKey, timestamp, method: 'POST', path, body });
+  return post(port, path, body, {
+    'x-service-site': APP.key,
+    'x-service-timestamp': timestamp,
+    'x-service-signature': signature,
+  });
+}
+
+export function closeAgents() {
+  for (const agent of agents.values()) agent.destroy();
+  agents.clear();
+}
