@@ -6,15 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '@realtime/server';
-import { watchParent } from './processes.mjs';
+import { exitOnSignals, watchParent } from './child.mjs';
 
 const { app, redis, prefix = 'bench:' } = JSON.parse(process.env.BENCH_NODE);
 const dataDir = mkdtempSync(join(tmpdir(), 'realtime-bench-node-'));
-watchParent(() => rmSync(dataDir, { recursive: true, force: true }));
-process.once('SIGTERM', () => {
-  rmSync(dataDir, { recursive: true, force: true });
-  process.exit(0);
-});
+const cleanup = () => rmSync(dataDir, { recursive: true, force: true });
+watchParent(cleanup);
+exitOnSignals(cleanup);
 
 const server = await startServer({
   host: '127.0.0.1',

@@ -3,10 +3,11 @@
 // { opened } once every page joined. For each bench event it records, per page, the time from the
 // emit (the bench's monotonic clock, shared by every process of the machine) to the page reading it,
 // and sends { seq, latencies, missing } once all its pages have it, or at once when asked { flush: seq }.
-import { watchParent } from './processes.mjs';
+import { exitOnSignals, watchParent } from './child.mjs';
 import { openPage } from './service.mjs';
 
 watchParent();
+exitOnSignals();
 const { ports, first, count, token, concurrency = 100 } = JSON.parse(process.env.BENCH_PAGES_JOB);
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 

@@ -1,12 +1,13 @@
 // Every process a cluster bench starts goes through here, so all of them end with the bench: on a
-// normal exit, an error, Ctrl-C or SIGTERM. The children also exit by themselves when their IPC
-// channel to the bench closes (see watchParent), which covers a bench killed with SIGKILL.
+// normal exit, an error, Ctrl-C or SIGTERM (each child cleans up on SIGTERM). The children also exit
+// by themselves when their IPC channel to the bench closes (child.mjs), which covers a bench killed
+// with SIGKILL. Only the bench imports this module: it installs the bench's signal handlers.
 import { fork } from 'node:child_process';
 
 const children = new Set();
 
 function killAll() {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   children.clear();
 }
 
@@ -78,12 +79,4 @@ export function stop(child) {
 
 export function stopAll() {
   return Promise.all([...children].map(stop));
-}
-
-/** In a child: exit when the bench that started it is gone (its IPC channel closed). */
-export function watchParent(onGone = () => {}) {
-  process.on('disconnect', () => {
-    onGone();
-    process.exit(0);
-  });
 }

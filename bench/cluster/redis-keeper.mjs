@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { watchParent } from './processes.mjs';
+import { exitOnSignals, watchParent } from './child.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'realtime-bench-redis-'));
 let redis;
@@ -15,10 +15,7 @@ function cleanup() {
   rmSync(dir, { recursive: true, force: true });
 }
 watchParent(cleanup);
-process.once('SIGTERM', () => {
-  cleanup();
-  process.exit(0);
-});
+exitOnSignals(cleanup);
 process.once('exit', cleanup);
 
 function freePort() {
