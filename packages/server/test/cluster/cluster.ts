@@ -18,7 +18,7 @@ const OUTPUT_KEPT = 32_000;
 /** What a node is started with: JSON only, it crosses a process boundary. */
 export type NodeOptions = Pick<
   ServerOptions,
-  'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway'
+  'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway' | 'limits'
 > & { engine: { kind: 'redis'; url: string; prefix: string } };
 
 export interface ClusterNode {
