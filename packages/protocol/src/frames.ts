@@ -59,6 +59,16 @@ export interface DeclineFrame {
   t: 'decline';
   ask: string;
 }
+/** Asks for a page of a presence room's members: the first, or the one after `cursor`. */
+export interface ListFrame {
+  t: 'list';
+  ref: number;
+  room: string;
+  /** The `cursor` of `joined` or of the last `listed`. */
+  cursor?: string;
+}
+/** The longest `cursor` a list frame may carry. */
+export const CURSOR_MAX_LENGTH = 64;
 export interface PingFrame {
   t: 'ping';
 }
@@ -73,6 +83,7 @@ export type ClientFrame =
   | SendFrame
   | ReplyFrame
   | DeclineFrame
+  | ListFrame
   | PingFrame
   | PongFrame;
 
@@ -89,8 +100,15 @@ export interface JoinedFrame {
   t: 'joined';
   ref: number;
   room: string;
-  /** Present in a presence room: the members now, each user once. */
+  /**
+   * Present in a presence room: the members now, each user once. In a large room (over the service's
+   * member threshold, 100 by default) only the first of them, with `count` and `cursor`.
+   */
   members?: Member[];
+  /** Large presence rooms: how many members the room has. */
+  count?: number;
+  /** Large presence rooms: where the next page of members starts (a `list` frame); absent after the last. */
+  cursor?: string;
   /** True when events after `since` were no longer kept: what follows has a gap. */
   truncated?: boolean;
   /**
@@ -122,6 +140,27 @@ export interface EventFrame {
   /** For page sends: the user who sent it, as their identity vouched. */
   from?: string;
 }
+/**
+ * The member changes of a large presence room over a short window, in one frame: `joined` members
+ * (new, or back with new info) and `left` user ids, each user at most once, and the room's count.
+ */
+export interface MembersFrame {
+  t: 'members';
+  room: string;
+  count?: number;
+  joined: Member[];
+  left: string[];
+}
+/** A page of members, answering `list`. */
+export interface ListedFrame {
+  t: 'listed';
+  ref: number;
+  room: string;
+  members: Member[];
+  count: number;
+  /** Absent after the last page. */
+  cursor?: string;
+}
 export interface AskFrame {
   t: 'ask';
   ask: string;
@@ -143,6 +182,8 @@ export type ServerFrame =
   | LeftFrame
   | SentFrame
   | EventFrame
+  | MembersFrame
+  | ListedFrame
   | AskFrame
   | ErrorFrame
   | PingFrame

@@ -1,4 +1,12 @@
-import { type Broker, type Publication, type PublicationHandler, topicOf, type Unsubscribe } from '../engines/types.js';
+import {
+  type Broker,
+  type MemberCount,
+  type Publication,
+  type PublicationHandler,
+  topicOf,
+  type Unsubscribe,
+} from '../engines/types.js';
+import { MEMBER_SCALE, type MemberScale, MemberWindow, readMemberChange } from './member-windows.js';
 import { type Frame, frameAround, frameLength, frameString } from './ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
@@ -49,6 +57,9 @@ export class Hub<P extends Page = Page> {
   readonly #broker: Broker;
   readonly #rooms = new Map<string, Listening<Seat>>();
   readonly #users = new Map<string, Listening<P>>();
+  /** Presence of the rooms with pages here (by topic), from their first presence change or large join. */
+  readonly #presence = new Map<string, MemberWindow>();
+  #scale: MemberScale = { ...MEMBER_SCALE };
 
   readonly #asks: (question: Publication, pages: readonly P[]) => void;
 
@@ -56,6 +67,31 @@ export class Hub<P extends Page = Page> {
   constructor(broker: Broker, asks: (question: Publication, pages: readonly P[]) => void = () => {}) {
     this.#broker = broker;
     this.#asks = asks;
+  }
+
+  /** How presence scales on this node (the gateway's settings); the defaults are what ships. */
+  configureMembers(scale: Partial<MemberScale>): void {
+    this.#scale = { ...MEMBER_SCALE, ...scale };
+  }
+
+  get memberScale(): Readonly<MemberScale> {
+    return this.#scale;
+  }
+
+  /**
+   * A page here was given a partial member list (`joined` with a count): the room is large on this
+   * node from now on, so that page only gets `members` frames. When it just became large, a window
+   * opens at once: its frame carries the newest count to every page.
+   */
+  largeRoom(app: string, room: string, count: MemberCount): void {
+    const topic = topicOf(app, { room });
+    const seats = this.#rooms.get(topic)?.members;
+    if (!seats) return;
+    const window = this.#windowOf(topic);
+    window.note(count);
+    if (window.large) return;
+    window.large = true;
+    this.#schedule(topic, room, seats, window);
   }
 
   /**
@@ -68,13 +104,65 @@ export class Hub<P extends Page = Page> {
       this.#rooms,
       topicOf(app, { room }),
       seat,
-      (seats) => (publication) => fanOutRoom(seats, publication),
+      (seats) => (publication) => this.#roomPublication(seats, publication),
     );
   }
 
   /** Removes a seat; the room's subscription ends with its last seat here. */
   removeSeat(app: string, room: string, seat: Seat): Promise<void> {
-    return this.#remove(this.#rooms, topicOf(app, { room }), seat);
+    const topic = topicOf(app, { room });
+    const removed = this.#remove(this.#rooms, topic, seat);
+    if (!this.#rooms.has(topic)) {
+      // No page here any more: the window's changes have nobody to go to.
+      const window = this.#presence.get(topic);
+      if (window) clearTimeout(window.timer);
+      this.#presence.delete(topic);
+    }
+    return removed;
+  }
+
+  #roomPublication(seats: Set<Seat>, publication: Publication): void {
+    const presence =
+      publication.id === undefined && (publication.event === '$member.joined' || publication.event === '$member.left');
+    const change = presence && publication.room !== undefined ? readMemberChange(publication) : undefined;
+    if (!change || publication.room === undefined) {
+      fanOutRoom(seats, publication);
+      return;
+    }
+    const topic = topicOf(publication.app, { room: publication.room });
+    const window = this.#windowOf(topic);
+    window.note(change.count);
+    if (!window.large && window.count > this.#scale.threshold) window.large = true;
+    if (!window.large) {
+      // A small room: one `$member.*` event per change, its data the member, as it always was.
+      fanOutRoom(seats, { ...publication, data: JSON.stringify(change.member) });
+      return;
+    }
+    if (window.add(change) >= this.#scale.maxChanges) this.#flush(topic, publication.room, seats, window);
+    else this.#schedule(topic, publication.room, seats, window);
+  }
+
+  #windowOf(topic: string): MemberWindow {
+    let window = this.#presence.get(topic);
+    if (!window) {
+      window = new MemberWindow();
+      this.#presence.set(topic, window);
+    }
+    return window;
+  }
+
+  #schedule(topic: string, room: string, seats: Set<Seat>, window: MemberWindow): void {
+    if (window.timer !== undefined) return;
+    window.timer = setTimeout(() => this.#flush(topic, room, seats, window), window.windowMs(this.#scale));
+    window.timer.unref();
+  }
+
+  /** Sends the window's changes as one frame to every page of the room here. */
+  #flush(topic: string, room: string, seats: Set<Seat>, window: MemberWindow): void {
+    clearTimeout(window.timer);
+    window.timer = undefined;
+    if (this.#presence.get(topic) !== window) return;
+    fanOutFrame(seats, window.take(room), undefined, undefined);
   }
 
   /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
@@ -138,15 +226,19 @@ export class Hub<P extends Page = Page> {
 }
 
 function fanOutRoom(seats: Set<Seat>, publication: Publication): void {
-  const frame = encodeEvent(publication);
+  fanOutFrame(seats, encodeEvent(publication), publication.id, publication.origin);
+}
+
+/** Hands a room's frame to each seat, or to its replay queue while it catches up on history. */
+function fanOutFrame(seats: Set<Seat>, frame: Frame, id: string | undefined, origin: string | undefined): void {
   for (const seat of seats) {
-    if (seat.page.id === publication.origin) continue;
+    if (seat.page.id === origin) continue;
     if (!seat.replay) {
       seat.page.deliver(frame);
       continue;
     }
     if (seat.replayBytes > seat.page.replayLimit) continue; // closed as slow already
-    seat.replay.push({ id: publication.id, frame });
+    seat.replay.push({ id, frame });
     seat.replayBytes += frameLength(frame);
     if (seat.replayBytes > seat.page.replayLimit) seat.page.slow();
   }

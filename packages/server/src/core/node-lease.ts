@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import type { Broker, Departure, PresenceStore } from '../engines/types.js';
+import type { Broker, Departure, MemberCount, PresenceStore } from '../engines/types.js';
 import type { EventSink } from './events.js';
+import { memberChangeData } from './member-windows.js';
 
 /** A node that has not renewed for this long is dead: its pages are swept by the others. */
 export const NODE_LEASE_MS = 15_000;
@@ -60,7 +61,8 @@ export class NodeLease {
     this.#sweeping = true;
     try {
       const departures = await this.#deps.presence.sweep(this.#deps.now());
-      for (const departure of departures) await this.#report(departure);
+      const counts = await this.#countsAfter(departures);
+      for (const departure of departures) await this.#report(departure, counts);
     } catch (error) {
       this.#deps.log.error({ err: error }, 'sweeping the pages of dead nodes failed');
     } finally {
@@ -68,7 +70,25 @@ export class NodeLease {
     }
   }
 
-  async #report(departure: Departure): Promise<void> {
+  /**
+   * The count of each room members left, read once after the whole sweep: newer than each of its
+   * departures, so the pages' count ends right. A room whose read failed goes without one.
+   */
+  async #countsAfter(departures: readonly Departure[]): Promise<Map<string, MemberCount>> {
+    const counts = new Map<string, MemberCount>();
+    for (const departure of departures) {
+      const key = `${departure.app}\u0000${departure.room}`;
+      if (departure.type !== 'member.left' || counts.has(key)) continue;
+      try {
+        counts.set(key, await this.#deps.presence.memberCount(departure.app, departure.room));
+      } catch (error) {
+        this.#deps.log.error({ err: error, app: departure.app }, 'reading a presence room count failed');
+      }
+    }
+    return counts;
+  }
+
+  async #report(departure: Departure, counts: Map<string, MemberCount>): Promise<void> {
     const { app, room } = departure;
     try {
       if (departure.type === 'room.vacated') {
@@ -78,7 +98,7 @@ export class NodeLease {
       const { member } = departure;
       await this.#deps.events.record(app, { type: 'member.left', room, user: member.user });
       // The pages still in the room hear of it as if the page had closed.
-      const data = JSON.stringify(member);
+      const data = memberChangeData(member, counts.get(`${app}\u0000${room}`));
       await this.#deps.broker.publish([{ app, room, event: '$member.left', data, presence: true }], this.#deps.now());
     } catch (error) {
       this.#deps.log.error({ err: error, app, type: departure.type }, 'reporting a departure of a dead node failed');

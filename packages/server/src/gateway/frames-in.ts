@@ -1,4 +1,11 @@
-import { type ClientFrame, EPOCH_MAX_LENGTH, EVENT_ID_PATTERN, LIMITS, type SocketErrorCode } from '@realtime/protocol';
+import {
+  type ClientFrame,
+  CURSOR_MAX_LENGTH,
+  EPOCH_MAX_LENGTH,
+  EVENT_ID_PATTERN,
+  LIMITS,
+  type SocketErrorCode,
+} from '@realtime/protocol';
 
 /** A frame the page got wrong: the error frame to answer, with the frame's ref when it had one. */
 export class FrameError extends Error {
@@ -24,6 +31,7 @@ const FIELDS: Record<ClientFrame['t'], { required: string[]; optional: string[] 
   send: { required: ['ref', 'room', 'event'], optional: ['data'] },
   reply: { required: ['ask'], optional: ['data'] },
   decline: { required: ['ask'], optional: [] },
+  list: { required: ['ref', 'room'], optional: ['cursor'] },
   ping: { required: [], optional: [] },
   pong: { required: [], optional: [] },
 };
@@ -72,6 +80,9 @@ export function parseFrame(text: string): ClientFrame {
     }
   }
   if (value.since !== undefined && value.last !== undefined) fail('give since or last, not both');
+  if (value.cursor !== undefined && (typeof value.cursor !== 'string' || value.cursor.length > CURSOR_MAX_LENGTH)) {
+    fail(`cursor must be a string of at most ${CURSOR_MAX_LENGTH} characters`);
+  }
   if (value.epoch !== undefined) {
     if (typeof value.epoch !== 'string' || value.epoch.length > EPOCH_MAX_LENGTH) {
       fail(`epoch must be a string of at most ${EPOCH_MAX_LENGTH} characters`);

@@ -11,11 +11,12 @@ import {
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
+import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, parseFrame } from './frames-in.js';
-import { join, leave, leaveRoom } from './room-frames.js';
+import { join, leave, leaveRoom, list } from './room-frames.js';
 import { send } from './send-frame.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
@@ -31,6 +32,8 @@ export interface GatewayOptions {
   frameBurst?: number;
   /** A page replaying history that does not read its queue below half within this long is closed (4200). */
   replayStallMs?: number;
+  /** How presence scales: the member threshold, page size and windows (core/member-windows.ts). */
+  members?: Partial<MemberScale>;
 }
 
 const PING = frameJson({ t: 'ping' });
@@ -45,7 +48,7 @@ export class Gateway {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
   readonly #greeting = new Set<Connection>();
-  readonly #options: Required<GatewayOptions>;
+  readonly #options: Required<Omit<GatewayOptions, 'members'>>;
   readonly #timers: NodeJS.Timeout[] = [];
   #pageCount = 0;
 
@@ -60,6 +63,7 @@ export class Gateway {
       frameBurst: options.frameBurst ?? 200,
       replayStallMs: options.replayStallMs ?? DEFAULT_STALL_MS,
     };
+    if (options.members) deps.hub.configureMembers(options.members);
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: MAX_FRAME_BYTES,
@@ -227,6 +231,8 @@ export class Gateway {
           return await join(this.#deps, conn, frame);
         case 'leave':
           return await leave(this.#deps, conn, frame);
+        case 'list':
+          return await list(this.#deps, conn, frame);
         case 'send':
           return await send(this.#deps, conn, frame);
         case 'reply':

@@ -1,9 +1,26 @@
-import { CLOSE, type JoinFrame, type LeaveFrame, type Member, roomNameProblem } from '@realtime/protocol';
+import {
+  CLOSE,
+  type JoinFrame,
+  type LeaveFrame,
+  type ListFrame,
+  type Member,
+  roomNameProblem,
+} from '@realtime/protocol';
 import type { AppEvent } from '../core/events.js';
 import { encodeEvent } from '../core/hub.js';
+import { memberChangeData } from '../core/member-windows.js';
 import type { Frame } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
-import type { App, HistoryPage, KeptEvent, PageBound, Publication, ResumeResult } from '../engines/types.js';
+import type {
+  App,
+  HistoryPage,
+  KeptEvent,
+  MemberCount,
+  MemberPage,
+  PageBound,
+  Publication,
+  ResumeResult,
+} from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError } from './frames-in.js';
@@ -38,19 +55,34 @@ async function recordLife(deps: GatewayDeps, conn: Connection, event: AppEvent):
   }
 }
 
-/** A presence change: recorded for the webhook, then published to the room (no id: not a room event). */
+/**
+ * A presence change: recorded for the webhook, then published to the room (no id: not a room event)
+ * with the room's count read after it, so every node can tell a large room and its newest count.
+ * `count` is the one the caller read already (a join reads a page of members); a leave reads it here.
+ */
 async function publishMember(
   deps: GatewayDeps,
   conn: Connection,
   room: string,
   event: '$member.joined' | '$member.left',
+  count?: MemberCount,
 ): Promise<void> {
   const app = conn.app.key;
   const user = conn.user ?? '';
-  const data: Member = { user };
-  if (conn.info !== undefined) data.info = conn.info;
+  const member: Member = { user };
+  if (conn.info !== undefined) member.info = conn.info;
   await recordLife(deps, conn, { type: event === '$member.joined' ? 'member.joined' : 'member.left', room, user });
-  await deps.broker.publish([{ app, room, event, data: JSON.stringify(data), presence: true }], deps.now());
+  let after = count;
+  if (after === undefined) {
+    try {
+      after = await deps.presence.memberCount(app, room);
+    } catch (error) {
+      // The change still goes out; the pages' count catches up with the room's next change.
+      deps.log.error({ err: error, page: conn.id }, 'reading a presence room count failed');
+    }
+  }
+  const data = memberChangeData(member, after);
+  await deps.broker.publish([{ app, room, event, data, presence: true }], deps.now());
 }
 
 /**
@@ -107,7 +139,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
 
   let first: HistoryPage | undefined;
   let truncated = false;
-  let members: Member[] | undefined;
+  let members: MemberPage | undefined;
   let firstOfUser = false;
   try {
     if (!existing) {
@@ -127,7 +159,10 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
       if (conn.info !== undefined) joinedAs.info = conn.info;
       firstOfUser = await deps.presence.joinRoom(app, room, joinedAs, conn.id);
     }
-    members = member ? await deps.presence.members(app, room) : undefined;
+    // Up to the threshold: a small room's whole list; beyond it, its first page.
+    const threshold = deps.hub.memberScale.threshold;
+    members = member ? await deps.presence.memberPage(app, room, { limit: threshold }) : undefined;
+    if (members && members.count > threshold) deps.hub.largeRoom(app, room, members);
 
     const now = deps.now();
     if (!features.includes('history')) {
@@ -160,13 +195,19 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   const total = read.events.length + read.remaining;
   const joined: Record<string, unknown> = { t: 'joined', ref, room, replay: total };
   if (first) joined.epoch = first.epoch;
-  if (members) joined.members = members;
+  if (members) {
+    joined.members = members.members;
+    if (members.count > deps.hub.memberScale.threshold) {
+      joined.count = members.count;
+      if (members.cursor !== undefined) joined.cursor = members.cursor;
+    }
+  }
   if (truncated) joined.truncated = true;
   conn.send(joined);
   // Announced now, before the replay: a page closed during the replay leaves with a matching left.
   if (firstOfUser) {
     try {
-      await publishMember(deps, conn, room, '$member.joined');
+      await publishMember(deps, conn, room, '$member.joined', members);
     } catch (error) {
       // The page is in: its presence holds; only the announcement (and its webhook event) failed.
       deps.log.error({ err: error, page: conn.id }, 'announcing a member failed');
@@ -261,6 +302,27 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
       await publishMember(deps, conn, room, '$member.left');
   }
   if (await deps.presence.exitRoom(app, room, conn.id)) await recordLife(deps, conn, { type: 'room.vacated', room });
+}
+
+/** list: a page of a presence room's members, after the frame's cursor (none: the first page). */
+export async function list(deps: GatewayDeps, conn: Connection, frame: ListFrame): Promise<void> {
+  const { ref, room } = frame;
+  if (!conn.rooms.has(room)) throw new FrameError('not_joined', 'the page has not joined that room', ref, room);
+  const limit = deps.hub.memberScale.pageSize;
+  let page: MemberPage;
+  try {
+    page = await deps.presence.memberPage(
+      conn.app.key,
+      room,
+      frame.cursor === undefined ? { limit } : { after: frame.cursor, limit },
+    );
+  } catch (error) {
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
+    throw error;
+  }
+  const listed: Record<string, unknown> = { t: 'listed', ref, room, members: page.members, count: page.count };
+  if (page.cursor !== undefined) listed.cursor = page.cursor;
+  conn.send(listed);
 }
 
 export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {

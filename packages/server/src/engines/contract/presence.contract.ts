@@ -588,10 +588,14 @@ export function presenceContract(
         let after: string | undefined;
         let step = 0;
         for (;;) {
-          const page = await store.memberPage('app1', 'churn', after === undefined ? { limit: 4 } : { after, limit: 4 });
+          const page = await store.memberPage(
+            'app1',
+            'churn',
+            after === undefined ? { limit: 4 } : { after, limit: 4 },
+          );
           seen.push(...page.members.map((m) => m.user));
           // Between pages: one of the odd users leaves (before or after the walk's place), a newcomer joins.
-          await store.leaveRoom('app1', 'churn', `u${(step * 7) % 30 | 1}`, `p${(step * 7) % 30 | 1}`);
+          await store.leaveRoom('app1', 'churn', `u${((step * 7) % 30) | 1}`, `p${((step * 7) % 30) | 1}`);
           await store.joinRoom('app1', 'churn', { user: `new${step}` }, `n${step}`);
           step++;
           if (page.cursor === undefined) break;
