@@ -309,6 +309,7 @@ describe('join: live events that arrive while history is read', () => {
       node: engine.node,
       broker,
       presence: engine.presence,
+      limits: engine.limits,
       log: pino({ level: 'silent' }),
       now: Date.now,
     }),
