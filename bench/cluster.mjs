@@ -11,7 +11,7 @@
 // delivery it made (process.cpuUsage in the node), Redis CPU per 100k deliveries (INFO CPU), and this
 // process's CPU share. Then what each configuration would deliver if each node had a core of its own
 // (extrapolated from the CPU per delivery measured, printed as such).
-// Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> --only <name,name>
+// Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> --only <name,name> (e.g. 'redis x1,redis x4')
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -33,11 +33,14 @@ const SECONDS = Number(flags.seconds);
 const WINDOW = Number(flags.window);
 const RATE = flags.rate === undefined ? undefined : Number(flags.rate);
 
-const SYSTEMS = {
-  'embedded x1': { nodes: 1, redis: false },
-  'redis x1': { nodes: 1, redis: true },
-  'redis x2': { nodes: 2, redis: true },
-};
+const DEFAULT_SYSTEMS = ['embedded x1', 'redis x1', 'redis x2'];
+
+/** `embedded x1` or `redis x<n>` (any n: --only 'redis x4' shows Redis's cost per subscribed node). */
+function systemOf(name) {
+  const match = /^(embedded|redis) x(\d+)$/.exec(name);
+  if (!match || (match[1] === 'embedded' && match[2] !== '1')) throw new Error(`unknown system ${name}`);
+  return { nodes: Number(match[2]), redis: match[1] === 'redis' };
+}
 
 async function startNodes(count, redisUrl) {
   return Promise.all(
@@ -58,7 +61,7 @@ const ownCpu = () => {
 };
 
 async function run(name) {
-  const system = SYSTEMS[name];
+  const system = systemOf(name);
   const redis = system.redis ? await startRedis() : undefined;
   const nodes = await startNodes(system.nodes, redis?.url);
   const ports = nodes.map((n) => n.port);
@@ -164,7 +167,7 @@ function nodeBound(r) {
   return Math.min(...r.nodeCpu.map((n) => 1e6 / n.perDelivery / n.share));
 }
 
-const names = flags.only ? flags.only.split(',') : Object.keys(SYSTEMS);
+const names = flags.only ? flags.only.split(',') : DEFAULT_SYSTEMS;
 const results = {};
 for (const name of names) results[name] = await run(name);
 closeAgents();

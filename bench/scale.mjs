@@ -74,6 +74,8 @@ for (let p = 0, first = 0; p < processes; p++) {
   jobs.push({ ports, first, count, token, concurrency: Number(flags.concurrency) });
   first += count;
 }
+const redisCpuBefore = await redis.cpu();
+const nodeCpuBefore = await Promise.all(nodes.map(async (n) => (await ask(n.child, 'cpu')).cpu));
 const opening = now();
 const pageProcesses = await Promise.all(
   jobs.map(async (job) => {
@@ -85,6 +87,10 @@ const pageProcesses = await Promise.all(
   }),
 );
 const openSeconds = (now() - opening) / 1000;
+// CPU time per page opened and joined (handshake, token, presence script, subscription), µs.
+const redisPerJoin = ((await redis.cpu()) - redisCpuBefore) / PAGES;
+const nodeCpuAfter = await Promise.all(nodes.map(async (n) => (await ask(n.child, 'cpu')).cpu));
+const nodesPerJoin = nodeCpuAfter.reduce((sum, cpu, i) => sum + cpu - nodeCpuBefore[i], 0) / PAGES;
 await sleep(1000);
 const memAfter = await Promise.all(nodes.map((n) => ask(n.child, 'mem')));
 const pagesOn = await Promise.all(nodes.map(async (n) => (await ask(n.child, 'pages')).pages));
@@ -134,7 +140,10 @@ console.log(
   `bench:scale  node ${process.version}, ${cpus().length} cores shared by every node, page process and Redis; ` +
     `${NODES} nodes on one Redis, ${PAGES} pages in one room (${pageProcesses.length} page processes, ulimit -n ${LIMIT}), ~100-byte events`,
 );
-console.log(`  pages opened and joined in ${openSeconds.toFixed(1)} s (${Math.round(PAGES / openSeconds)} a second)`);
+console.log(
+  `  pages opened and joined in ${openSeconds.toFixed(1)} s (${Math.round(PAGES / openSeconds)} a second); ` +
+    `CPU per page joined: ${nodesPerJoin.toFixed(0)} µs on its node, ${redisPerJoin.toFixed(0)} µs in Redis`,
+);
 for (const r of results) {
   const ms = (v) => `${v.toFixed(0)} ms`;
   console.log(
