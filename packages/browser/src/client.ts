@@ -229,7 +229,11 @@ export class RealtimeClient {
       case 'joined':
       case 'left':
       case 'sent':
+      case 'listed':
         this.#requests.answer(frame);
+        return;
+      case 'members':
+        if (typeof frame.room === 'string') this.#rooms.get(frame.room)?.membersChanged(frame);
         return;
       case 'error': {
         const error = RealtimeSocketError.fromFrame(frame);

@@ -27,6 +27,7 @@ export type { OutboxLimits } from './outbox.js';
 export {
   type JoinedInfo,
   type JoinOptions,
+  type MembersChange,
   Room,
   type RoomEventMeta,
   type RoomStatus,

@@ -15,6 +15,10 @@ export function toMember(value: unknown): Member | undefined {
 export class Members {
   readonly #byUser = new Map<string, Member>();
 
+  get size(): number {
+    return this.#byUser.size;
+  }
+
   list(): Member[] {
     return [...this.#byUser.values()];
   }
@@ -28,6 +32,13 @@ export class Members {
     const isNew = !this.#byUser.has(member.user);
     this.#byUser.set(member.user, member);
     return isNew;
+  }
+
+  /** Removes a member and answers them; undefined when the user was not a member. */
+  take(user: string): Member | undefined {
+    const member = this.#byUser.get(user);
+    this.#byUser.delete(user);
+    return member;
   }
 
   /** True when the user was a member. */

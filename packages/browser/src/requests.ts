@@ -1,17 +1,32 @@
-import type { JoinedFrame, JoinFrame, LeaveFrame, LeftFrame, SendFrame, SentFrame } from '@realtime/protocol';
+import type {
+  JoinedFrame,
+  JoinFrame,
+  LeaveFrame,
+  LeftFrame,
+  ListedFrame,
+  ListFrame,
+  SendFrame,
+  SentFrame,
+} from '@realtime/protocol';
 import type { RealtimeSocketError } from './errors.js';
 
 /** A frame the service answers by `ref`, before the SDK gives it its `ref`. */
-export type RequestFrame = Omit<JoinFrame, 'ref'> | Omit<LeaveFrame, 'ref'> | Omit<SendFrame, 'ref'>;
+export type RequestFrame =
+  | Omit<JoinFrame, 'ref'>
+  | Omit<LeaveFrame, 'ref'>
+  | Omit<SendFrame, 'ref'>
+  | Omit<ListFrame, 'ref'>;
 
-/** The answer frame of each request: `join` → `joined`, `leave` → `left`, `send` → `sent`. */
+/** The answer frame of each request: `join` → `joined`, `leave` → `left`, `send` → `sent`, `list` → `listed`. */
 export type AnswerTo<F extends RequestFrame> = F extends { t: 'join' }
   ? JoinedFrame
   : F extends { t: 'leave' }
     ? LeftFrame
-    : SentFrame;
+    : F extends { t: 'list' }
+      ? ListedFrame
+      : SentFrame;
 
-export type AnswerFrame = JoinedFrame | LeftFrame | SentFrame;
+export type AnswerFrame = JoinedFrame | LeftFrame | SentFrame | ListedFrame;
 
 /**
  * Callbacks of one request. They are called synchronously while the answer frame is handled, so
@@ -22,7 +37,7 @@ export interface AnswerHandlers<A extends AnswerFrame> {
   fail(error: RealtimeSocketError): void;
 }
 
-const ANSWER_TYPE = { join: 'joined', leave: 'left', send: 'sent' } as const;
+const ANSWER_TYPE = { join: 'joined', leave: 'left', send: 'sent', list: 'listed' } as const;
 
 interface Pending {
   expects: AnswerFrame['t'];

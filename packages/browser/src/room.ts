@@ -6,6 +6,7 @@ import {
   type JoinFrame,
   LIMITS,
   type Member,
+  type MembersFrame,
   utf8Length,
 } from '@realtime/protocol';
 import { type AnyListener, Emitter } from './emitter.js';
@@ -65,8 +66,28 @@ export interface JoinedInfo {
   truncated: boolean;
   /** True for every join after the first: a re-join after a reconnect or a token refresh. */
   resumed: boolean;
-  /** The members now (presence rooms; empty otherwise). */
+  /**
+   * The members now (presence rooms; empty otherwise). In a large room only the first page of them:
+   * `count` says how many there are, {@link Room.moreMembers} fetches the rest.
+   */
   members: Member[];
+  /** Large presence rooms only: how many members the room has (`members` is its first page). */
+  count?: number;
+}
+
+/**
+ * Given to `$members` listeners: the member changes of a large presence room over a short window,
+ * and its count after them.
+ *
+ * @example
+ * room.on('$members', ({ count }) => showOnline(count));
+ */
+export interface MembersChange {
+  room: string;
+  joined: Member[];
+  /** User ids. */
+  left: string[];
+  count: number;
 }
 
 /**
@@ -144,6 +165,13 @@ export class Room {
   readonly #link: RoomLink;
   readonly #emitter = new Emitter();
   readonly #members = new Members();
+  /** The room's count from the service (large rooms); undefined while the list is the whole room. */
+  #count: number | undefined;
+  /** Where the next page of members starts; undefined when the list has every page. */
+  #cursor: string | undefined;
+  #listing: Promise<Member[]> | undefined;
+  /** Users who left while a page of members was on its way: that page must not bring them back. */
+  #leftWhileListing: Set<string> | undefined;
   #token: TokenSource;
   #history: number | undefined;
   #status: RoomStatus = 'joining';
@@ -197,12 +225,73 @@ export class Room {
     return this.#members.list();
   }
 
+  /**
+   * How many members the room has. In a small room the length of {@link Room.members}; in a large one
+   * (over the service's threshold, 100 by default) the service's count, which the list reaches only
+   * once every page was fetched.
+   */
+  get memberCount(): number {
+    return this.#count ?? this.#members.size;
+  }
+
+  /** True while a large room has members the page has not fetched ({@link Room.moreMembers}). */
+  get hasMoreMembers(): boolean {
+    return this.#cursor !== undefined;
+  }
+
+  /**
+   * Fetches the next page of a large room's members and adds them to {@link Room.members}; resolves
+   * with the members it added (none when every page is here). One page at a time: a call while one
+   * is on its way gets that one. Rejects with a {@link RealtimeSocketError} when the service refused
+   * or the socket was lost (the next call asks again, from the page the re-join gave).
+   *
+   * @example
+   * while (room.hasMoreMembers) render(await room.moreMembers());
+   */
+  moreMembers(): Promise<Member[]> {
+    if (this.#listing) return this.#listing;
+    const cursor = this.#cursor;
+    if (cursor === undefined || this.#status !== 'joined' || !this.#link.ready) return Promise.resolve([]);
+    const left = new Set<string>();
+    this.#leftWhileListing = left;
+    const listing = new Promise<Member[]>((resolve, reject) => {
+      this.#link.request(
+        { t: 'list', room: this.name, cursor },
+        {
+          answer: (frame) => {
+            if (this.#cursor !== cursor) {
+              // A re-join started the list over meanwhile: this page belongs to the old one.
+              resolve([]);
+              return;
+            }
+            const added: Member[] = [];
+            for (const value of Array.isArray(frame.members) ? frame.members : []) {
+              const member = toMember(value);
+              if (member && !left.has(member.user) && this.#members.add(member)) added.push(member);
+            }
+            this.#cursor = typeof frame.cursor === 'string' ? frame.cursor : undefined;
+            if (typeof frame.count === 'number') this.#count = frame.count;
+            resolve(added);
+          },
+          fail: reject,
+        },
+      );
+    }).finally(() => {
+      if (this.#listing === listing) this.#listing = undefined;
+      if (this.#leftWhileListing === left) this.#leftWhileListing = undefined;
+    });
+    this.#listing = listing;
+    return listing;
+  }
+
   /** Listens to the room's own events; returns a function that removes the listener. */
   on(name: '$joined', listener: (info: JoinedInfo) => void): () => void;
   on(name: '$truncated', listener: (info: TruncatedInfo) => void): () => void;
   on(name: '$error', listener: (error: RealtimeSocketError) => void): () => void;
   /** Listens to presence changes: a user's first page joined, or their last page left. */
   on(name: '$member.joined' | '$member.left', listener: (member: Member, meta: RoomEventMeta) => void): () => void;
+  /** Listens to the coalesced member changes of a large presence room (each also told as `$member.*`). */
+  on(name: '$members', listener: (change: MembersChange) => void): () => void;
   /** Listens to an app event (`*`: every room event). `data` is as sent, unchecked: type it at your own risk. */
   on<T = unknown>(name: string, listener: (data: T, meta: RoomEventMeta) => void): () => void;
   on(name: string, listener: AnyListener): () => void {
@@ -321,6 +410,37 @@ export class Room {
     });
   }
 
+  /**
+   * The member changes of a large room over a window. Each change to the list is told as a
+   * `$member.joined` / `$member.left` too; a user the page had not fetched who leaves changes no list.
+   */
+  membersChanged(frame: MembersFrame): void {
+    if (this.#status === 'left') return;
+    const joined: Member[] = [];
+    const left: string[] = [];
+    for (const user of Array.isArray(frame.left) ? frame.left : []) {
+      if (typeof user !== 'string') continue;
+      left.push(user);
+      this.#leftWhileListing?.add(user);
+      const gone = this.#members.take(user);
+      if (gone) this.#emit(gone, this.#presenceMeta(MEMBER_LEFT));
+    }
+    for (const value of Array.isArray(frame.joined) ? frame.joined : []) {
+      const member = toMember(value);
+      if (!member) continue;
+      joined.push(member);
+      this.#leftWhileListing?.delete(member.user);
+      if (this.#members.add(member)) this.#emit(member, this.#presenceMeta(MEMBER_JOINED));
+    }
+    if (typeof frame.count === 'number') this.#count = frame.count;
+    this.#emitter.emit('$members', {
+      room: this.name,
+      joined,
+      left,
+      count: this.memberCount,
+    } satisfies MembersChange);
+  }
+
   /** Tells the listeners of the event's name, then those of `*`. */
   #emit(data: unknown, meta: RoomEventMeta): void {
     this.#emitter.emit(meta.event, data, meta);
@@ -370,12 +490,23 @@ export class Room {
     if (lost && this.#lastId === sent.since) this.#lastId = undefined;
     this.#epoch = epoch;
     const truncated = frame.truncated === true || gap !== undefined || lost;
-    if (Array.isArray(frame.members)) {
+    this.#leftWhileListing = undefined;
+    if (Array.isArray(frame.members) && typeof frame.count === 'number') {
+      // A large room: its first page. What the page knew of the rest is dropped, untold (it cannot
+      // tell who left from who is on a later page); the count says how many there are.
+      this.#members.replace(frame.members);
+      this.#count = frame.count;
+      this.#cursor = typeof frame.cursor === 'string' ? frame.cursor : undefined;
+    } else if (Array.isArray(frame.members)) {
       const change = this.#members.replace(frame.members);
+      this.#count = undefined;
+      this.#cursor = undefined;
       // After a reconnect, tell who came and went while the page was away.
       if (resumed) this.#announce(change);
     } else {
       this.#members.clear();
+      this.#count = undefined;
+      this.#cursor = undefined;
     }
     const info: JoinedInfo = {
       room: this.name,
@@ -384,6 +515,7 @@ export class Room {
       resumed,
       members: this.#members.list(),
     };
+    if (this.#count !== undefined) info.count = this.#count;
     this.#emitter.emit('$joined', info);
     if (truncated) {
       this.#emitter.emit('$truncated', { room: this.name, since: sent.since ?? gap?.since } satisfies TruncatedInfo);
