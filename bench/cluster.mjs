@@ -11,7 +11,8 @@
 // delivery it made (process.cpuUsage in the node), Redis CPU per 100k deliveries (INFO CPU), and this
 // process's CPU share. Then what each configuration would deliver if each node had a core of its own
 // (extrapolated from the CPU per delivery measured, printed as such).
-// Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> --only <name,name> (e.g. 'redis x1,redis x4')
+// Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> [--per-node: n nodes get n x rate]
+//        --only <name,name> (e.g. 'redis x1,redis x4')
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -25,6 +26,7 @@ const { values: flags } = parseArgs({
     seconds: { type: 'string', default: '10' },
     window: { type: 'string', default: '16' },
     rate: { type: 'string' },
+    'per-node': { type: 'boolean', default: false },
     only: { type: 'string' },
   },
 });
@@ -32,6 +34,9 @@ const PAGES = Number(flags.pages);
 const SECONDS = Number(flags.seconds);
 const WINDOW = Number(flags.window);
 const RATE = flags.rate === undefined ? undefined : Number(flags.rate);
+// With --per-node, a system of n nodes is offered n x RATE: every node makes as many deliveries a
+// second as the one node alone, so each runs at the same load (write coalescing depends on it).
+const PER_NODE = flags['per-node'];
 
 const DEFAULT_SYSTEMS = ['embedded x1', 'redis x1', 'redis x2'];
 
@@ -101,11 +106,12 @@ async function run(name) {
   let ticker;
   if (RATE === undefined) for (let i = 0; i < WINDOW; i++) publishNext();
   else {
+    const rate = PER_NODE ? RATE * nodes.length : RATE;
     // Open loop: every 5 ms, the emits due by now at RATE per second.
     const began = performance.now();
     let sent = 0;
     ticker = setInterval(() => {
-      const due = Math.floor(((performance.now() - began) / 1000) * RATE);
+      const due = Math.floor(((performance.now() - began) / 1000) * rate);
       while (sent < due) {
         sent++;
         publishNext();
@@ -172,7 +178,10 @@ const results = {};
 for (const name of names) results[name] = await run(name);
 closeAgents();
 
-const load = RATE === undefined ? `${WINDOW} emits in flight (saturation)` : `${RATE} emits/s offered`;
+const load =
+  RATE === undefined
+    ? `${WINDOW} emits in flight (saturation)`
+    : `${RATE} emits/s offered${PER_NODE ? ' per node (n nodes: n x that)' : ''}`;
 console.log(
   `bench:cluster  node ${process.version}, ${cpus().length} cores shared by the load generator, every node and Redis; ` +
     `${PAGES} pages in one room, ~100-byte events, ${load}, ${SECONDS} s`,
@@ -198,9 +207,19 @@ for (const [name, r] of Object.entries(results)) {
 const x1 = results['redis x1'];
 const x2 = results['redis x2'];
 const embedded = results['embedded x1'];
-if (x2 && x1) console.log(`  redis x2 / redis x1:    ${(x2.rate / x1.rate).toFixed(2)}x msgs/s (goal >= 1.6x)`);
-if (x2 && embedded) console.log(`  redis x2 / embedded x1: ${(x2.rate / embedded.rate).toFixed(2)}x msgs/s`);
-if (x1 && embedded) console.log(`  redis x1 / embedded x1: ${(x1.rate / embedded.rate).toFixed(2)}x msgs/s`);
+if (RATE === undefined) {
+  if (x2 && x1) console.log(`  redis x2 / redis x1:    ${(x2.rate / x1.rate).toFixed(2)}x msgs/s (goal >= 1.6x)`);
+  if (x2 && embedded) console.log(`  redis x2 / embedded x1: ${(x2.rate / embedded.rate).toFixed(2)}x msgs/s`);
+  if (x1 && embedded) console.log(`  redis x1 / embedded x1: ${(x1.rate / embedded.rate).toFixed(2)}x msgs/s`);
+} else {
+  // A fixed offered load: the rates are what was offered, unless a system fell behind.
+  for (const [name, r] of Object.entries(results)) {
+    const offered = RATE * (PER_NODE ? r.nodes : 1) * PAGES;
+    console.log(
+      `  ${name.padEnd(12)} delivered ${((r.rate / offered) * 100).toFixed(1)}% of the ${offered} msgs/s offered`,
+    );
+  }
+}
 console.log('  extrapolated, each node on a core of its own (from the CPU per delivery above, not measured as such):');
 for (const [name, r] of Object.entries(results))
   console.log(`    ${name.padEnd(12)} ${Math.round(nodeBound(r)).toString().padStart(8)} msgs/s node-bound`);
