@@ -9,8 +9,10 @@
 // it offers a fixed number of emits per second instead (open loop) and measures what arrives.
 // Per system: delivered messages/s, latency emit -> page receipt (p50, p99), each node's CPU time per
 // delivery it made (process.cpuUsage in the node), Redis CPU per 100k deliveries (INFO CPU), and this
-// process's CPU share. Then what each configuration would deliver if each node had a core of its own
-// (extrapolated from the CPU per delivery measured, printed as such).
+// process's CPU share. CPU per delivery is less what the process spends idle with the pages open
+// (measured for 2 s before the load); busy shares are as they are. Then what each configuration
+// would deliver if each node had a core of its own (extrapolated from the CPU per delivery measured,
+// printed as such).
 // Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> [--per-node: n nodes get n x rate]
 //        --only <name,name> (e.g. 'redis x1,redis x4')
 import { cpus } from 'node:os';
@@ -103,6 +105,17 @@ async function run(name) {
     } else pending.set(s, got);
   });
 
+  // What the nodes and Redis spend with the pages open and nothing emitted (heartbeats, leases,
+  // Redis's cron), per second: subtracted below, so the figures are the cost of the deliveries.
+  const idleSeconds = 2;
+  const nodeIdleBefore = await Promise.all(nodes.map((n) => cpuOf(n.child)));
+  const redisIdleBefore = redis ? await redis.cpu() : 0;
+  await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+  const nodeIdle = (await Promise.all(nodes.map((n) => cpuOf(n.child)))).map(
+    (c, i) => (c - nodeIdleBefore[i]) / idleSeconds,
+  );
+  const redisIdle = redis ? ((await redis.cpu()) - redisIdleBefore) / idleSeconds : 0;
+
   let ticker;
   if (RATE === undefined) for (let i = 0; i < WINDOW; i++) publishNext();
   else {
@@ -150,12 +163,12 @@ async function run(name) {
     p99: quantile(0.99),
     nodeCpu: nodes.map((_, i) => ({
       share: perNode[i] / delivered,
-      perDelivery: (nodeCpuAfter[i] - nodeCpuBefore[i]) / perNode[i],
+      perDelivery: (nodeCpuAfter[i] - nodeCpuBefore[i] - nodeIdle[i] * elapsed) / perNode[i],
       busy: (nodeCpuAfter[i] - nodeCpuBefore[i]) / (elapsed * 1e6),
     })),
-    redisPer100k: redis ? ((redisCpuAfter - redisCpuBefore) / delivered) * 100_000 : undefined,
+    redisPer100k: redis ? ((redisCpuAfter - redisCpuBefore - redisIdle * elapsed) / delivered) * 100_000 : undefined,
     redisBusy: redis ? (redisCpuAfter - redisCpuBefore) / (elapsed * 1e6) : undefined,
-    redisPerEmit: redis ? (redisCpuAfter - redisCpuBefore) / (delivered / PAGES) : undefined,
+    redisPerEmit: redis ? (redisCpuAfter - redisCpuBefore - redisIdle * elapsed) / (delivered / PAGES) : undefined,
     generatorBusy: (ownAfter - ownBefore) / (elapsed * 1e6),
   };
   for (const page of pages) page.close();
