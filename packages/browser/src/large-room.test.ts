@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type FakePage, once, useFakeService } from '../test/fake-service.js';
-import type { JoinedInfo, MembersChange } from './index.js';
+import type { JoinedInfo, MembersChange, Room } from './index.js';
 
 const { service, open } = useFakeService();
 
@@ -11,7 +11,7 @@ async function answerJoin(page: FakePage, extra: Record<string, unknown> = {}) {
 }
 
 /** Waits until the page has handled everything the fake service sent before. */
-async function settled(page: FakePage, room: { on(name: string, listener: () => void): () => void }) {
+async function settled(page: FakePage, room: Room) {
   page.send({
     t: 'event',
     room: 'stadium',
