@@ -6,7 +6,8 @@
 // Everything on 127.0.0.1. `ulimit -n` bounds the pages one process can hold (nodes and page
 // processes alike), so the default is NODES x (limit - 100) pages.
 // Flags: --nodes 5 --pages <n> --emits 5 --gap 2000 (ms between emits) --concurrency 100 (handshakes
-// at a time per page process). A smoke run: npm run bench:scale -- --nodes 2 --pages 2000
+// at a time per page process) --timeout 20000 (ms to wait for every page) --prof <dir> (CPU profiles
+// of the nodes). A smoke run: npm run bench:scale -- --nodes 2 --pages 2000
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -34,6 +35,7 @@ const { values: flags } = parseArgs({
     gap: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '100' },
     timeout: { type: 'string', default: '20000' },
+    prof: { type: 'string' },
   },
 });
 const NODES = Number(flags.nodes);
@@ -55,7 +57,8 @@ const redis = await startRedis();
 const nodes = await Promise.all(
   Array.from({ length: NODES }, async () => {
     const { child, first } = await start(new URL('./cluster/node.mjs', import.meta.url), {
-      execArgv: ['--expose-gc'],
+      // --prof <dir>: a V8 CPU profile of each node, written when it ends.
+      execArgv: ['--expose-gc', ...(flags.prof ? ['--cpu-prof', `--cpu-prof-dir=${flags.prof}`] : [])],
       env: { BENCH_NODE: JSON.stringify({ app: APP, redis: redis.url }) },
     });
     return { child, port: first.port };
