@@ -608,6 +608,19 @@ export function presenceContract(
         expect(now.count).toBe((await store.members('app1', 'churn')).length);
       });
 
+      it('pages right after most members left (what is left is compacted, cursors still hold)', async () => {
+        const store = await make();
+        for (let i = 0; i < 300; i++) await store.joinRoom('app1', 'thin', { user: `u${i}` }, `p${i}`);
+        const first = await store.memberPage('app1', 'thin', { limit: 7 });
+        for (let i = 0; i < 300; i++) if (i % 6 !== 0) await store.leaveRoom('app1', 'thin', `u${i}`, `p${i}`);
+        const rest = Array.from({ length: 50 }, (_, i) => `u${i * 6}`);
+        expect(await walk(store, 'thin', 7)).toEqual(rest);
+        // A cursor given before the leaves goes on where it was.
+        const next = await store.memberPage('app1', 'thin', { after: first.cursor as string, limit: 3 });
+        expect(next.members.map((m) => m.user)).toEqual(['u12', 'u18', 'u24']);
+        expect(next.count).toBe(50);
+      });
+
       it('numbers member changes with a rising sequence, over every room and node', async () => {
         const { store, peer } = await makeBoth();
         const before = await store.memberCount('app1', 'seq');
