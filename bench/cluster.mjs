@@ -14,7 +14,7 @@
 // would deliver if each node had a core of its own (extrapolated from the CPU per delivery measured,
 // printed as such).
 // Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> [--per-node: n nodes get n x rate]
-//        --only <name,name> (e.g. 'redis x1,redis x4')
+//        --only <name,name> (e.g. 'redis x1,redis x4') --prof <dir> (CPU profiles of the nodes)
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -30,6 +30,7 @@ const { values: flags } = parseArgs({
     rate: { type: 'string' },
     'per-node': { type: 'boolean', default: false },
     only: { type: 'string' },
+    prof: { type: 'string' },
   },
 });
 const PAGES = Number(flags.pages);
@@ -53,7 +54,8 @@ async function startNodes(count, redisUrl) {
   return Promise.all(
     Array.from({ length: count }, async () => {
       const { child, first } = await start(new URL('./cluster/node.mjs', import.meta.url), {
-        execArgv: ['--expose-gc'],
+        // --prof <dir>: a V8 CPU profile of each node, written when it ends.
+        execArgv: ['--expose-gc', ...(flags.prof ? ['--cpu-prof', `--cpu-prof-dir=${flags.prof}`] : [])],
         env: { BENCH_NODE: JSON.stringify({ app: APP, ...(redisUrl ? { redis: redisUrl } : {}) }) },
       });
       return { child, port: first.port };
