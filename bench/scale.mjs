@@ -7,7 +7,8 @@
 // processes alike), so the default is NODES x (limit - 100) pages.
 // Flags: --nodes 5 --pages <n> --emits 5 --gap 2000 (ms between emits) --concurrency 100 (handshakes
 // at a time per page process) --timeout 20000 (ms to wait for every page) --prof <dir> (CPU profiles
-// of the nodes). A smoke run: npm run bench:scale -- --nodes 2 --pages 2000
+// of the nodes) --per-process <n> (fewer pages per process than the file limit allows).
+// A smoke run: npm run bench:scale -- --nodes 2 --pages 2000
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -25,7 +26,6 @@ function fileLimit() {
 // Room for what a process holds besides pages: listening socket, Redis connections, stdio, epoll.
 const SPARE_FILES = 100;
 const LIMIT = fileLimit();
-const PER_PROCESS = LIMIT - SPARE_FILES;
 
 const { values: flags } = parseArgs({
   options: {
@@ -36,14 +36,17 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '100' },
     timeout: { type: 'string', default: '20000' },
     prof: { type: 'string' },
+    'per-process': { type: 'string' },
   },
 });
+// Pages a process may hold (nodes and page processes); lower it to try many processes in a small run.
+const PER_PROCESS = Math.min(LIMIT - SPARE_FILES, Number(flags['per-process'] ?? Number.POSITIVE_INFINITY));
 const NODES = Number(flags.nodes);
 const PAGES = Number(flags.pages ?? NODES * PER_PROCESS);
 const EMITS = Number(flags.emits);
 if (Math.ceil(PAGES / NODES) > PER_PROCESS) {
   console.error(
-    `${PAGES} pages on ${NODES} nodes is ${Math.ceil(PAGES / NODES)} a node: over ${PER_PROCESS} (ulimit -n ${LIMIT} less ${SPARE_FILES}). Use more nodes.`,
+    `${PAGES} pages on ${NODES} nodes is ${Math.ceil(PAGES / NODES)} a node: over ${PER_PROCESS} (ulimit -n ${LIMIT} less ${SPARE_FILES}, or --per-process). Use more nodes.`,
   );
   process.exit(2);
 }
