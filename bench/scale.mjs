@@ -136,6 +136,16 @@ async function oneEmit(seq) {
   };
 }
 
+// A node or page process that dies mid-run ends the bench (and, through processes.mjs, the rest).
+let finishing = false;
+for (const child of [...nodes.map((n) => n.child), ...pageProcesses]) {
+  child.once('exit', (code, signal) => {
+    if (finishing) return;
+    console.error(`a bench process exited during the run (${code ?? signal})`);
+    process.exit(1);
+  });
+}
+
 const results = [];
 for (let seq = 1; seq <= EMITS; seq++) {
   results.push(await oneEmit(seq));
@@ -172,5 +182,6 @@ nodes.forEach((_, i) => {
 console.log(`  Redis: ${mb(redisAfter)} used (${kb((redisAfter - redisBefore) / PAGES)} a page)`);
 console.log(`  whole run ${((now() - began) / 1000).toFixed(0)} s`);
 closeAgents();
+finishing = true;
 await stopAll();
 process.exit(0);

@@ -64,11 +64,11 @@ export function ask(child, message) {
   });
 }
 
-/** Ends one child (SIGTERM, then SIGKILL after a second) and waits for it. */
+/** Ends one child (SIGTERM, then SIGKILL after 3 s) and waits for it. */
 export function stop(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 1000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
     child.once('exit', () => {
       clearTimeout(timer);
       resolve();

@@ -14,8 +14,9 @@ function cleanup() {
   redis?.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 }
-watchParent(cleanup);
-exitOnSignals(cleanup);
+// The nodes end at the same signal: Redis goes half a second later, once they are gone.
+watchParent(cleanup, 500);
+exitOnSignals(cleanup, 500);
 process.once('exit', cleanup);
 
 function freePort() {
