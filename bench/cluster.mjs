@@ -38,7 +38,8 @@ const SECONDS = Number(flags.seconds);
 const WINDOW = Number(flags.window);
 const RATE = flags.rate === undefined ? undefined : Number(flags.rate);
 // With --per-node, a system of n nodes is offered n x RATE: every node makes as many deliveries a
-// second as the one node alone, so each runs at the same load (write coalescing depends on it).
+// second as the one node alone. Each socket then gets n times the events, so writes coalesce more
+// than the one node's: on shared cores neither mode is exactly fair, which is why both exist.
 const PER_NODE = flags['per-node'];
 
 const DEFAULT_SYSTEMS = ['embedded x1', 'redis x1', 'redis x2'];
