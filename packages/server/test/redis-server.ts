@@ -52,6 +52,17 @@ function persistenceArgs(persistence: Persistence): string[] {
   }
 }
 
+/**
+ * A watchdog that kills redis-server once this process is gone, however it went: a test worker
+ * killed by the runner gets no 'exit' event, and its redis-server would run on forever.
+ */
+function watchOver(redis: ChildProcess): void {
+  if (redis.pid === undefined) return;
+  const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${redis.pid} 2>/dev/null; do sleep 1; done; kill -9 ${redis.pid} 2>/dev/null`;
+  const watchdog = spawn('sh', ['-c', script], { stdio: 'ignore', detached: true });
+  watchdog.unref();
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -116,6 +127,7 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Test
     output = '';
     const proc = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
+    watchOver(proc);
     proc.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
