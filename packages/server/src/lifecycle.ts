@@ -62,7 +62,7 @@ export interface ServerOptions {
   /** Connection caps, header timeout and trusted proxies (see docs/operations.md); asks in flight per user. */
   limits?: Partial<ServerLimits>;
   /** Wraps the stores as they are made (tests inject store failures here); default: as they are. */
-  wrapStores?: (stores: EmbeddedStores) => EmbeddedStores;
+  wrapStores?: (stores: EmbeddedStores) => Partial<EmbeddedStores>;
 }
 
 /** The `limits` of a server: its connection caps, and asks in flight per user (beyond: 429). */

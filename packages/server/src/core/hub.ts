@@ -1,3 +1,4 @@
+import { isNewerEventId } from '@realtime/protocol';
 import {
   type Broker,
   type MemberCount,
@@ -25,6 +26,12 @@ export interface Seat<P extends Page = Page> {
   replay: { id: string | undefined; frame: Frame }[] | undefined;
   /** Bytes held in `replay`: bounded like the page's outgoing queue. */
   replayBytes: number;
+  /**
+   * After a replay: the ids it carried, and the newest. A networked broker may deliver an event's
+   * live frame after the history read returned it: such a frame is dropped, any other delivered.
+   * Once the live frames reach the newest replayed id, a room's ids arriving rising, this goes.
+   */
+  replayed?: { ids: Set<string>; newest: string } | undefined;
 }
 
 /** A topic this process listens to, for as long as it has pages there. */
@@ -234,6 +241,12 @@ function fanOutFrame(seats: Set<Seat>, frame: Frame, id: string | undefined, ori
   for (const seat of seats) {
     if (seat.page.id === origin) continue;
     if (!seat.replay) {
+      if (seat.replayed !== undefined && id !== undefined) {
+        const { ids, newest } = seat.replayed;
+        // The newest replayed id, or a later one: every frame the replay could have carried came.
+        if (id === newest || isNewerEventId(id, newest)) seat.replayed = undefined;
+        if (ids.has(id)) continue;
+      }
       seat.page.deliver(frame);
       continue;
     }

@@ -28,7 +28,7 @@ export interface EmbeddedOptions {
   offlineDelayMs?: number;
   log: Logger;
   /** Wraps the stores as they are made (tests inject store failures here). They must stay synchronous. */
-  wrapStores?: (stores: EmbeddedStores) => EmbeddedStores;
+  wrapStores?: (stores: EmbeddedStores) => Partial<EmbeddedStores>;
 }
 
 /**
@@ -46,7 +46,8 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     apps: new SqliteAppStore(db),
     limits: memoryLimits,
   };
-  const stores = options.wrapStores ? options.wrapStores(made) : made;
+  // A wrapper may leave stores out: those stay as made.
+  const stores: EmbeddedStores = options.wrapStores ? { ...made, ...options.wrapStores(made) } : made;
   const presence = new MemoryPresenceStore(
     options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
   );

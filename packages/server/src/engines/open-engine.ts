@@ -19,7 +19,7 @@ export interface EngineSettings {
   log: Logger;
   offlineDelayMs?: number;
   /** Embedded engine only: wraps its SQLite stores (tests inject failures). */
-  wrapStores?: (stores: EmbeddedStores) => EmbeddedStores;
+  wrapStores?: (stores: EmbeddedStores) => Partial<EmbeddedStores>;
 }
 
 /** The one place engines are made: lifecycle, CLI and the development app open them here. */

@@ -226,6 +226,10 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   }
   seat.replay = undefined;
   seat.replayBytes = 0;
+  // Live frames of replayed events may still be on their way: the hub drops them (Seat.replayed).
+  let newest: string | undefined;
+  for (const id of replayed) newest = id;
+  seat.replayed = newest === undefined ? undefined : { ids: replayed, newest };
 }
 
 /** Read through a function: the compiler would keep a narrowing of `conn.state` across awaits. */

@@ -19,7 +19,7 @@ const OUTPUT_KEPT = 32_000;
 export type NodeOptions = Pick<
   ServerOptions,
   'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway' | 'limits'
-> & { engine: { kind: 'redis'; url: string; prefix: string } };
+> & { engine: { kind: 'redis'; url: string; prefix: string } | { kind: 'embedded' } };
 
 export interface ClusterNode {
   name: string;
