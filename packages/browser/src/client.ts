@@ -1,4 +1,11 @@
-import { isReservedEvent, LIMITS, roomNameProblem, type ServerFrame, type WelcomeFrame } from '@realtime/protocol';
+import {
+  type ErrorFrame,
+  isReservedEvent,
+  LIMITS,
+  roomNameProblem,
+  type ServerFrame,
+  type WelcomeFrame,
+} from '@realtime/protocol';
 import { type AskHandler, AskResponder } from './ask.js';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './connection/backoff.js';
 import { systemClock, type Timers } from './connection/clock.js';
@@ -47,6 +54,9 @@ export interface ConnectOptions {
   outbox?: Partial<OutboxLimits> | undefined;
 }
 
+/** A handler for each frame type the service sends, typed by its frame. */
+type FrameHandlers = { [T in ServerFrame['t']]?: (frame: Extract<ServerFrame, { t: T }>) => void };
+
 /**
  * About one user event (an event sent to the page's user rather than to a room).
  *
@@ -83,6 +93,9 @@ export class RealtimeClient {
   #user: string | null | undefined;
   /** Rises at each welcome and each loss: names the socket frames and answers belong to. */
   #session = 0;
+  readonly #handlers = new Map<string, (frame: never) => void>();
+  /** Features' claims on error frames (a call's refused frame), asked before the requests. */
+  readonly #errorOwners: ((frame: ErrorFrame, error: RealtimeSocketError) => boolean)[] = [];
 
   /** Use {@link connect}. */
   constructor(options: ConnectOptions) {
@@ -141,6 +154,7 @@ export class RealtimeClient {
         error: (error) => this.#emitter.emit('$error', error),
       },
     );
+    for (const [type, handler] of Object.entries(this.#frameHandlers())) this.#handlers.set(type, handler);
     this.#connection.start();
   }
 
@@ -224,23 +238,26 @@ export class RealtimeClient {
     for (const room of [...this.#rooms.values()]) room.rejoin();
   }
 
-  #receive(frame: ServerFrame): void {
-    switch (frame.t) {
-      case 'joined':
-      case 'left':
-      case 'sent':
-      case 'listed':
-        this.#requests.answer(frame);
-        return;
-      case 'members':
+  /** The handlers of the frames the service sends, by type (`t`): one per frame type. */
+  #frameHandlers(): FrameHandlers {
+    const answer = (frame: ServerFrame): void => {
+      this.#requests.answer(frame as Parameters<Requests['answer']>[0]);
+    };
+    return {
+      joined: answer,
+      left: answer,
+      sent: answer,
+      listed: answer,
+      members: (frame) => {
         if (typeof frame.room === 'string') this.#rooms.get(frame.room)?.membersChanged(frame);
-        return;
-      case 'error': {
+      },
+      error: (frame) => {
         const error = RealtimeSocketError.fromFrame(frame);
+        // A feature's frame (a call's) may own the error; else the request of its ref; else $error.
+        if (this.#errorOwners.some((owns) => owns(frame, error))) return;
         if (!this.#requests.fail(frame.ref, error)) this.#emitter.emit('$error', error);
-        return;
-      }
-      case 'event':
+      },
+      event: (frame) => {
         if (typeof frame.room === 'string') {
           this.#rooms.get(frame.room)?.deliver(frame);
         } else if (typeof frame.event === 'string' && !isReservedEvent(frame.event)) {
@@ -251,14 +268,17 @@ export class RealtimeClient {
           };
           this.#emitter.emit(frame.event, frame.data, meta);
         }
-        return;
-      case 'ask':
+      },
+      ask: (frame) => {
         void this.#asks.handle(frame);
-        return;
-      default:
-        // Frames of a newer protocol are ignored.
-        return;
-    }
+      },
+    };
+  }
+
+  #receive(frame: ServerFrame): void {
+    // Frames of a newer protocol have no handler here: ignored.
+    const handler = this.#handlers.get(frame.t) as ((frame: ServerFrame) => void) | undefined;
+    handler?.(frame);
   }
 
   #lost(cause: Disconnect, final: boolean): void {

@@ -2,6 +2,7 @@
  * The page protocol (docs/protocol.md): JSON text frames over one WebSocket per page.
  * Every frame is an object with `t`, its type. The browser SDK is the reference client.
  */
+import type { CallClientFrame, CallServerFrame } from './calls.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -85,7 +86,8 @@ export type ClientFrame =
   | DeclineFrame
   | ListFrame
   | PingFrame
-  | PongFrame;
+  | PongFrame
+  | CallClientFrame;
 
 // Frames the service sends.
 export interface WelcomeFrame {
@@ -174,6 +176,8 @@ export interface ErrorFrame {
   /** The `ref` of the frame refused, when it had one. */
   ref?: number;
   room?: string;
+  /** The call of the frame refused, when it named one. */
+  call?: string;
 }
 
 export type ServerFrame =
@@ -187,7 +191,8 @@ export type ServerFrame =
   | AskFrame
   | ErrorFrame
   | PingFrame
-  | PongFrame;
+  | PongFrame
+  | CallServerFrame;
 
 /** Error codes of error frames. The connection stays open after an error frame. */
 export const SOCKET_ERRORS = {
@@ -204,6 +209,10 @@ export const SOCKET_ERRORS = {
   too_large: 'The data is over 1 MB.',
   not_included: "The app's plan does not include this operation.",
   rate_limited: 'The page sends too fast.',
+  wrong_call: 'The call token was issued for another call or group call.',
+  wrong_stream: 'The stream grant was issued for another stream or role.',
+  no_call: "No such call for this page: it ended, or it is not this page's to answer.",
+  in_call: 'The user is already in a call.',
   storage_full: "The service's storage is full: the send was not stored or delivered.",
   unavailable: 'The service could not store the send: it was not delivered.',
 } as const;

@@ -1,3 +1,4 @@
+export * from './calls.js';
 export * from './codes.js';
 export * from './encoding.js';
 export * from './event-id.js';

@@ -99,3 +99,77 @@ export function roomClaimsProblem(payload: unknown): string | undefined {
 export function rulesAllow(list: readonly string[] | undefined, event: string): boolean {
   return list !== undefined && (list.includes('*') || list.includes(event));
 }
+
+/** Kinds of media a call token allows: audio, or audio and video. */
+export type CallMedia = ['audio'] | ['audio', 'video'];
+
+/**
+ * Claims of a call token (calls key): who the page's user is and what call they may make. Exactly
+ * one of `call` (a call between two people) and `group` (a group call by name).
+ */
+export interface CallClaims {
+  sub: string;
+  /** A call to `to`; `name`, when given, is the customer's own name for it (the webhook's `call`). */
+  call?: { to: string; name?: string };
+  /** The group call's name (the webhook's `call`). */
+  group?: string;
+  media: CallMedia;
+  exp: number;
+}
+
+/** Claims of a stream grant (stream grant key). Without `sub` the page is a visitor, never reported. */
+export interface StreamGrantClaims {
+  stream: string;
+  role: 'presenter' | 'viewer';
+  sub?: string;
+  exp: number;
+}
+
+function mediaProblem(media: unknown): string | undefined {
+  if (!Array.isArray(media)) return 'media must be ["audio"] or ["audio","video"]';
+  const [first, second, ...rest] = media as unknown[];
+  const ok = first === 'audio' && rest.length === 0 && (second === undefined || second === 'video');
+  return ok ? undefined : 'media must be ["audio"] or ["audio","video"]';
+}
+
+/** Checks call token claims (signature and expiry are checked by the JWT library). */
+export function callClaimsProblem(payload: unknown): string | undefined {
+  if (!isObject(payload)) return 'the claims are not an object';
+  if (typeof payload.sub !== 'string') return 'sub (the user id) is required';
+  const userProblem = userIdProblem(payload.sub);
+  if (userProblem) return `sub: ${userProblem}`;
+  if ((payload.call === undefined) === (payload.group === undefined)) return 'give call or group, not both';
+  if (payload.call !== undefined) {
+    const call = payload.call;
+    if (!isObject(call) || typeof call.to !== 'string') return 'call must be { "to": <user id> }';
+    const toProblem = userIdProblem(call.to);
+    if (toProblem) return `call.to: ${toProblem}`;
+    if (call.to === payload.sub) return 'call.to is the caller: a user cannot call themselves';
+    if (call.name !== undefined) {
+      if (typeof call.name !== 'string') return 'call.name must be a string';
+      const nameProblem = roomNameProblem(call.name);
+      if (nameProblem) return `call.name: ${nameProblem.replace('room name', 'name')}`;
+    }
+  }
+  if (payload.group !== undefined) {
+    if (typeof payload.group !== 'string') return 'group must be a group call name';
+    const groupProblem = roomNameProblem(payload.group);
+    if (groupProblem) return `group: ${groupProblem.replace('room name', 'group name')}`;
+  }
+  return mediaProblem(payload.media);
+}
+
+/** Checks stream grant claims. */
+export function streamGrantClaimsProblem(payload: unknown): string | undefined {
+  if (!isObject(payload)) return 'the claims are not an object';
+  if (typeof payload.stream !== 'string') return 'stream (the stream name) is required';
+  const streamProblem = roomNameProblem(payload.stream);
+  if (streamProblem) return `stream: ${streamProblem.replace('room name', 'stream name')}`;
+  if (payload.role !== 'presenter' && payload.role !== 'viewer') return 'role must be "presenter" or "viewer"';
+  if (payload.sub !== undefined) {
+    if (typeof payload.sub !== 'string') return 'sub must be a user id';
+    const userProblem = userIdProblem(payload.sub);
+    if (userProblem) return `sub: ${userProblem}`;
+  }
+  return undefined;
+}

@@ -193,11 +193,14 @@ export const WEBHOOK_EVENT_TYPES = [
   'webhook.test',
 ] as const satisfies readonly WebhookEventType[];
 
-/** The events the realtime service reports itself (the others come from the call and stream services). */
-export type RealtimeWebhookEvent = EmitWebhookEvent | RoomWebhookEvent | MemberWebhookEvent | UserWebhookEvent;
+/** The events the service reports of what happens in an app (all but `webhook.test`). */
+export type RealtimeWebhookEvent = Exclude<WebhookEvent, TestWebhookEvent>;
 
-/** An event as it is recorded, before the webhook queue gives it its `id` and `at`. */
-export type Unstamped<E> = E extends unknown ? Omit<E, 'id' | 'at'> : never;
+/**
+ * An event as it is recorded, before the webhook queue gives it its `at` and, unless it has one of
+ * its own (`call.ended`: the same however often it is sent), its `id`.
+ */
+export type Unstamped<E> = E extends unknown ? Omit<E, 'id' | 'at'> & { id?: string } : never;
 
 /** What happens in an app that the realtime service records for the app's webhook. */
 export type AppEvent = Unstamped<RealtimeWebhookEvent>;

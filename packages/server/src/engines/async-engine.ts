@@ -39,6 +39,7 @@ export function asyncEngine(engine: Engine): Engine {
     presence: deferred(engine.presence),
     webhooks: deferred(engine.webhooks),
     limits: deferred(engine.limits),
+    calls: deferred(engine.calls),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

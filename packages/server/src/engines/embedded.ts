@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { MemoryCallStore } from './memory/calls.js';
 import { MemoryFanout } from './memory/fanout.js';
 import { MemoryLimitStore } from './memory/limits.js';
 import { MemoryPresenceStore } from './memory/presence.js';
@@ -69,6 +70,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     presence,
     webhooks: stores.webhooks,
     limits: stores.limits ?? memoryLimits,
+    calls: new MemoryCallStore(),
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();

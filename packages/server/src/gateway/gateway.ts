@@ -3,11 +3,12 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   CLOSE,
-  type ClientFrame,
+  type DeclineFrame,
   HEARTBEAT_MS,
   type HelloFrame,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
+  type ReplyFrame,
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
@@ -15,9 +16,9 @@ import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
-import { FrameError, parseFrame } from './frames-in.js';
-import { join, leave, leaveRoom, list } from './room-frames.js';
-import { send } from './send-frame.js';
+import { FrameError, FrameRegistry, frame, type PageModule, type Parsed } from './frame-registry.js';
+import { leaveRoom } from './room-frames.js';
+import { roomModule } from './room-module.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
 export interface GatewayOptions {
@@ -36,24 +37,39 @@ export interface GatewayOptions {
   members?: Partial<MemberScale>;
 }
 
+const HELLO_SPEC = { required: { v: 'number' }, optional: { identity: 'string' } } as const;
+
 const PING = frameJson({ t: 'ping' });
 const PONG = frameJson({ t: 'pong' });
 
 /**
  * The WebSocket side of the service: upgrades at /service/realtime/socket, the hello handshake,
- * one handler per frame type, heartbeats, and the close of every page on shutdown.
+ * heartbeats, and the close of every page on shutdown. Frames go to their handler through one
+ * registry: rooms and asks here, calls, groups and streams added as modules of their own.
  */
 export class Gateway {
   readonly #deps: GatewayDeps;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
   readonly #greeting = new Set<Connection>();
+  /** Open pages by id: page frames from other nodes are addressed to one. */
+  readonly #byId = new Map<string, Connection>();
+  readonly #registry = new FrameRegistry();
+  readonly #modules: PageModule[];
   readonly #options: Required<Omit<GatewayOptions, 'members'>>;
   readonly #timers: NodeJS.Timeout[] = [];
   #pageCount = 0;
 
-  constructor(deps: GatewayDeps, options: GatewayOptions = {}) {
+  constructor(deps: GatewayDeps, options: GatewayOptions = {}, modules: readonly PageModule[] = []) {
     this.#deps = deps;
+    this.#modules = [roomModule(deps), this.#askModule(), ...modules];
+    // hello, ping and pong are the socket's own: handled before any module (see #onMessage).
+    this.#registry.add({
+      hello: frame<HelloFrame>(HELLO_SPEC, () => {}),
+      ping: frame({ required: {} }, () => {}),
+      pong: frame({ required: {} }, () => {}),
+    });
+    for (const module of this.#modules) this.#registry.add(module.frames);
     this.#options = {
       outboxBytes: options.outboxBytes ?? 4 * 1_048_576,
       heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
@@ -80,6 +96,11 @@ export class Gateway {
 
   get size(): number {
     return this.#connections.size;
+  }
+
+  /** The open page of this id on this node, if any. */
+  page(id: string): Connection | undefined {
+    return this.#byId.get(id);
   }
 
   /** Takes an HTTP upgrade; answers 404 for any other path. */
@@ -162,26 +183,31 @@ export class Gateway {
       else this.#refuse(conn, new FrameError('bad_frame', 'frames are JSON text, not binary'));
       return;
     }
-    let frame: ClientFrame;
+    let parsed: Parsed;
     try {
-      frame = parseFrame(data.toString());
+      parsed = this.#registry.parse(data.toString());
     } catch (error) {
       if (conn.state === 'greeting') conn.close(CLOSE.badHello, 'the first frame must be hello');
       else this.#refuse(conn, error);
       return;
     }
+    const { frame: parsedFrame } = parsed;
     // Frames after hello wait in the page's queue while the identity is checked.
-    if (!conn.greeted && frame.t !== 'hello') {
+    if (!conn.greeted && parsedFrame.t !== 'hello') {
       conn.close(CLOSE.badHello, 'the first frame must be hello');
       return;
     }
-    if (frame.t === 'hello') conn.greeted = true;
-    if (frame.t === 'ping') {
+    if (parsedFrame.t === 'hello') {
+      conn.greeted = true;
+      conn.queue(() => this.#run(conn, () => this.#hello(conn, parsedFrame as unknown as HelloFrame)));
+      return;
+    }
+    if (parsedFrame.t === 'ping') {
       conn.deliver(PONG);
       return;
     }
-    if (frame.t === 'pong') return;
-    conn.queue(() => this.#handle(conn, frame));
+    if (parsedFrame.t === 'pong') return;
+    conn.queue(() => this.#run(conn, () => parsed.handler.handle(conn, parsedFrame)));
   }
 
   /**
@@ -192,20 +218,35 @@ export class Gateway {
   #answersAsk(conn: Connection, data: RawData): boolean {
     const text = data.toString();
     if (!text.includes('"ask"')) return false;
-    let frame: ClientFrame;
+    let parsed: Parsed;
     try {
-      frame = parseFrame(text);
+      parsed = this.#registry.parse(text);
     } catch {
       return false;
     }
-    if ((frame.t !== 'reply' && frame.t !== 'decline') || !conn.asks.delete(frame.ask)) return false;
+    const answer = parsed.frame as unknown as ReplyFrame | DeclineFrame | { t: string; ask?: unknown };
+    if ((answer.t !== 'reply' && answer.t !== 'decline') || typeof answer.ask !== 'string') return false;
+    if (!conn.asks.has(answer.ask)) return false;
     try {
-      if (frame.t === 'reply') this.#reply(frame.ask, frame.data ?? null);
-      else this.#deps.ask.decline(frame.ask);
+      parsed.handler.handle(conn, parsed.frame);
     } catch (error) {
       this.#refuse(conn, error);
     }
     return true;
+  }
+
+  /** Replies and declines to the service's asks (also taken at once by #answersAsk). */
+  #askModule(): PageModule {
+    return {
+      frames: {
+        reply: frame<ReplyFrame>({ required: { ask: 'string' }, optional: { data: 'json' } }, (conn, f) => {
+          if (conn.asks.delete(f.ask)) this.#reply(f.ask, f.data ?? null);
+        }),
+        decline: frame<DeclineFrame>({ required: { ask: 'string' } }, (conn, f) => {
+          if (conn.asks.delete(f.ask)) this.#deps.ask.decline(f.ask);
+        }),
+      },
+    };
   }
 
   /** The page's frame budget: a token bucket. Far over it, the page is closed to back off. */
@@ -221,29 +262,11 @@ export class Gateway {
     return false;
   }
 
-  async #handle(conn: Connection, frame: ClientFrame): Promise<void> {
+  /** Runs a frame's handler in the page's queue; what it throws becomes an error frame. */
+  async #run(conn: Connection, handle: () => Promise<void> | void): Promise<void> {
     if (conn.state === 'closed') return;
     try {
-      switch (frame.t) {
-        case 'hello':
-          return await this.#hello(conn, frame);
-        case 'join':
-          return await join(this.#deps, conn, frame);
-        case 'leave':
-          return await leave(this.#deps, conn, frame);
-        case 'list':
-          return await list(this.#deps, conn, frame);
-        case 'send':
-          return await send(this.#deps, conn, frame);
-        case 'reply':
-          if (conn.asks.delete(frame.ask)) this.#reply(frame.ask, frame.data ?? null);
-          return;
-        case 'decline':
-          if (conn.asks.delete(frame.ask)) this.#deps.ask.decline(frame.ask);
-          return;
-        default:
-          return;
-      }
+      await handle();
     } catch (error) {
       this.#refuse(conn, error);
     }
@@ -297,16 +320,25 @@ export class Gateway {
     }
     if ((conn.state as string) === 'closed') return;
     conn.state = 'open';
+    this.#byId.set(conn.id, conn);
     conn.send({ t: 'welcome', v: PROTOCOL_VERSION, user: conn.user, heartbeat: this.#options.heartbeatMs });
+    for (const module of this.#modules) {
+      try {
+        await module.opened?.(conn);
+      } catch (error) {
+        this.#deps.log.error({ err: error, page: conn.id }, 'opening a page in a module failed');
+      }
+    }
   }
 
   /** An error frame for a refused frame; anything unexpected is logged and reported without detail. */
   #refuse(conn: Connection, error: unknown): void {
     if (error instanceof FrameError) {
-      const frame: Record<string, unknown> = { t: 'error', code: error.code, message: error.message };
-      if (error.ref !== undefined) frame.ref = error.ref;
-      if (error.room !== undefined) frame.room = error.room;
-      conn.send(frame);
+      const answer: Record<string, unknown> = { t: 'error', code: error.code, message: error.message };
+      if (error.ref !== undefined) answer.ref = error.ref;
+      if (error.room !== undefined) answer.room = error.room;
+      if (error.call !== undefined) answer.call = error.call;
+      conn.send(answer);
       return;
     }
     this.#deps.log.error({ err: error, page: conn.id }, 'frame handler failed');
@@ -317,8 +349,16 @@ export class Gateway {
   async #onClose(conn: Connection): Promise<void> {
     conn.state = 'closed';
     this.#greeting.delete(conn);
+    this.#byId.delete(conn.id);
     for (const askId of conn.asks) this.#deps.ask.decline(askId);
     conn.asks.clear();
+    for (const module of this.#modules) {
+      try {
+        await module.closed?.(conn);
+      } catch (error) {
+        this.#deps.log.error({ err: error, page: conn.id }, 'closing a page in a module failed');
+      }
+    }
     try {
       for (const room of [...conn.rooms.keys()]) await leaveRoom(this.#deps, conn, room);
       if (conn.user !== null) {

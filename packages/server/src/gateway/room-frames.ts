@@ -23,7 +23,7 @@ import type {
 } from '../engines/types.js';
 import type { Connection, Membership } from './connection.js';
 import type { GatewayDeps } from './context.js';
-import { FrameError } from './frames-in.js';
+import { FrameError } from './frame-registry.js';
 import { TokenError, verifyRoomToken } from './tokens.js';
 
 /**

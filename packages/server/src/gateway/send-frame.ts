@@ -4,7 +4,7 @@ import { StoreError } from '../engines/store-error.js';
 import type { Outgoing } from '../engines/types.js';
 import type { Connection } from './connection.js';
 import type { GatewayDeps } from './context.js';
-import { FrameError } from './frames-in.js';
+import { FrameError } from './frame-registry.js';
 import { refreshApp } from './room-frames.js';
 
 /**

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { MemoryCallStore } from '../memory/calls.js';
 import { newNodeId } from '../node-id.js';
 import type { Engine } from '../types.js';
 import { RedisAppStore } from './apps.js';
@@ -58,6 +59,8 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     presence,
     webhooks,
     limits: new RedisLimitStore(client),
+    // TODO(calls): RedisCallStore replaces this in the same change.
+    calls: new MemoryCallStore(),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {

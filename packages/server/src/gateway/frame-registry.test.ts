@@ -1,6 +1,12 @@
 import { EPOCH_MAX_LENGTH } from '@realtime/protocol';
 import { describe, expect, it } from 'vitest';
-import { FrameError, parseFrame } from './frames-in.js';
+import type { GatewayDeps } from './context.js';
+import { FrameError, FrameRegistry } from './frame-registry.js';
+import { roomModule } from './room-module.js';
+
+const registry = new FrameRegistry();
+registry.add(roomModule({} as GatewayDeps).frames);
+const parseFrame = (text: string) => registry.parse(text).frame;
 
 /** The error a frame gets, or undefined when it parses. */
 function refusal(frame: unknown): { code: string; message: string; ref: number | undefined } | undefined {

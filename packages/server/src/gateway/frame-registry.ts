@@ -1,0 +1,143 @@
+import type { SocketErrorCode } from '@realtime/protocol';
+import type { Connection } from './connection.js';
+
+/** A frame the page got wrong: the error frame to answer, with the frame's ref (and room or call) when it had them. */
+export class FrameError extends Error {
+  readonly code: SocketErrorCode;
+  readonly ref: number | undefined;
+  readonly room: string | undefined;
+  readonly call: string | undefined;
+  constructor(code: SocketErrorCode, message: string, ref?: number, room?: string, call?: string) {
+    super(message);
+    this.code = code;
+    this.ref = ref;
+    this.room = room;
+    this.call = call;
+  }
+}
+
+/** The JSON type a field must have. `ref` is a whole number naming a request. */
+export type FieldType = 'string' | 'number' | 'boolean' | 'object' | 'ref' | 'json';
+
+/** The fields of one frame type: the generic checks done before its handler runs. */
+export interface FrameSpec {
+  required: Readonly<Record<string, FieldType>>;
+  optional?: Readonly<Record<string, FieldType>>;
+  /** Checks beyond the fields' types; answers a problem (a fragment of a sentence) or undefined. */
+  check?(frame: Record<string, unknown>): string | undefined;
+}
+
+/** One frame type of the page protocol: its fields and what the service does with it. */
+export interface FrameHandler<F extends { t: string } = { t: string }> {
+  spec: FrameSpec;
+  /** Runs in the page's queue, after the frames before it; a FrameError becomes an error frame. */
+  handle(conn: Connection, frame: F): Promise<void> | void;
+}
+
+/**
+ * What a feature adds to the page protocol (rooms, asks, calls, groups, streams): its frame types,
+ * and what it does when a page opens (after the welcome) and closes. Each feature lives in its own
+ * folder and adds its module to the gateway; none touches another's.
+ */
+export interface PageModule {
+  /** Frame handlers by frame type (`t`). Handlers are typed by `frame<F>()`. */
+  frames: Readonly<Record<string, FrameHandler>>;
+  /** The page was welcomed (as its user, when it has one). Failures are logged, the page stays. */
+  opened?(conn: Connection): Promise<void>;
+  /** The page closed; runs before its rooms are left. Failures are logged. */
+  closed?(conn: Connection): Promise<void>;
+}
+
+/** Types a frame handler by its frame; the registry calls it with frames that passed the spec. */
+export function frame<F extends { t: string }>(
+  spec: FrameSpec,
+  handle: (conn: Connection, frame: F) => Promise<void> | void,
+): FrameHandler {
+  return { spec, handle: handle as FrameHandler['handle'] };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function typeProblem(value: unknown, type: FieldType): string | undefined {
+  switch (type) {
+    case 'string':
+      return typeof value === 'string' ? undefined : 'must be a string';
+    case 'number':
+      return typeof value === 'number' ? undefined : 'must be a number';
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : 'must be a boolean';
+    case 'object':
+      return isObject(value) ? undefined : 'must be a JSON object';
+    case 'ref':
+      return Number.isSafeInteger(value) ? undefined : 'must be a whole number';
+    case 'json':
+      return undefined;
+  }
+}
+
+/** A parsed frame and the handler it goes to. */
+export interface Parsed {
+  frame: { t: string } & Record<string, unknown>;
+  handler: FrameHandler;
+}
+
+/** Every frame type a page may send, by `t`: parses a text frame and finds its handler. */
+export class FrameRegistry {
+  readonly #handlers = new Map<string, FrameHandler>();
+
+  /** Adds frame types; a type added twice is a programming error. */
+  add(frames: Readonly<Record<string, FrameHandler>>): void {
+    for (const [type, handler] of Object.entries(frames)) {
+      if (this.#handlers.has(type)) throw new Error(`the frame type ${type} is handled twice`);
+      this.#handlers.set(type, handler);
+    }
+  }
+
+  /** Parses one text message, checking each field's type against the frame's spec; throws FrameError. */
+  parse(text: string): Parsed {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new FrameError('bad_frame', 'the frame is not JSON');
+    }
+    if (!isObject(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
+    // Whatever is wrong with the frame, its error frame carries its ref, room and call when it had
+    // them, so the page can tell which of its frames was refused.
+    const ref = Number.isSafeInteger(value.ref) ? (value.ref as number) : undefined;
+    const room = typeof value.room === 'string' ? value.room : undefined;
+    const call = typeof value.call === 'string' ? value.call : undefined;
+    const type = value.t;
+    const handler = typeof type === 'string' ? this.#handlers.get(type) : undefined;
+    if (handler === undefined) {
+      throw new FrameError(
+        'bad_frame',
+        `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`,
+        ref,
+        room,
+        call,
+      );
+    }
+    const fail = (message: string): never => {
+      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, room, call);
+    };
+    const { required, optional = {} } = handler.spec;
+    for (const [name, fieldType] of Object.entries(required)) {
+      if (value[name] === undefined) fail(`${name} is missing`);
+      const problem = typeProblem(value[name], fieldType);
+      if (problem) fail(`${name} ${problem}`);
+    }
+    for (const name of Object.keys(value)) {
+      if (name === 't' || Object.hasOwn(required, name)) continue;
+      const fieldType = Object.hasOwn(optional, name) ? optional[name] : undefined;
+      if (fieldType === undefined) fail(`unknown field ${JSON.stringify(name).slice(0, 40)}`);
+      const problem = typeProblem(value[name], fieldType as FieldType);
+      if (problem) fail(`${name} ${problem}`);
+    }
+    const problem = handler.spec.check?.(value);
+    if (problem) fail(problem);
+    return { frame: value as Parsed['frame'], handler };
+  }
+}
