@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
+import type { CallOptions } from './calls/options.js';
 import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
@@ -27,6 +28,8 @@ import type { WebhookTimings } from './webhooks/retry-policy.js';
 import { Webhooks } from './webhooks/webhooks.js';
 
 export interface ServerOptions {
+  /** Calls: how long they ring, and the STUN/TURN servers pages are given. */
+  calls?: CallOptions;
   host?: string;
   /** 0 picks a free port. */
   port?: number;
