@@ -3,17 +3,21 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
+import { callModule } from './calls/call-module.js';
+import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { AskService } from './core/ask.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
 import { NodeLease } from './core/node-lease.js';
+import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
 import type { App, AppStore } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
+import type { GatewayDeps } from './gateway/context.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
 import type { ApiDeps } from './http/context.js';
@@ -197,23 +201,35 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       pages.filter((page) => page.state === 'open'),
     ),
   );
-  const gateway = new Gateway(
-    {
-      node: engine.node,
-      apps,
-      hub,
-      broker,
-      history: engine.history,
-      presence: engine.presence,
-      ask,
-      events,
-      users,
-      log,
-      now,
-      traffic: metrics.traffic,
-    },
-    options.gateway,
-  );
+  // Frames of calls (and later groups and streams) to pages on any node.
+  const signals = new PageSignals({ node: engine.node, broker, log, now, page: (id) => gateway.page(id) });
+  await signals.start();
+  const calls = new CallService({
+    node: engine.node,
+    calls: engine.calls,
+    signals,
+    events,
+    log,
+    now,
+    ...(options.calls === undefined ? {} : { options: options.calls }),
+    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+  });
+  await calls.start();
+  const gatewayDeps: GatewayDeps = {
+    node: engine.node,
+    apps,
+    hub,
+    broker,
+    history: engine.history,
+    presence: engine.presence,
+    ask,
+    events,
+    users,
+    log,
+    now,
+    traffic: metrics.traffic,
+  };
+  const gateway = new Gateway(gatewayDeps, options.gateway, [callModule(gatewayDeps, calls)]);
 
   // Publications lost while the subscriber connection was down: pages resume from history (or learn
   // of the gap from `truncated`) by reconnecting.
@@ -321,6 +337,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopGapListener?.();
       stopRepair?.();
       await gateway.close();
+      await calls.close();
+      await signals.close();
       users.close();
       lease.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));

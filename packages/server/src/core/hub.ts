@@ -8,6 +8,7 @@ import {
   type Unsubscribe,
 } from '../engines/types.js';
 import { MEMBER_SCALE, type MemberScale, MemberWindow, readMemberChange } from './member-windows.js';
+import { PAGE_FRAME } from './page-signals.js';
 import { type Frame, frameAround, frameLength, frameString } from './ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
@@ -176,6 +177,7 @@ export class Hub<P extends Page = Page> {
   addUserPage(app: string, user: string, page: P): Promise<void> {
     return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) => {
       if (publication.ask !== undefined) this.#asks(publication, [...pages]);
+      else if (publication.event === PAGE_FRAME) fanOutPageFrame(pages, publication);
       else fanOutUser(pages, publication);
     });
   }
@@ -255,6 +257,12 @@ function fanOutFrame(seats: Set<Seat>, frame: Frame, id: string | undefined, ori
     seat.replayBytes += frameLength(frame);
     if (seat.replayBytes > seat.page.replayLimit) seat.page.slow();
   }
+}
+
+/** A frame of a feature (a call's ring) for a user's pages here, but the one it came from. */
+function fanOutPageFrame(pages: Set<Page>, publication: Publication): void {
+  const frame = frameString(publication.data);
+  for (const page of pages) if (page.id !== publication.origin) page.deliver(frame);
 }
 
 function fanOutUser(pages: Set<Page>, publication: Publication): void {

@@ -1,0 +1,70 @@
+import type { Logger } from 'pino';
+import { type Broker, topicOf, type Unsubscribe } from '../engines/types.js';
+import type { Page } from './hub.js';
+import { frameString } from './ws-frame.js';
+
+/** The event name of a page frame in a publication: `data` is the whole frame, handed on as is. */
+export const PAGE_FRAME = '$frame';
+
+/** The node a page id belongs to: page ids are `<node>.<counter>`. */
+export function nodeOfPage(page: string): string {
+  const dot = page.indexOf('.');
+  return dot < 0 ? page : page.slice(0, dot);
+}
+
+export interface PageSignalsDeps {
+  node: string;
+  broker: Broker;
+  log: Logger;
+  now: () => number;
+  /** The open page of this id on this node. */
+  page: (id: string) => Page | undefined;
+}
+
+/**
+ * Frames of the page protocol for pages wherever they are: to one page (on this node at once, else
+ * through its node's topic) or to every open page of a user (through the user's topic, which the
+ * hub fans out). Calls, groups and streams signal through here; what they send is theirs.
+ */
+export class PageSignals {
+  readonly #deps: PageSignalsDeps;
+  #unsubscribe: Unsubscribe | undefined;
+
+  constructor(deps: PageSignalsDeps) {
+    this.#deps = deps;
+  }
+
+  /** Listens for page frames sent to this node's pages; resolves once the subscription is in effect. */
+  async start(): Promise<void> {
+    this.#unsubscribe = await this.#deps.broker.subscribe(topicOf('', { node: this.#deps.node }), (publication) => {
+      if (publication.event !== PAGE_FRAME || publication.page === undefined) return;
+      this.#deps.page(publication.page)?.deliver(frameString(publication.data));
+    });
+  }
+
+  /** A frame for one page; a page that is gone by then misses it. Rejects with a StoreError when it could not be sent. */
+  async toPage(app: string, page: string, frame: object): Promise<void> {
+    const text = JSON.stringify(frame);
+    const node = nodeOfPage(page);
+    if (node === this.#deps.node) {
+      this.#deps.page(page)?.deliver(frameString(text));
+      return;
+    }
+    await this.#deps.broker.publish([{ app, node, page, event: PAGE_FRAME, data: text }], this.#deps.now());
+  }
+
+  /** A frame for every open page of a user, on every node, but `except`. Rejects with a StoreError when it could not be sent. */
+  async toUser(app: string, user: string, frame: object, except?: string): Promise<void> {
+    const outgoing = { app, user, event: PAGE_FRAME, data: JSON.stringify(frame) };
+    await this.#deps.broker.publish(
+      [except === undefined ? outgoing : { ...outgoing, origin: except }],
+      this.#deps.now(),
+    );
+  }
+
+  async close(): Promise<void> {
+    const stop = this.#unsubscribe;
+    this.#unsubscribe = undefined;
+    if (stop) await stop();
+  }
+}
