@@ -4,7 +4,16 @@ import { type LocalKeyInput, parseLocalKey } from './local-key.js';
 import { apiPath, onlineQuery } from './paths.js';
 import { createTransport, DEFAULT_TIMEOUT_MS, type Transport } from './request.js';
 import { keyForLabel, openJson, sealJson } from './sealing.js';
-import { type IdentityTokenOptions, mintIdentityToken, mintRoomToken, type RoomTokenOptions } from './tokens.js';
+import {
+  type CallTokenOptions,
+  type IdentityTokenOptions,
+  mintCallToken,
+  mintIdentityToken,
+  mintRoomToken,
+  mintStreamGrant,
+  type RoomTokenOptions,
+  type StreamGrantOptions,
+} from './tokens.js';
 import { Webhooks } from './webhooks.js';
 
 /** Options of {@link Realtime}. */
@@ -13,7 +22,7 @@ export interface RealtimeOptions {
   url: string;
   /** App key (sent as `X-Service-Site`). */
   key: string;
-  /** App secret. Only the publish key derived from it is kept. */
+  /** App secret. Only the keys derived from it (publish, channels, calls, stream grant) are kept. */
   secret: string;
   /**
    * The app's local key for sealing (32 bytes, as bytes, 64 hex characters or base64url).
@@ -49,6 +58,8 @@ export class Realtime {
   readonly #timeoutMs: number;
   readonly #localKey: Uint8Array | undefined;
   readonly #channelsKey: Uint8Array;
+  readonly #callsKey: Uint8Array;
+  readonly #streamGrantKey: Uint8Array;
   readonly #now: () => number;
 
   constructor(options: RealtimeOptions) {
@@ -60,6 +71,8 @@ export class Realtime {
     this.#localKey = options.localKey === undefined ? undefined : parseLocalKey(options.localKey);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#channelsKey = deriveKey(options.secret, 'channels');
+    this.#callsKey = deriveKey(options.secret, 'calls');
+    this.#streamGrantKey = deriveKey(options.secret, 'streamGrant');
     this.#now = options.now ?? Date.now;
     this.#transport = createTransport({
       url: options.url,
@@ -152,6 +165,31 @@ export class Realtime {
    */
   roomToken(room: string, options: RoomTokenOptions = {}): Promise<string> {
     return mintRoomToken(this.#channelsKey, room, options, Math.floor(this.#now() / 1000));
+  }
+
+  /**
+   * Mints a call token for a page of this user (JWT, HS256 under the calls key): `{ to }` lets it call
+   * that user (`name`: your own name for the call, reported by the webhooks), `{ group }` lets it join
+   * that group call. `media` is `['audio']` or `['audio', 'video']` (the default).
+   *
+   * @example
+   * const token = await realtime.callToken('alice', { to: 'bob', media: ['audio'] });
+   * const group = await realtime.callToken('alice', { group: 'standup' });
+   */
+  callToken(userId: string, options: CallTokenOptions): Promise<string> {
+    return mintCallToken(this.#callsKey, userId, options, Math.floor(this.#now() / 1000));
+  }
+
+  /**
+   * Mints a stream grant (JWT, HS256 under the stream grant key): a presenter may send the live
+   * stream, a viewer watch it. Without `userId` the page is a visitor, never reported by webhooks.
+   *
+   * @example
+   * const presenter = await realtime.streamGrant('keynote', { role: 'presenter', userId: 'alice' });
+   * const visitor = await realtime.streamGrant('keynote', { role: 'viewer' });
+   */
+  streamGrant(stream: string, options: StreamGrantOptions): Promise<string> {
+    return mintStreamGrant(this.#streamGrantKey, stream, options, Math.floor(this.#now() / 1000));
   }
 
   /**

@@ -9,6 +9,7 @@
  */
 export type {
   AskRequest,
+  CallMedia,
   DeliveryRecord,
   DeliveryState,
   EmitEvent,
@@ -30,7 +31,14 @@ export {
   type Transport,
   type TransportOptions,
 } from './request.js';
-export type { IdentityTokenOptions, RoomTokenOptions } from './tokens.js';
+export type {
+  CallTokenOptions,
+  DirectCallTokenOptions,
+  GroupCallTokenOptions,
+  IdentityTokenOptions,
+  RoomTokenOptions,
+  StreamGrantOptions,
+} from './tokens.js';
 export {
   DEFAULT_DEDUPE_MAX_IDS,
   DEFAULT_DEDUPE_TTL_MS,

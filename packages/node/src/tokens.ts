@@ -1,10 +1,15 @@
 import {
+  type CallClaims,
+  type CallMedia,
+  callClaimsProblem,
   expiryProblem,
   type HistoryRule,
   identityClaimsProblem,
   LIMITS,
   type RoomClaims,
   roomClaimsProblem,
+  type StreamGrantClaims,
+  streamGrantClaimsProblem,
 } from '@realtime/protocol';
 import { SignJWT } from 'jose';
 
@@ -34,6 +39,43 @@ export interface RoomTokenOptions {
   expiresIn?: number;
 }
 
+/** Options of {@link Realtime.callToken} for a call between two people. */
+export interface DirectCallTokenOptions {
+  /** The user called. */
+  to: string;
+  /** The customer's own name for the call, reported as the webhook's `call` (room name rules). */
+  name?: string;
+  group?: never;
+  /** What the call may carry: `['audio']` or `['audio', 'video']` (the default). */
+  media?: CallMedia;
+  /** Lifetime in seconds, at most 86,400 (24 hours); default 3,600. */
+  expiresIn?: number;
+}
+
+/** Options of {@link Realtime.callToken} for a group call. */
+export interface GroupCallTokenOptions {
+  /** The group call's name (room name rules), reported as the webhook's `call`. */
+  group: string;
+  to?: never;
+  name?: never;
+  /** What the call may carry: `['audio']` or `['audio', 'video']` (the default). */
+  media?: CallMedia;
+  /** Lifetime in seconds, at most 86,400 (24 hours); default 3,600. */
+  expiresIn?: number;
+}
+
+/** Options of {@link Realtime.callToken}: `to` for a call between two people, or `group` for a group call. */
+export type CallTokenOptions = DirectCallTokenOptions | GroupCallTokenOptions;
+
+/** Options of {@link Realtime.streamGrant}. */
+export interface StreamGrantOptions {
+  role: 'presenter' | 'viewer';
+  /** The user it is issued to; without one the page is a visitor, never reported by webhooks. */
+  userId?: string;
+  /** Lifetime in seconds, at most 86,400 (24 hours); default 3,600. */
+  expiresIn?: number;
+}
+
 const DEFAULT_LIFETIME_SECONDS = 3600;
 
 function expiry(expiresIn: number | undefined, nowSeconds: number): number {
@@ -47,8 +89,12 @@ function expiry(expiresIn: number | undefined, nowSeconds: number): number {
   return exp;
 }
 
-function sign(claims: Record<string, unknown>, channelsKey: Uint8Array, nowSeconds: number): Promise<string> {
-  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(nowSeconds).sign(channelsKey);
+function sign(claims: Record<string, unknown>, key: Uint8Array, nowSeconds: number): Promise<string> {
+  return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(nowSeconds).sign(key);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Mints an identity token (HS256 under the channels key). Throws a TypeError on bad input. */
@@ -82,4 +128,47 @@ export function mintRoomToken(
   const problem = roomClaimsProblem(claims);
   if (problem) throw new TypeError(`room token: ${problem}`);
   return sign(claims, channelsKey, nowSeconds);
+}
+
+/** Mints a call token (HS256 under the calls key). Throws a TypeError on bad input. */
+export function mintCallToken(
+  callsKey: Uint8Array,
+  userId: string,
+  options: CallTokenOptions,
+  nowSeconds: number,
+): Promise<string> {
+  if (!isObject(options)) throw new TypeError('call token: options must be { to } or { group }');
+  const claims: Partial<CallClaims> & Record<string, unknown> = { sub: userId };
+  // Checked here rather than left to the claims check: `name` or `to` with a group would be dropped.
+  if (options.group !== undefined && (options.to !== undefined || options.name !== undefined)) {
+    throw new TypeError('call token: give to (and name) for a call between two people, or group, not both');
+  }
+  if (options.to !== undefined) {
+    claims.call = options.name === undefined ? { to: options.to } : { to: options.to, name: options.name };
+  } else if (options.name !== undefined) {
+    throw new TypeError('call token: name needs to (the user called)');
+  }
+  if (options.group !== undefined) claims.group = options.group;
+  // Default: the call may carry video; the page still chooses what it sends.
+  claims.media = options.media ?? ['audio', 'video'];
+  claims.exp = expiry(options.expiresIn, nowSeconds);
+  const problem = callClaimsProblem(claims);
+  if (problem) throw new TypeError(`call token: ${problem}`);
+  return sign(claims, callsKey, nowSeconds);
+}
+
+/** Mints a stream grant (HS256 under the stream grant key). Throws a TypeError on bad input. */
+export function mintStreamGrant(
+  streamGrantKey: Uint8Array,
+  stream: string,
+  options: StreamGrantOptions,
+  nowSeconds: number,
+): Promise<string> {
+  if (!isObject(options)) throw new TypeError('stream grant: options must be { role, userId? }');
+  const claims: Partial<StreamGrantClaims> & Record<string, unknown> = { stream, role: options.role };
+  if (options.userId !== undefined) claims.sub = options.userId;
+  claims.exp = expiry(options.expiresIn, nowSeconds);
+  const problem = streamGrantClaimsProblem(claims);
+  if (problem) throw new TypeError(`stream grant: ${problem}`);
+  return sign(claims, streamGrantKey, nowSeconds);
 }

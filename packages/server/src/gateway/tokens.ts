@@ -1,10 +1,15 @@
 import {
+  type CallClaims,
+  callClaimsProblem,
   expiryProblem,
   type IdentityClaims,
   identityClaimsProblem,
+  type KeyName,
   type RoomClaims,
   roomClaimsProblem,
   type SocketErrorCode,
+  type StreamGrantClaims,
+  streamGrantClaimsProblem,
 } from '@realtime/protocol';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import { derivedKey } from '../apps/derived-keys.js';
@@ -18,6 +23,15 @@ export class TokenError extends Error {
 }
 
 const LEEWAY_SECONDS = 300;
+
+/** How a refusal names the key: a token minted with another of the app's keys reads as "not signed". */
+const KEY_WORDS: Record<KeyName, string> = {
+  publish: 'publish key',
+  webhook: 'webhook key',
+  channels: 'key',
+  calls: 'calls key',
+  streamGrant: 'stream grant key',
+};
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /**
@@ -29,49 +43,74 @@ function isCanonicalBase64url(part: string): boolean {
   return BASE64URL.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
 }
 
-/** Verifies an HS256 JWT under the app's channels key: signature, `exp` (with leeway), then the claims. */
-async function verify(token: string, secret: string, what: string, nowMs: number): Promise<Record<string, unknown>> {
+/**
+ * Verifies an HS256 JWT under one of the app's keys: signature, `exp` (with leeway); the caller checks
+ * the claims. `what` names the token in messages ("the room token ...").
+ */
+async function verify(
+  token: string,
+  secret: string,
+  key: KeyName,
+  what: string,
+  nowMs: number,
+): Promise<Record<string, unknown>> {
   if (typeof token !== 'string' || token.length === 0 || token.length > 8192) {
-    throw new TokenError('bad_token', `the ${what} token is not a JWT`);
+    throw new TokenError('bad_token', `the ${what} is not a JWT`);
   }
   const parts = token.split('.');
   if (parts.length === 3 && !parts.every(isCanonicalBase64url)) {
     throw new TokenError(
       'bad_token',
-      `the ${what} token is not a JWT: its parts must be base64url without padding, + or /, or stray bits`,
+      `the ${what} is not a JWT: its parts must be base64url without padding, + or /, or stray bits`,
     );
   }
   const now = Math.floor(nowMs / 1000);
   try {
-    const { payload } = await jwtVerify(token, derivedKey(secret, 'channels'), {
+    const { payload } = await jwtVerify(token, derivedKey(secret, key), {
       algorithms: ['HS256'],
       clockTolerance: LEEWAY_SECONDS,
       requiredClaims: ['exp'],
       currentDate: new Date(nowMs),
     });
     const problem = expiryProblem(payload.exp, now);
-    if (problem) throw new TokenError('bad_token', `the ${what} token: ${problem}`);
+    if (problem) throw new TokenError('bad_token', `the ${what}: ${problem}`);
     return payload as Record<string, unknown>;
   } catch (error) {
     if (error instanceof TokenError) throw error;
-    if (error instanceof joseErrors.JWTExpired) throw new TokenError('token_expired', `the ${what} token has expired`);
+    if (error instanceof joseErrors.JWTExpired) throw new TokenError('token_expired', `the ${what} has expired`);
     if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-      throw new TokenError('bad_token', `the ${what} token is not signed with this app's key`);
+      throw new TokenError('bad_token', `the ${what} is not signed with this app's ${KEY_WORDS[key]}`);
     }
-    throw new TokenError('bad_token', `the ${what} token is not valid: ${(error as Error).message}`);
+    throw new TokenError('bad_token', `the ${what} is not valid: ${(error as Error).message}`);
   }
 }
 
 export async function verifyIdentity(token: string, secret: string, nowMs: number): Promise<IdentityClaims> {
-  const payload = await verify(token, secret, 'identity', nowMs);
+  const payload = await verify(token, secret, 'channels', 'identity token', nowMs);
   const problem = identityClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the identity token: ${problem}`);
   return payload as unknown as IdentityClaims;
 }
 
 export async function verifyRoomToken(token: string, secret: string, nowMs: number): Promise<RoomClaims> {
-  const payload = await verify(token, secret, 'room', nowMs);
+  const payload = await verify(token, secret, 'channels', 'room token', nowMs);
   const problem = roomClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the room token: ${problem}`);
   return payload as unknown as RoomClaims;
+}
+
+/** A call token (calls key): a token under any other key, a room token or identity, is refused bad_token. */
+export async function verifyCallToken(token: string, secret: string, nowMs: number): Promise<CallClaims> {
+  const payload = await verify(token, secret, 'calls', 'call token', nowMs);
+  const problem = callClaimsProblem(payload);
+  if (problem) throw new TokenError('bad_token', `the call token: ${problem}`);
+  return payload as unknown as CallClaims;
+}
+
+/** A stream grant (stream grant key). */
+export async function verifyStreamGrant(token: string, secret: string, nowMs: number): Promise<StreamGrantClaims> {
+  const payload = await verify(token, secret, 'streamGrant', 'stream grant', nowMs);
+  const problem = streamGrantClaimsProblem(payload);
+  if (problem) throw new TokenError('bad_token', `the stream grant: ${problem}`);
+  return payload as unknown as StreamGrantClaims;
 }
