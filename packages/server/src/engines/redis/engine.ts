@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
-import { MemoryCallStore } from '../memory/calls.js';
 import { newNodeId } from '../node-id.js';
 import type { Engine } from '../types.js';
 import { RedisAppStore } from './apps.js';
 import { RedisBroker } from './broker.js';
+import { RedisCallStore } from './calls.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig } from './config-check.js';
 import { RedisHistoryStore } from './history.js';
+import { MemoryGroupStore } from '../memory/groups.js';
 import { RedisLimitStore } from './limits.js';
 import { RedisPresenceStore } from './presence.js';
 import { RedisWebhookStore } from './webhooks.js';
@@ -22,7 +23,7 @@ export interface RedisEngineOptions {
 
 /**
  * The Redis engine: every node of a cluster on one Redis. History on streams, fan-out on pub/sub,
- * presence with node leases, the webhook queue with leased batches, apps; one client per node
+ * presence and calls with node leases, the webhook queue with leased batches, apps; one client per node
  * (plus the broker's subscriber connection). Refuses a Redis that would evict what it keeps.
  */
 export async function openRedisEngine(options: RedisEngineOptions): Promise<Engine> {
@@ -59,8 +60,9 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     presence,
     webhooks,
     limits: new RedisLimitStore(client),
-    // TODO(calls): RedisCallStore replaces this in the same change.
-    calls: new MemoryCallStore(),
+    calls: new RedisCallStore(client),
+    // TODO(groups): RedisGroupStore replaces this.
+    groups: new MemoryGroupStore(),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {

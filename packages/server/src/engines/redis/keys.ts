@@ -6,6 +6,8 @@
  * - `wh:{<app>}:waiting`: webhook events waiting for a batch, oldest first; `wh:apps`: apps with
  *   events waiting (webhooks.ts);
  * - `pr:...`: presence (presence.ts names its own keys);
+ * - `call:...`: calls between two people (calls.ts names its own keys: `call:{<app>}:c|u:...`,
+ *   `call:ring`, `call:nodes`, `call:n:{<node>}`);
  * - channels: the prefix then the topic (`r:<app>:<room>`, `u:<app>:<user>`, `n:<node>`).
  * App keys hold no ':' (types.ts), so `{<app>:<room>}` names one room of one app.
  */

@@ -1,0 +1,462 @@
+/**
+ * The CallStore contract as one test suite, run by every engine's runner file.
+ * Time is never read from the clock: every call gets its times, so the suite moves time by hand.
+ *
+ * What ends a call (`end`, `takeLapsed`) and what claims a user (`place`, `answer`) must reach
+ * exactly one caller; with a `peer` (a second store on the same backend, as on another node) the
+ * suite races both against each other.
+ *
+ * @example
+ * ```ts
+ * callStoreContract('MemoryCallStore', async () => ({ store: new MemoryCallStore(), cleanup: async () => {} }));
+ * ```
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CallLapse, CallRecord, CallStore } from '../types.js';
+
+export interface CallsHarness {
+  /** A store with no call and no node lease. */
+  store: CallStore;
+  /**
+   * A second store on the same backend, as on another node: what either is told counts for both.
+   * Engines of one process leave it out; the tests then use `store` for both sides.
+   */
+  peer?: CallStore;
+  /** Closes the stores and removes whatever they kept. */
+  cleanup(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const RING = 30_000;
+/** A lease no test outlives. */
+const FOREVER = T0 + 365 * 24 * 3600_000;
+
+let calls = 0;
+
+/** A ringing call from `from` (page on node `na`) to `to`, placed at T0. */
+function ringing(from: string, to: string, more: Partial<CallRecord> = {}): CallRecord {
+  const id = `call-${++calls}`;
+  return {
+    app: 'app1',
+    id,
+    name: id,
+    from,
+    to,
+    media: ['audio'],
+    fromPage: 'na.1',
+    startedAt: T0,
+    ringUntil: T0 + RING,
+    ...more,
+  };
+}
+
+/** Lapsed calls as `app/id:reason`, sorted: takeLapsed promises no order. */
+const names = (lapsed: readonly { call: CallRecord; reason: CallLapse }[]) =>
+  lapsed.map(({ call, reason }) => `${call.app}/${call.id}:${reason}`).sort();
+
+export function callStoreContract(name: string, makeStore: () => Promise<CallsHarness>): void {
+  describe(`CallStore contract: ${name}`, () => {
+    const open: CallsHarness[] = [];
+
+    afterEach(async () => {
+      for (const harness of open.splice(0)) await harness.cleanup();
+    });
+
+    /** Both views on a fresh store, nodes `na` and `nb` alive (their calls only end when told). */
+    async function makeBoth(): Promise<{ store: CallStore; peer: CallStore }> {
+      const harness = await makeStore();
+      open.push(harness);
+      const store = harness.store;
+      const peer = harness.peer ?? harness.store;
+      await store.renew('na', FOREVER);
+      await peer.renew('nb', FOREVER);
+      return { store, peer };
+    }
+
+    async function make(): Promise<CallStore> {
+      return (await makeBoth()).store;
+    }
+
+    describe('place', () => {
+      it('stores a ringing call: get and callOf of both users answer it, every field as placed', async () => {
+        const { store, peer } = await makeBoth();
+        const call = ringing('ann:1', 'bob.ü', { media: ['audio', 'video'], name: 'Sales: Ann → Bob' });
+        expect(await store.place(call)).toBe('placed');
+        for (const s of [store, peer]) {
+          // Strict: toPage and answeredAt are absent while it rings, not undefined.
+          expect(await s.get('app1', call.id)).toStrictEqual(call);
+          expect(await s.callOf('app1', 'ann:1')).toStrictEqual(call);
+          expect(await s.callOf('app1', 'bob.ü')).toStrictEqual(call);
+        }
+        expect(await store.callOf('app1', 'cat')).toBeUndefined();
+        expect(await store.get('app1', 'no-such-call')).toBeUndefined();
+      });
+
+      it('keeps its own copy: changing a record given or answered changes nothing stored', async () => {
+        const store = await make();
+        const call = ringing('ann', 'bob', { media: ['audio'] });
+        const placed = structuredClone(call);
+        await store.place(call);
+        call.media.push('video');
+        call.name = 'changed';
+        const got = await store.get('app1', call.id);
+        expect(got).toStrictEqual(placed);
+        got?.media.push('video');
+        expect(await store.get('app1', call.id)).toStrictEqual(placed);
+      });
+
+      it('answers in_call when the caller is in a call, as caller or callee, and stores nothing', async () => {
+        const store = await make();
+        const first = ringing('ann', 'bob');
+        expect(await store.place(first)).toBe('placed');
+        // Ann rings Bob: neither may call anyone else.
+        const byCaller = ringing('ann', 'cat');
+        const byCallee = ringing('bob', 'cat');
+        expect(await store.place(byCaller)).toBe('in_call');
+        expect(await store.place(byCallee)).toBe('in_call');
+        // Answered: still in a call.
+        await store.answer('app1', first.id, 'nb.1', T0 + 1000);
+        const later = ringing('bob', 'dan');
+        expect(await store.place(later)).toBe('in_call');
+        for (const call of [byCaller, byCallee, later]) expect(await store.get('app1', call.id)).toBeUndefined();
+        expect(await store.callOf('app1', 'cat')).toBeUndefined();
+        expect(await store.callOf('app1', 'dan')).toBeUndefined();
+        expect((await store.callOf('app1', 'ann'))?.id).toBe(first.id);
+      });
+
+      it('answers busy when the callee is in a call, ringing or answered, and stores nothing', async () => {
+        const store = await make();
+        const first = ringing('ann', 'bob');
+        await store.place(first);
+        const toCaller = ringing('cat', 'ann');
+        const toCallee = ringing('cat', 'bob');
+        expect(await store.place(toCaller)).toBe('busy');
+        expect(await store.place(toCallee)).toBe('busy');
+        await store.answer('app1', first.id, 'nb.1', T0 + 1000);
+        const answered = ringing('dan', 'bob');
+        expect(await store.place(answered)).toBe('busy');
+        for (const call of [toCaller, toCallee, answered]) expect(await store.get('app1', call.id)).toBeUndefined();
+        expect(await store.callOf('app1', 'cat')).toBeUndefined();
+        expect(await store.callOf('app1', 'dan')).toBeUndefined();
+        // The call they were turned away from is as it was.
+        expect((await store.callOf('app1', 'bob'))?.toPage).toBe('nb.1');
+      });
+
+      it('answers in_call, not busy, when both users are in calls', async () => {
+        const store = await make();
+        await store.place(ringing('ann', 'bob'));
+        await store.place(ringing('cat', 'dan'));
+        expect(await store.place(ringing('ann', 'cat'))).toBe('in_call');
+      });
+
+      it('lets one of many racing places from two nodes claim a user', async () => {
+        const { store, peer } = await makeBoth();
+        // Ten callers ring Bob at once, half through each node: one gets through.
+        const toBob = Array.from({ length: 10 }, (_, i) => ringing(`caller${i}`, 'bob'));
+        const outcomes = await Promise.all(toBob.map((call, i) => (i % 2 ? peer : store).place(call)));
+        expect(outcomes.filter((o) => o === 'placed')).toHaveLength(1);
+        expect(outcomes.filter((o) => o === 'busy')).toHaveLength(9);
+        const winner = toBob[outcomes.indexOf('placed')];
+        expect((await peer.callOf('app1', 'bob'))?.id).toBe(winner?.id);
+        // Ann rings ten people at once: one call is hers.
+        const byAnn = Array.from({ length: 10 }, (_, i) => ringing('ann', `callee${i}`));
+        const placed = await Promise.all(byAnn.map((call, i) => (i % 2 ? peer : store).place(call)));
+        expect(placed.filter((o) => o === 'placed')).toHaveLength(1);
+        expect(placed.filter((o) => o === 'in_call')).toHaveLength(9);
+        const called = byAnn.filter((_, i) => placed[i] === 'in_call');
+        for (const call of called) expect(await store.callOf('app1', call.to)).toBeUndefined();
+      });
+    });
+
+    describe('answer', () => {
+      it('answers a ringing call once, on the page that accepted', async () => {
+        const { store, peer } = await makeBoth();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        const answered = await peer.answer('app1', call.id, 'nb.7', T0 + 2500);
+        const expected = { ...call, toPage: 'nb.7', answeredAt: T0 + 2500 };
+        expect(answered).toStrictEqual(expected);
+        for (const s of [store, peer]) {
+          expect(await s.get('app1', call.id)).toStrictEqual(expected);
+          expect(await s.callOf('app1', 'ann')).toStrictEqual(expected);
+          expect(await s.callOf('app1', 'bob')).toStrictEqual(expected);
+        }
+        // A second page of the callee accepting too: no longer ringing.
+        expect(await store.answer('app1', call.id, 'na.9', T0 + 3000)).toBeUndefined();
+        expect(await store.get('app1', call.id)).toStrictEqual(expected);
+      });
+
+      it('answers undefined for a call that is gone or never was', async () => {
+        const store = await make();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        await store.end('app1', call.id);
+        expect(await store.answer('app1', call.id, 'nb.1', T0 + 1000)).toBeUndefined();
+        expect(await store.answer('app1', 'no-such-call', 'nb.1', T0 + 1000)).toBeUndefined();
+        expect(await store.get('app1', call.id)).toBeUndefined();
+        expect(await store.get('app1', 'no-such-call')).toBeUndefined();
+      });
+
+      it('lets one of many racing answers from two nodes win', async () => {
+        const { store, peer } = await makeBoth();
+        for (let round = 0; round < 10; round++) {
+          const call = ringing(`ann${round}`, `bob${round}`);
+          await store.place(call);
+          const pages = Array.from({ length: 6 }, (_, i) => `${i % 2 ? 'nb' : 'na'}.${i}`);
+          const answers = await Promise.all(
+            pages.map((page, i) => (i % 2 ? peer : store).answer('app1', call.id, page, T0 + 1000 + i)),
+          );
+          const won = answers.filter((a) => a !== undefined);
+          expect(won).toHaveLength(1);
+          expect(await store.get('app1', call.id)).toStrictEqual(won[0]);
+        }
+      });
+    });
+
+    describe('end', () => {
+      it('removes the call and answers its record once; both users may call again', async () => {
+        const { store, peer } = await makeBoth();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        await store.answer('app1', call.id, 'nb.1', T0 + 1000);
+        expect(await peer.end('app1', call.id)).toStrictEqual({ ...call, toPage: 'nb.1', answeredAt: T0 + 1000 });
+        expect(await store.end('app1', call.id)).toBeUndefined();
+        expect(await peer.end('app1', call.id)).toBeUndefined();
+        for (const s of [store, peer]) {
+          expect(await s.get('app1', call.id)).toBeUndefined();
+          expect(await s.callOf('app1', 'ann')).toBeUndefined();
+          expect(await s.callOf('app1', 'bob')).toBeUndefined();
+        }
+        // Free again, either way round and with others.
+        expect(await store.place(ringing('bob', 'ann'))).toBe('placed');
+        expect(await store.place(ringing('cat', 'dan'))).toBe('placed');
+      });
+
+      it('ends a ringing call (cancelled, rejected) as well', async () => {
+        const store = await make();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        expect(await store.end('app1', call.id)).toStrictEqual(call);
+        expect(await store.place(ringing('ann', 'bob'))).toBe('placed');
+        expect(await store.end('app1', 'no-such-call')).toBeUndefined();
+      });
+
+      it('hands the record to exactly one of many racing ends from two nodes', async () => {
+        const { store, peer } = await makeBoth();
+        const placed: CallRecord[] = [];
+        for (let i = 0; i < 20; i++) {
+          const call = ringing(`ann${i}`, `bob${i}`);
+          await store.place(call);
+          if (i % 2) await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
+          placed.push(call);
+        }
+        const ends = await Promise.all(
+          placed.flatMap((call) => [0, 1, 2, 3].map((n) => (n % 2 ? peer : store).end('app1', call.id))),
+        );
+        const records = ends.filter((r) => r !== undefined);
+        expect(records.map((r) => r.id).sort()).toEqual(placed.map((c) => c.id).sort());
+      });
+
+      it('hands a call to exactly one of ends and sweeps racing', async () => {
+        const { store, peer } = await makeBoth();
+        const placed: CallRecord[] = [];
+        for (let i = 0; i < 20; i++) {
+          const call = ringing(`ann${i}`, `bob${i}`);
+          await store.place(call);
+          placed.push(call);
+        }
+        // Every call rang out: a sweep on each node and an end for each call, all at once.
+        const now = T0 + RING + 1;
+        const [a, b, ...ends] = await Promise.all([
+          store.takeLapsed(now, 100),
+          peer.takeLapsed(now, 100),
+          ...placed.map((call, i) => (i % 2 ? peer : store).end('app1', call.id)),
+        ]);
+        const swept = [...(a as { call: CallRecord }[]), ...(b as { call: CallRecord }[])].map(({ call }) => call.id);
+        const ended = (ends as (CallRecord | undefined)[]).filter((r) => r !== undefined).map((r) => r.id);
+        expect([...swept, ...ended].sort()).toEqual(placed.map((c) => c.id).sort());
+      });
+    });
+
+    describe('takeLapsed', () => {
+      it('takes a call still ringing after ringUntil as missed, once; the users are free again', async () => {
+        const { store, peer } = await makeBoth();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        expect(await store.takeLapsed(T0 + RING - 1, 10)).toEqual([]);
+        expect(await store.get('app1', call.id)).toStrictEqual(call);
+        expect(await peer.takeLapsed(T0 + RING + 1, 10)).toStrictEqual([{ call, reason: 'missed' }]);
+        expect(await store.takeLapsed(T0 + RING + 1, 10)).toEqual([]);
+        expect(await peer.takeLapsed(T0 + RING + 2, 10)).toEqual([]);
+        expect(await store.get('app1', call.id)).toBeUndefined();
+        expect(await store.end('app1', call.id)).toBeUndefined();
+        expect(await store.answer('app1', call.id, 'nb.1', T0 + RING + 2)).toBeUndefined();
+        expect(await store.callOf('app1', 'ann')).toBeUndefined();
+        expect(await store.callOf('app1', 'bob')).toBeUndefined();
+        expect(await store.place(ringing('bob', 'ann'))).toBe('placed');
+      });
+
+      it('never takes an answered call as missed', async () => {
+        const store = await make();
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        await store.answer('app1', call.id, 'nb.1', T0 + 1000);
+        expect(await store.takeLapsed(T0 + RING + 1, 10)).toEqual([]);
+        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+        expect((await store.get('app1', call.id))?.toPage).toBe('nb.1');
+      });
+
+      it("takes a call whose caller's page is on a node whose lease lapsed as failed, ringing or answered", async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('nx', T0 + 5000);
+        const rings = ringing('ann', 'bob', { fromPage: 'nx.1' });
+        const talks = ringing('cat', 'dan', { fromPage: 'nx.2' });
+        const safe = ringing('eve', 'fay', { fromPage: 'na.3' });
+        for (const call of [rings, talks, safe]) await store.place(call);
+        await peer.answer('app1', talks.id, 'nb.4', T0 + 1000);
+        await peer.answer('app1', safe.id, 'nb.5', T0 + 1000);
+        expect(await peer.takeLapsed(T0 + 4999, 10)).toEqual([]);
+        // A lease lasts until `until`, not through it.
+        const lapsed = await peer.takeLapsed(T0 + 5000, 10);
+        expect(names(lapsed)).toEqual([`app1/${rings.id}:failed`, `app1/${talks.id}:failed`].sort());
+        expect(lapsed.find(({ call }) => call.id === talks.id)?.call).toStrictEqual({
+          ...talks,
+          toPage: 'nb.4',
+          answeredAt: T0 + 1000,
+        });
+        expect(await store.takeLapsed(T0 + 5000, 10)).toEqual([]);
+        // The live nodes' call stays, however late.
+        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+        expect((await store.get('app1', safe.id))?.toPage).toBe('nb.5');
+        for (const user of ['ann', 'bob', 'cat', 'dan']) expect(await store.callOf('app1', user)).toBeUndefined();
+      });
+
+      it("takes a call whose callee's page is on a node whose lease lapsed as failed", async () => {
+        const { store, peer } = await makeBoth();
+        await peer.renew('ny', T0 + 5000);
+        const call = ringing('ann', 'bob');
+        await store.place(call);
+        await peer.answer('app1', call.id, 'ny.1', T0 + 1000);
+        expect(await store.takeLapsed(T0 + 4000, 10)).toEqual([]);
+        expect(await store.takeLapsed(T0 + 6000, 10)).toStrictEqual([
+          { call: { ...call, toPage: 'ny.1', answeredAt: T0 + 1000 }, reason: 'failed' },
+        ]);
+      });
+
+      it('takes the calls of a node that never renewed as failed', async () => {
+        const store = await make();
+        const call = ringing('ann', 'bob', { fromPage: 'nz.1' });
+        expect(await store.place(call)).toBe('placed');
+        expect(await store.takeLapsed(T0, 10)).toStrictEqual([{ call, reason: 'failed' }]);
+        expect(await store.callOf('app1', 'ann')).toBeUndefined();
+      });
+
+      it('keeps the calls of a node that renewed again before any sweep', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('nx', T0 + 5000);
+        const call = ringing('ann', 'bob', { fromPage: 'nx.1' });
+        await store.place(call);
+        await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
+        await store.renew('nx', T0 + 40_000);
+        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
+        expect(await store.get('app1', call.id)).toBeDefined();
+        // And a node that lapsed with nothing to take counts again once it renews.
+        await store.renew('nw', T0 + 1000);
+        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
+        await store.renew('nw', T0 + 30_000);
+        const later = ringing('cat', 'dan', { fromPage: 'nw.1', ringUntil: T0 + 10 * RING });
+        await store.place(later);
+        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
+        expect(await peer.takeLapsed(T0 + 30_000, 10)).toStrictEqual([{ call: later, reason: 'failed' }]);
+      });
+
+      it('takes nothing of a call that ended already', async () => {
+        const store = await make();
+        await store.renew('nx', T0 + 5000);
+        const rung = ringing('ann', 'bob');
+        const failed = ringing('cat', 'dan', { fromPage: 'nx.1' });
+        await store.place(rung);
+        await store.place(failed);
+        await store.end('app1', rung.id);
+        await store.end('app1', failed.id);
+        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+      });
+
+      it('takes at most `limit` calls a time, the rest later', async () => {
+        const store = await make();
+        await store.renew('nx', T0 + 5000);
+        const due: string[] = [];
+        for (let i = 0; i < 4; i++) {
+          const call = ringing(`ann${i}`, `bob${i}`);
+          await store.place(call);
+          due.push(`app1/${call.id}:missed`);
+        }
+        for (let i = 0; i < 3; i++) {
+          const call = ringing(`cat${i}`, `dan${i}`, { fromPage: `nx.${i}`, ringUntil: T0 + 10 * RING });
+          await store.place(call);
+          due.push(`app1/${call.id}:failed`);
+        }
+        const now = T0 + RING + 1;
+        expect(await store.takeLapsed(now, 0)).toEqual([]);
+        const taken: { call: CallRecord; reason: CallLapse }[] = [];
+        for (const size of [2, 2, 2, 1]) {
+          const batch = await store.takeLapsed(now, 2);
+          expect(batch).toHaveLength(size);
+          taken.push(...batch);
+        }
+        expect(await store.takeLapsed(now, 2)).toEqual([]);
+        expect(names(taken)).toEqual(due.sort());
+      });
+
+      it('hands each lapsed call to exactly one of many racing takers on two nodes', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('nx', T0 + 5000);
+        const due: string[] = [];
+        for (let i = 0; i < 30; i++) {
+          const dies = i % 3 === 0;
+          const call = ringing(`ann${i}`, `bob${i}`, dies ? { fromPage: `nx.${i}` } : {});
+          await (i % 2 ? peer : store).place(call);
+          if (i % 5 === 0) await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
+          // Answered calls of live nodes stay; the rest lapse.
+          if (dies || i % 5 !== 0) due.push(`app1/${call.id}:${dies ? 'failed' : 'missed'}`);
+        }
+        const now = T0 + RING + 1;
+        const batches = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeLapsed(now, 3 + (i % 4))),
+        );
+        const taken = batches.flat();
+        // Whatever the racers left, later sweeps take.
+        for (;;) {
+          const more = await store.takeLapsed(now, 5);
+          if (more.length === 0) break;
+          taken.push(...more);
+        }
+        expect(names(taken)).toEqual(due.sort());
+      });
+    });
+
+    describe('apps', () => {
+      it('keeps the calls and users of each app apart', async () => {
+        const store = await make();
+        const one = ringing('ann', 'bob', { id: 'same-id' });
+        const two = ringing('ann', 'bob', { id: 'same-id', app: 'app2', name: 'other', media: ['video'] });
+        expect(await store.place(one)).toBe('placed');
+        expect(await store.place(two)).toBe('placed');
+        expect(await store.get('app1', 'same-id')).toStrictEqual(one);
+        expect(await store.get('app2', 'same-id')).toStrictEqual(two);
+        expect(await store.callOf('app2', 'bob')).toStrictEqual(two);
+        const answered = await store.answer('app2', 'same-id', 'nb.1', T0 + 1000);
+        expect(answered?.app).toBe('app2');
+        expect(await store.get('app1', 'same-id')).toStrictEqual(one);
+        expect(await store.end('app1', 'same-id')).toStrictEqual(one);
+        expect(await store.get('app2', 'same-id')).toStrictEqual({ ...two, toPage: 'nb.1', answeredAt: T0 + 1000 });
+        expect(await store.callOf('app2', 'ann')).toBeDefined();
+        expect(await store.callOf('app1', 'ann')).toBeUndefined();
+        // Each app's lapsed calls come back with their app.
+        const three = ringing('cat', 'dan', { app: 'app3' });
+        await store.place(three);
+        expect(await store.takeLapsed(T0 + RING + 1, 10)).toStrictEqual([{ call: three, reason: 'missed' }]);
+      });
+    });
+  });
+}

@@ -1,0 +1,133 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { callStoreContract } from '../contract/calls.contract.js';
+import { StoreError } from '../store-error.js';
+import type { CallRecord } from '../types.js';
+import { RedisCallStore } from './calls.js';
+import { RedisClient } from './client.js';
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+callStoreContract('RedisCallStore, two nodes', async () => {
+  const prefix = uniquePrefix('calls');
+  const clients = [
+    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ url: redis.url, prefix }),
+  ];
+  return {
+    store: new RedisCallStore(clients[0] as RedisClient),
+    // Another node on the same Redis, with its own connection.
+    peer: new RedisCallStore(clients[1] as RedisClient),
+    cleanup: async () => {
+      for (const client of clients) await client.close();
+    },
+  };
+});
+
+const T0 = 1_700_000_000_000;
+const DAY = 24 * 3600_000;
+
+describe('RedisCallStore keys', () => {
+  const clients: RedisClient[] = [];
+
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+  });
+
+  async function open(): Promise<{ client: RedisClient; store: RedisCallStore }> {
+    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('call-keys') });
+    clients.push(client);
+    const store = new RedisCallStore(client);
+    await store.renew('na', T0 + DAY);
+    return { client, store };
+  }
+
+  const call = (more: Partial<CallRecord> = {}): CallRecord => ({
+    app: 'app1',
+    id: 'c1',
+    name: 'c1',
+    from: 'ann',
+    to: 'bob',
+    media: ['audio'],
+    fromPage: 'na.1',
+    startedAt: T0,
+    ringUntil: T0 + 30_000,
+    ...more,
+  });
+
+  const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
+  const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
+
+  it('leaves no key of a call behind once it ended, by end or by the sweep', async () => {
+    const { client, store } = await open();
+    const before = (await keys(client)).sort();
+    await store.place(call());
+    await store.answer('app1', 'c1', 'nb.1', T0 + 1000);
+    expect((await keys(client)).length).toBeGreaterThan(before.length);
+    await store.end('app1', 'c1');
+    // Node nb holds nothing any more but stays counted until a sweep finds it lapsed.
+    expect((await keys(client)).sort()).toEqual(before);
+    await store.place(call({ id: 'c2' }));
+    await store.takeLapsed(T0 + 60_000, 10);
+    expect((await keys(client)).sort()).toEqual(before);
+  });
+
+  it('forgets lapsed nodes that hold no call', async () => {
+    const { client, store } = await open();
+    await store.renew('gone', T0 + 1000);
+    const nodes = () => client.call((r) => r.zrange(client.key('call:nodes'), 0, -1));
+    expect((await nodes()).sort()).toEqual(['gone', 'na']);
+    await store.takeLapsed(T0 + 2000, 10);
+    expect(await nodes()).toEqual(['na']);
+  });
+
+  it('lets the keys of a call expire: a day after its ring ends, a week after it was answered', async () => {
+    const { client, store } = await open();
+    await store.place(call());
+    for (const name of ['call:{app1}:c:c1', 'call:{app1}:u:ann', 'call:{app1}:u:bob']) {
+      const ttl = await pttl(client, name);
+      expect(ttl).toBeGreaterThan(DAY + 29_000);
+      expect(ttl).toBeLessThanOrEqual(DAY + 30_000);
+    }
+    await store.answer('app1', 'c1', 'nb.1', T0 + 1000);
+    for (const name of ['call:{app1}:c:c1', 'call:{app1}:u:ann', 'call:{app1}:u:bob']) {
+      expect(await pttl(client, name)).toBeGreaterThan(6 * DAY);
+    }
+  });
+
+  it('counts a user whose call expired as free, and sweeps what the call left in its indexes', async () => {
+    const { client, store } = await open();
+    await store.place(call());
+    // The safety net fired (as if the call outlived its keys).
+    await client.call((r) => r.del(client.key('call:{app1}:c:c1')));
+    expect(await store.callOf('app1', 'ann')).toBeUndefined();
+    expect(await store.place(call({ id: 'c2', from: 'bob', to: 'ann' }))).toBe('placed');
+    expect(await store.end('app1', 'c1')).toBeUndefined();
+    expect((await store.takeLapsed(T0 + 60_000, 10)).map((l) => l.call.id)).toEqual(['c2']);
+    expect(await client.call((r) => r.zcard(client.key('call:ring')))).toBe(0);
+    // A live node keeps the dead call's name in its set until the node itself lapses.
+    expect(await client.call((r) => r.smembers(client.key('call:n:{na}')))).toEqual(['app1:c1']);
+    expect(await store.takeLapsed(T0 + 2 * DAY, 10)).toEqual([]);
+    expect(await keys(client)).toEqual([client.key('gen')]);
+  });
+
+  it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {
+    const { client, store } = await open();
+    await client.close();
+    await expect(store.place(call())).rejects.toBeInstanceOf(StoreError);
+    await expect(store.answer('app1', 'c1', 'nb.1', T0)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.end('app1', 'c1')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.get('app1', 'c1')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.callOf('app1', 'ann')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+  });
+});
