@@ -3,6 +3,7 @@
  * Every frame is an object with `t`, its type. The browser SDK is the reference client.
  */
 import type { CallClientFrame, CallServerFrame } from './calls.js';
+import type { GroupClientFrame, GroupServerFrame } from './groups.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -87,7 +88,8 @@ export type ClientFrame =
   | ListFrame
   | PingFrame
   | PongFrame
-  | CallClientFrame;
+  | CallClientFrame
+  | GroupClientFrame;
 
 // Frames the service sends.
 export interface WelcomeFrame {
@@ -192,7 +194,8 @@ export type ServerFrame =
   | ErrorFrame
   | PingFrame
   | PongFrame
-  | CallServerFrame;
+  | CallServerFrame
+  | GroupServerFrame;
 
 /** Error codes of error frames. The connection stays open after an error frame. */
 export const SOCKET_ERRORS = {
@@ -213,6 +216,8 @@ export const SOCKET_ERRORS = {
   wrong_stream: 'The stream grant was issued for another stream or role.',
   no_call: "No such call for this page: it ended, or it is not this page's to answer.",
   in_call: 'The user is already in a call.',
+  group_full: 'The group call has as many pages as it takes.',
+  not_in_group: 'The page is not in that group call, or the page it signals is not.',
   storage_full: "The service's storage is full: the send was not stored or delivered.",
   unavailable: 'The service could not store the send: it was not delivered.',
 } as const;

@@ -3,6 +3,7 @@ export * from './codes.js';
 export * from './encoding.js';
 export * from './event-id.js';
 export * from './frames.js';
+export * from './groups.js';
 export * from './keys.js';
 export * from './limits.js';
 export * from './names.js';

@@ -19,6 +19,8 @@ import type { App, AppStore } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import type { GatewayDeps } from './gateway/context.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
+import { groupModule } from './groups/group-module.js';
+import { GroupService } from './groups/group-service.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
 import type { ApiDeps } from './http/context.js';
 import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeContinue } from './http/guards.js';
@@ -215,6 +217,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await calls.start();
+  const groups = new GroupService({
+    node: engine.node,
+    groups: engine.groups,
+    signals,
+    events,
+    log,
+    now,
+    ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
+    ...(options.calls?.groupMaxPages === undefined ? {} : { maxPages: options.calls.groupMaxPages }),
+    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+  });
+  await groups.start();
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -229,7 +243,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
     traffic: metrics.traffic,
   };
-  const gateway = new Gateway(gatewayDeps, options.gateway, [callModule(gatewayDeps, calls)]);
+  const gateway = new Gateway(gatewayDeps, options.gateway, [
+    callModule(gatewayDeps, calls),
+    groupModule(gatewayDeps, groups),
+  ]);
 
   // Publications lost while the subscriber connection was down: pages resume from history (or learn
   // of the gap from `truncated`) by reconnecting.
@@ -338,6 +355,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopRepair?.();
       await gateway.close();
       await calls.close();
+      await groups.close();
       await signals.close();
       users.close();
       lease.close();

@@ -14,6 +14,8 @@ export interface CallOptions {
   /** How long a call rings before it ends `missed` (ms); default 60,000. */
   ringMs?: number;
   ice?: IceConfig;
+  /** Pages one group call takes at most (a mesh); default GROUP_MAX_PAGES (8). */
+  groupMaxPages?: number;
 }
 
 /** TURN credentials last this long unless configured: a call may outlast an hour. */

@@ -40,6 +40,7 @@ export function asyncEngine(engine: Engine): Engine {
     webhooks: deferred(engine.webhooks),
     limits: deferred(engine.limits),
     calls: deferred(engine.calls),
+    groups: deferred(engine.groups),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

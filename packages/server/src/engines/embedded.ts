@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { MemoryCallStore } from './memory/calls.js';
 import { MemoryFanout } from './memory/fanout.js';
+import { MemoryGroupStore } from './memory/groups.js';
 import { MemoryLimitStore } from './memory/limits.js';
 import { MemoryPresenceStore } from './memory/presence.js';
 import { newNodeId } from './node-id.js';
@@ -71,6 +72,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     webhooks: stores.webhooks,
     limits: stores.limits ?? memoryLimits,
     calls: new MemoryCallStore(),
+    groups: new MemoryGroupStore(),
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();

@@ -463,6 +463,45 @@ export interface CallStore {
   close(): MaybePromise<void>;
 }
 
+/** A page in a group call. */
+export interface GroupMember {
+  page: string;
+  user: string;
+  media: ('audio' | 'video')[];
+  joinedAt: number;
+}
+
+/** A member whose page's node died, claimed to be reported as gone. */
+export interface LapsedMember {
+  app: string;
+  group: string;
+  member: GroupMember;
+}
+
+/**
+ * Group calls, counted over every node. Contract:
+ * - A group holds at most `max` pages; a page is in it at most once.
+ * - Each departure (`leave`, `takeLapsed`) hands the member to exactly one caller, so each
+ *   `group.left` is reported once, by one node.
+ * - A member whose page's node lease lapsed (see `renew`) is claimed by whichever node sweeps first.
+ */
+export interface GroupStore {
+  /**
+   * Adds a page to a group call: the members there before it, `full` when it holds `max` already,
+   * `already` when the page is in it (nothing changes then).
+   */
+  join(app: string, group: string, member: GroupMember, max: number): MaybePromise<GroupMember[] | 'full' | 'already'>;
+  /** Takes a page out; answers its member record to one caller only, undefined when it was not in. */
+  leave(app: string, group: string, page: string): MaybePromise<GroupMember | undefined>;
+  /** The members now, in the order they joined. */
+  members(app: string, group: string): MaybePromise<GroupMember[]>;
+  /** Keeps this node counted among the living until `untilMs`. */
+  renew(node: string, untilMs: number): MaybePromise<void>;
+  /** Claims up to `limit` members whose page's node lease lapsed; each is removed and handed out once. */
+  takeLapsed(nowMs: number, limit: number): MaybePromise<LapsedMember[]>;
+  close(): MaybePromise<void>;
+}
+
 /**
  * One way to store everything: the embedded engine (SQLite file, memory fan-out, one process) or
  * Redis (any number of nodes). Made by engines/embedded.ts or engines/redis/; the rest of the
@@ -481,6 +520,7 @@ export interface Engine {
   limits: LimitStore;
   /** Calls between two people (group calls and live streams follow). */
   calls: CallStore;
+  groups: GroupStore;
   /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
   check(): Promise<void>;
   /**
