@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { MemoryGroupStore } from '../memory/groups.js';
 import { newNodeId } from '../node-id.js';
 import type { Engine } from '../types.js';
 import { RedisAppStore } from './apps.js';
@@ -7,7 +8,6 @@ import { RedisCallStore } from './calls.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig } from './config-check.js';
 import { RedisHistoryStore } from './history.js';
-import { MemoryGroupStore } from '../memory/groups.js';
 import { RedisLimitStore } from './limits.js';
 import { RedisPresenceStore } from './presence.js';
 import { RedisWebhookStore } from './webhooks.js';
