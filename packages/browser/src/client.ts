@@ -7,6 +7,10 @@ import {
   type WelcomeFrame,
 } from '@realtime/protocol';
 import { type AskHandler, AskResponder } from './ask.js';
+import type { Call } from './calls/call.js';
+import { Calls } from './calls/calls.js';
+import type { IncomingCall } from './calls/incoming.js';
+import type { CallOptions, RtcOptions } from './calls/types.js';
 import { type BackoffPolicy, DEFAULT_BACKOFF } from './connection/backoff.js';
 import { systemClock, type Timers } from './connection/clock.js';
 import { Connection, type Disconnect, type IdentitySource, type StateChange } from './connection/connection.js';
@@ -52,6 +56,8 @@ export interface ConnectOptions {
   connectTimeoutMs?: number | undefined;
   /** Bounds of the sends waiting for the connection; default 1,000 frames and 4 MiB. */
   outbox?: Partial<OutboxLimits> | undefined;
+  /** WebRTC options of calls: a candidate filter, the ICE transport policy, the media connect timeout. */
+  rtc?: RtcOptions | undefined;
 }
 
 /** A handler for each frame type the service sends, typed by its frame. */
@@ -90,6 +96,7 @@ export class RealtimeClient {
   readonly #outbox: Outbox<QueuedSend>;
   readonly #asks: AskResponder;
   readonly #link: RoomLink;
+  readonly #calls: Calls;
   #user: string | null | undefined;
   /** Rises at each welcome and each loss: names the socket frames and answers belong to. */
   #session = 0;
@@ -155,6 +162,21 @@ export class RealtimeClient {
       },
     );
     for (const [type, handler] of Object.entries(this.#frameHandlers())) this.#handlers.set(type, handler);
+    this.#calls = new Calls(
+      {
+        get ready() {
+          return client.#connection.ready;
+        },
+        get session() {
+          return client.#session;
+        },
+        send: (frame) => this.#connection.send(frame),
+        ring: (incoming) => this.#emitter.emit('$call', incoming),
+      },
+      options.rtc,
+    );
+    for (const [type, handler] of Object.entries(this.#calls.frameHandlers())) this.#handlers.set(type, handler);
+    this.#errorOwners.push((frame, error) => this.#calls.ownsError(frame, error));
     this.#connection.start();
   }
 
@@ -172,6 +194,17 @@ export class RealtimeClient {
   on(name: '$state', listener: (change: StateChange) => void): () => void;
   /** Listens to errors that belong to no request: error frames without a pending `ref`, identity failures. */
   on(name: '$error', listener: (error: RealtimeSocketError) => void): () => void;
+  /**
+   * Listens to calls ringing on this page (see {@link IncomingCall}).
+   *
+   * @example
+   * client.on('$call', (incoming) => {
+   *   if (!confirm(`${incoming.from} is calling`)) return incoming.reject();
+   *   const call = incoming.accept();
+   *   call.on('remote', (_track, stream) => (video.srcObject = stream));
+   * });
+   */
+  on(name: '$call', listener: (incoming: IncomingCall) => void): () => void;
   /** Listens to a user event (sent to this page's user). `data` is as sent, unchecked. */
   on<T = unknown>(name: string, listener: (data: T, meta: UserEventMeta) => void): () => void;
   on(name: string, listener: AnyListener): () => void {
@@ -227,8 +260,26 @@ export class RealtimeClient {
     return this.#rooms.get(name);
   }
 
-  /** Closes the connection for good (code 1000). Rooms end; waiting sends reject with `closed`. */
+  /**
+   * Calls a user: every open page of theirs rings. Returns the {@link Call} at once; it gets the
+   * media (default `{ audio: true }`, with `getUserMedia`) and the call token, then invites once
+   * connected. Throws a TypeError for a bad user id or options, or where there is no WebRTC.
+   *
+   * @example
+   * const call = client.call('bob', {
+   *   token: () => fetch('/rt/call-token?to=bob').then((r) => r.text()),
+   *   media: { audio: true, video: true },
+   * });
+   * call.on('remote', (_track, stream) => (remoteVideo.srcObject = stream));
+   * call.on('ended', ({ reason, error }) => showEnded(reason, error?.code));
+   */
+  call(userId: string, options: CallOptions): Call {
+    return this.#calls.place(userId, options);
+  }
+
+  /** Closes the connection for good (code 1000), hanging up calls first. Rooms end; waiting sends reject with `closed`. */
   close(): void {
+    this.#calls.leave();
     this.#connection.close();
   }
 
@@ -236,6 +287,7 @@ export class RealtimeClient {
     this.#session++;
     this.#user = typeof frame.user === 'string' ? frame.user : null;
     for (const room of [...this.#rooms.values()]) room.rejoin();
+    this.#calls.welcome();
   }
 
   /** The handlers of the frames the service sends, by type (`t`): one per frame type. */
@@ -287,6 +339,7 @@ export class RealtimeClient {
       ? new RealtimeSocketError('closed', `the connection closed: ${cause.reason || cause.code}`)
       : new RealtimeSocketError('disconnected', `the connection was lost before the service answered (${cause.code})`);
     this.#requests.failAll(error);
+    this.#calls.lost(error, final);
     for (const room of [...this.#rooms.values()]) {
       if (final) room.end(new RealtimeSocketError('closed', error.message, { room: room.name }));
       else room.suspend();

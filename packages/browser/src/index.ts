@@ -1,6 +1,6 @@
 /**
  * `@realtime/browser`: the SDK pages use to talk to the realtime service over one WebSocket
- * (docs/protocol.md): rooms with resume and presence, user events, asks, and sealing.
+ * (docs/protocol.md): rooms with resume and presence, user events, asks, sealing, and calls between two people.
  *
  * @example
  * import { connect, openWith, parseSealKey } from '@realtime/browser';
@@ -11,6 +11,20 @@
 export type { CloseAdvice, Member } from '@realtime/protocol';
 export { CLOSE, closeAdvice, isSealed, roomLabel, userLabel } from '@realtime/protocol';
 export type { AskHandler, AskMeta } from './ask.js';
+export { Call, type CallEvents } from './calls/call.js';
+export { CallError, type CallLocalErrorCode } from './calls/errors.js';
+export { IncomingCall, type IncomingCallEvents, type IncomingCallState } from './calls/incoming.js';
+export type {
+  AcceptOptions,
+  CallDirection,
+  CallEnd,
+  CallEndedReason,
+  CallMediaKind,
+  CallMediaSource,
+  CallOptions,
+  CallState,
+  RtcOptions,
+} from './calls/types.js';
 export { type ConnectOptions, connect, RealtimeClient, type UserEventMeta } from './client.js';
 export type { BackoffPolicy } from './connection/backoff.js';
 export type { Clock, Timers } from './connection/clock.js';

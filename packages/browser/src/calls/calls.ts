@@ -1,0 +1,147 @@
+import { type CallClientFrame, type CallServerFrame, type ErrorFrame, userIdProblem } from '@realtime/protocol';
+import type { RealtimeSocketError } from '../errors.js';
+import { Call } from './call.js';
+import { IncomingCall } from './incoming.js';
+import type { CallLink, CallParty } from './link.js';
+import { webRtcHere } from './media.js';
+import type { CallOptions, RtcOptions } from './types.js';
+
+/** What the calls module needs from the client. */
+export interface CallsHost {
+  readonly ready: boolean;
+  readonly session: number;
+  send(frame: CallClientFrame): boolean;
+  /** A call rings on this page: for `$call` listeners. */
+  ring(incoming: IncomingCall): void;
+}
+
+/** A handler for each call frame the service sends. */
+export type CallFrameHandlers = { [T in CallServerFrame['t']]: (frame: Extract<CallServerFrame, { t: T }>) => void };
+
+/**
+ * The client's calls: places them, routes the service's call frames and refusals to them by `ref`
+ * and call id, and ends them when the page goes away or the socket is lost.
+ *
+ * A lost socket ends the page's calls (`failed`, error `disconnected`): the service ends a call
+ * `failed` when a page of it goes without hanging up, and a new socket cannot take it back. A call
+ * still waiting to be invited (getting its media or token, or waiting for the connection) waits for
+ * the next socket instead.
+ */
+export class Calls {
+  readonly #host: CallsHost;
+  readonly #link: CallLink;
+  readonly #routes = new Map<number | string, CallParty>();
+  readonly #live = new Set<CallParty>();
+  #waiters: { resolve(): void; reject(error: RealtimeSocketError): void }[] = [];
+  /** Call frames count refs down from -1, so they never meet a room request's (counted up from 1). */
+  #nextRef = -1;
+  #closed: RealtimeSocketError | undefined;
+  readonly #pageHide = (): void => this.leave();
+
+  constructor(host: CallsHost, rtc: RtcOptions | undefined) {
+    this.#host = host;
+    checkRtc(rtc);
+    this.#link = {
+      rtc: { ...rtc },
+      get ready() {
+        return host.ready;
+      },
+      get session() {
+        return host.session;
+      },
+      whenReady: () => this.#whenReady(),
+      send: (frame) => host.send(frame),
+      nextRef: () => this.#nextRef--,
+      claim: (key, party) => {
+        this.#routes.set(key, party);
+      },
+      release: (key, party) => {
+        if (this.#routes.get(key) === party) this.#routes.delete(key);
+      },
+      live: (party, on) => {
+        if (on) this.#live.add(party);
+        else this.#live.delete(party);
+      },
+    };
+    // The service hears the hangups of a page being closed, rather than a socket that dropped.
+    globalThis.addEventListener?.('pagehide', this.#pageHide);
+  }
+
+  place(to: string, options: CallOptions): Call {
+    const problem = typeof to === 'string' ? userIdProblem(to) : 'the user to call is a user id string';
+    if (problem) throw new TypeError(problem);
+    if (typeof options !== 'object' || options === null) throw new TypeError('call needs options with a `token`');
+    const { token, media } = options;
+    if (!(typeof token === 'function' || (typeof token === 'string' && token !== ''))) {
+      throw new TypeError('`token` must be a call token or a function giving one');
+    }
+    if (media !== undefined && (typeof media !== 'object' || media === null)) {
+      throw new TypeError('`media` must be a MediaStream or MediaStreamConstraints');
+    }
+    if (!webRtcHere()) throw new TypeError('calls need WebRTC (RTCPeerConnection and MediaStream), not found here');
+    return new Call({ direction: 'outgoing', peer: to, token, media: media ?? { audio: true } }, this.#link);
+  }
+
+  frameHandlers(): CallFrameHandlers {
+    const byRef = (ref: unknown) => (typeof ref === 'number' ? this.#routes.get(ref) : undefined);
+    const byCall = (call: unknown) => (typeof call === 'string' ? this.#routes.get(call) : undefined);
+    return {
+      'call.placed': (frame) => byRef(frame.ref)?.placed(frame),
+      'call.accepted': (frame) => byRef(frame.ref)?.accepted(),
+      'call.ring': (frame) => {
+        if (typeof frame.call !== 'string' || typeof frame.from !== 'string' || this.#routes.has(frame.call)) return;
+        this.#host.ring(new IncomingCall(frame, this.#link));
+      },
+      'call.answered': (frame) => byCall(frame.call)?.answered(),
+      'call.signal': (frame) => {
+        if (typeof frame.data === 'object' && frame.data !== null) byCall(frame.call)?.signal(frame.data);
+      },
+      'call.ended': (frame) => byCall(frame.call)?.ended(frame.reason),
+    };
+  }
+
+  /** Takes an error frame that refused one of the calls' frames (by its ref, else its call id). */
+  ownsError(frame: ErrorFrame, error: RealtimeSocketError): boolean {
+    const party =
+      (typeof frame.ref === 'number' ? this.#routes.get(frame.ref) : undefined) ??
+      (typeof frame.call === 'string' ? this.#routes.get(frame.call) : undefined);
+    if (!party) return false;
+    party.refused(error);
+    return true;
+  }
+
+  welcome(): void {
+    for (const waiter of this.#waiters.splice(0)) waiter.resolve();
+  }
+
+  lost(error: RealtimeSocketError, final: boolean): void {
+    if (final) {
+      this.#closed = error;
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+      globalThis.removeEventListener?.('pagehide', this.#pageHide);
+    }
+    for (const party of [...this.#live]) party.lost(error, final);
+  }
+
+  /** Hangs up every call (rings go on on the user's other pages). */
+  leave(): void {
+    for (const party of [...this.#live]) party.leave();
+  }
+
+  #whenReady(): Promise<void> {
+    if (this.#host.ready) return Promise.resolve();
+    if (this.#closed) return Promise.reject(this.#closed);
+    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+  }
+}
+
+function checkRtc(rtc: RtcOptions | undefined): void {
+  if (rtc === undefined) return;
+  if (typeof rtc !== 'object' || rtc === null) throw new TypeError('`rtc` must be an object');
+  if (rtc.candidateFilter !== undefined && typeof rtc.candidateFilter !== 'function') {
+    throw new TypeError('`rtc.candidateFilter` must be a function');
+  }
+  const ms = rtc.connectTimeoutMs;
+  if (ms !== undefined && !(Number.isFinite(ms) && ms > 0))
+    throw new TypeError('`rtc.connectTimeoutMs` must be positive');
+}

@@ -1,0 +1,155 @@
+import { type IceServer, SIGNAL_MAX_BYTES, utf8Length } from '@realtime/protocol';
+import { CallError } from './errors.js';
+import type { RtcOptions } from './types.js';
+
+/** What a call's peer connection tells its call. */
+export interface PeerHooks {
+  /** A description or candidate for the other page, as `call.signal` data. */
+  signal(data: Record<string, unknown>): void;
+  track(track: MediaStreamTrack): void;
+  connected(): void;
+  /** The media cannot connect (ICE failed) or a signal could not be used. */
+  failed(error: CallError): void;
+}
+
+/**
+ * One call's RTCPeerConnection. The caller's page makes the one offer; the callee's page answers;
+ * candidates trickle both ways through the filter. Candidates received before the description they
+ * belong to wait for it, and this side's own wait until its description was sent, so the other page
+ * never gets a candidate before the description.
+ */
+export class Peer {
+  readonly connection: RTCPeerConnection;
+  readonly #hooks: PeerHooks;
+  readonly #filter: RtcOptions['candidateFilter'];
+  #described = false;
+  #outgoing: RTCIceCandidateInit[] = [];
+  #incoming: RTCIceCandidateInit[] = [];
+  /** Signals applied one after another: each step waits for the one before. */
+  #chain: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(ice: readonly IceServer[], rtc: RtcOptions, local: MediaStream, hooks: PeerHooks) {
+    this.#hooks = hooks;
+    this.#filter = rtc.candidateFilter;
+    const config: RTCConfiguration = {
+      iceServers: ice.map((server) => ({ ...server, urls: [...server.urls] })),
+      bundlePolicy: 'max-bundle',
+    };
+    if (rtc.iceTransportPolicy) config.iceTransportPolicy = rtc.iceTransportPolicy;
+    this.connection = new RTCPeerConnection(config);
+    const pc = this.connection;
+    pc.onicecandidate = ({ candidate }) => {
+      // null, or an empty candidate: the end of gathering, which the other side needs not hear.
+      if (!candidate?.candidate) return;
+      const init = candidate.toJSON();
+      if (!this.#keeps(init)) return;
+      if (this.#described) this.#send({ candidate: init });
+      else this.#outgoing.push(init);
+    };
+    pc.ontrack = ({ track }) => hooks.track(track);
+    pc.onconnectionstatechange = () => {
+      if (this.#closed) return;
+      if (pc.connectionState === 'connected') hooks.connected();
+      else if (pc.connectionState === 'failed')
+        hooks.failed(new CallError('peer_failed', 'the media connection failed (ICE)'));
+    };
+    for (const track of local.getTracks()) pc.addTrack(track, local);
+  }
+
+  /** The caller's side: an offer receiving both kinds, whatever it sends itself. */
+  offer(): void {
+    const pc = this.connection;
+    const sending = new Set(pc.getSenders().map((sender) => sender.track?.kind));
+    // So the callee can send video (or audio) even when the caller sends none.
+    for (const kind of ['audio', 'video'] as const) {
+      if (!sending.has(kind)) pc.addTransceiver(kind, { direction: 'recvonly' });
+    }
+    this.#step(async () => {
+      await pc.setLocalDescription(await pc.createOffer());
+      this.#describe();
+    });
+  }
+
+  /** A `call.signal` of the other page. */
+  receive(data: Record<string, unknown>): void {
+    const { sdp, candidate } = data;
+    if (isDescription(sdp)) {
+      this.#step(async () => {
+        const pc = this.connection;
+        await pc.setRemoteDescription(sdp);
+        for (const init of this.#incoming.splice(0)) await pc.addIceCandidate(init);
+        if (sdp.type === 'offer') {
+          await pc.setLocalDescription(await pc.createAnswer());
+          this.#describe();
+        }
+      });
+    } else if (isCandidate(candidate) && this.#keeps(candidate)) {
+      this.#step(async () => {
+        if (this.connection.remoteDescription) await this.connection.addIceCandidate(candidate);
+        else this.#incoming.push(candidate);
+      });
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.connection.close();
+  }
+
+  #describe(): void {
+    const description = this.connection.localDescription;
+    if (!description) return;
+    this.#send({ sdp: { type: description.type, sdp: description.sdp } });
+    this.#described = true;
+    for (const init of this.#outgoing.splice(0)) this.#send({ candidate: init });
+  }
+
+  #send(data: Record<string, unknown>): void {
+    if (this.#closed) return;
+    if (utf8Length(JSON.stringify(data)) > SIGNAL_MAX_BYTES) {
+      this.#hooks.failed(new CallError('signal_too_large', `a call signal is over ${SIGNAL_MAX_BYTES} bytes`));
+      return;
+    }
+    this.#hooks.signal(data);
+  }
+
+  #keeps(candidate: RTCIceCandidateInit): boolean {
+    if (!this.#filter) return true;
+    try {
+      return this.#filter(candidate) === true;
+    } catch (error) {
+      // The page's filter is broken: the candidate is dropped, and the page hears of it.
+      queueMicrotask(() => {
+        throw error;
+      });
+      return false;
+    }
+  }
+
+  #step(work: () => Promise<void>): void {
+    this.#chain = this.#chain.then(async () => {
+      if (this.#closed) return;
+      try {
+        await work();
+      } catch (cause) {
+        if (this.#closed) return;
+        const what = cause instanceof Error ? cause.message : String(cause);
+        this.#hooks.failed(new CallError('peer_failed', `WebRTC refused a signal: ${what}`, { cause }));
+      }
+    });
+  }
+}
+
+function isDescription(value: unknown): value is RTCSessionDescriptionInit {
+  if (typeof value !== 'object' || value === null) return false;
+  const { type, sdp } = value as { type?: unknown; sdp?: unknown };
+  return (type === 'offer' || type === 'answer') && typeof sdp === 'string';
+}
+
+function isCandidate(value: unknown): value is RTCIceCandidateInit {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { candidate?: unknown }).candidate === 'string'
+  );
+}
