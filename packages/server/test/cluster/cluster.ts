@@ -18,7 +18,7 @@ const OUTPUT_KEPT = 32_000;
 /** What a node is started with: JSON only, it crosses a process boundary. */
 export type NodeOptions = Pick<
   ServerOptions,
-  'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway' | 'limits'
+  'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway' | 'limits' | 'calls'
 > & { engine: { kind: 'redis'; url: string; prefix: string } | { kind: 'embedded' } };
 
 export interface ClusterNode {
