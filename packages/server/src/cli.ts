@@ -6,6 +6,7 @@ import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from './apps/defaults.js';
 import { developmentAppBanner } from './apps/development-app.js';
 import { newApp, newSecret } from './apps/generate.js';
+import { callOptions, splitList } from './config/calls-config.js';
 import { type ConfigFile, readConfig } from './config/config-file.js';
 import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
 import { UsageError } from './config/usage-error.js';
@@ -20,6 +21,7 @@ import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [STORE] [--config FILE] [--allow-private-webhooks] [--log-level L]
+                [--stun URL] [--turn URL --turn-secret S]
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
@@ -30,8 +32,13 @@ const USAGE = `Usage:
 STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
 DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis).
 
+--stun and --turn (each repeatable or comma-separated: stun:HOST:PORT, turn:HOST:PORT?transport=udp,
+turns:HOST:PORT) are the servers call pages get; TURN credentials are signed with --turn-secret, the
+TURN server's static-auth-secret (better in REALTIME_TURN_SECRET or the config file: ps shows flags).
+
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
-REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL.
+REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
+REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET.
 The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
@@ -127,7 +134,15 @@ const SERVE_FLAGS: Flags = {
   'allow-private-webhooks': { type: 'boolean' },
   redis: { type: 'string' },
   'log-level': { type: 'string' },
+  stun: { type: 'string', multiple: true },
+  turn: { type: 'string', multiple: true },
+  'turn-secret': { type: 'string' },
 };
+
+function list(values: Values, name: string): string[] | undefined {
+  const value = values[name];
+  return Array.isArray(value) ? splitList(value) : undefined;
+}
 
 /** Reads the config file; when a variable named it, its errors say so (`REALTIME_CONFIG: config ...`). */
 function readConfigFrom(path: string, where: string, allowPrivateWebhooks: boolean): ConfigFile {
@@ -157,6 +172,12 @@ async function serve(args: string[]): Promise<void> {
     ? readConfigFrom(configPath, source('config'), allowPrivateWebhooks)
     : { apps: [] };
   const configApps = config.apps;
+  const calls = callOptions(
+    config.calls,
+    { stun: list(values, 'stun'), turn: list(values, 'turn'), turnSecret: str(values, 'turn-secret') },
+    source,
+    configPath === undefined ? undefined : `config ${resolve(configPath)}: calls`,
+  );
   const dir = dataDir(values);
 
   // The config's apps are in place before the port opens, so no early request meets a missing app.
@@ -182,6 +203,7 @@ async function serve(args: string[]): Promise<void> {
       ...(config.metricsToken === undefined ? {} : { metricsToken: config.metricsToken }),
       ...(config.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: config.shutdownDelayMs }),
       ...(config.limits === undefined ? {} : { limits: config.limits }),
+      ...(calls === undefined ? {} : { calls }),
     });
     created = noApps ? await createDevelopmentApp(store.apps, server) : undefined;
   } finally {

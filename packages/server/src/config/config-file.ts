@@ -5,11 +5,12 @@ import type { App, RateLimit } from '../engines/types.js';
 import { TrustedProxies } from '../http/client-address.js';
 import type { ServerLimits } from '../lifecycle.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
+import { type CallsFileConfig, parseCallsConfig } from './calls-config.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
 const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
-const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs', 'limits']);
+const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs', 'limits', 'calls']);
 const LIMIT_FIELDS = new Set([
   'maxPages',
   'maxPagesPerAddress',
@@ -91,6 +92,8 @@ export interface ConfigFile {
   shutdownDelayMs?: number;
   /** Connection caps, header timeout, trusted proxies and asks in flight per user (defaults where left out). */
   limits?: Partial<ServerLimits>;
+  /** Ring time, STUN and TURN servers (flags and variables may still replace the servers and secret). */
+  calls?: CallsFileConfig;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -173,6 +176,7 @@ export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigF
     config.shutdownDelayMs = delay;
   }
   if (value.limits !== undefined) config.limits = limits(value.limits, `config ${path}: limits`);
+  if (value.calls !== undefined) config.calls = parseCallsConfig(value.calls, `config ${path}: calls`);
   return config;
 }
 

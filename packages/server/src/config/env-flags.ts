@@ -1,7 +1,8 @@
 import { UsageError } from './usage-error.js';
 
-export type FlagValues = Record<string, string | boolean | undefined>;
-export type FlagTypes = Record<string, { type: 'string' | 'boolean' }>;
+export type FlagValues = Record<string, string | boolean | string[] | undefined>;
+/** `multiple`: the flag may be given again; its variable holds one value (which may list several). */
+export type FlagTypes = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
 
 /** The environment variable of a flag: `--allow-private-webhooks` is `REALTIME_ALLOW_PRIVATE_WEBHOOKS`. */
 export function envName(flag: string): string {
@@ -31,7 +32,7 @@ export function withEnv(
     if (text === undefined || text === '') continue;
     fromEnv.add(flag);
     if (types[flag]?.type !== 'boolean') {
-      out[flag] = text;
+      out[flag] = types[flag]?.multiple === true ? [text] : text;
       continue;
     }
     const word = text.trim().toLowerCase();
