@@ -185,6 +185,37 @@ describe('npm start (the chat demo)', () => {
     }
   });
 
+  it('mints call tokens the service takes: a call from one member of the lobby rings the other', async () => {
+    const hello = async (user: string) => {
+      const page = await openRawPage(serviceUrl, key);
+      page.send({ t: 'hello', v: 1, identity: (await tokensFor(user)).identity });
+      await page.next((f) => f.t === 'welcome', 'welcome');
+      return page;
+    };
+    const ann = await hello('ann');
+    const ben = await hello('ben');
+    try {
+      const refused = await fetch(`${demoUrl}/call-token?user=ann&to=ann`);
+      expect(refused.status).toBe(400);
+      const answer = await fetch(`${demoUrl}/call-token?user=ann&to=ben`);
+      expect(answer.status).toBe(200);
+      const { token } = (await answer.json()) as { token: string };
+      ann.send({ t: 'call.invite', ref: 1, to: 'ben', token });
+      const placed = await ann.next((f) => f.ref === 1, 'call.placed');
+      expect(placed).toMatchObject({ t: 'call.placed' });
+      expect(await ben.next((f) => f.t === 'call.ring', 'ring')).toMatchObject({
+        call: placed.call,
+        from: 'ann',
+        media: ['audio', 'video'],
+      });
+      ann.send({ t: 'call.hangup', call: placed.call });
+      expect(await ben.next((f) => f.t === 'call.ended', 'ended')).toMatchObject({ reason: 'cancelled' });
+    } finally {
+      await ann.close();
+      await ben.close();
+    }
+  });
+
   it('stops on SIGTERM with exit 0', async () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

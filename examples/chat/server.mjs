@@ -5,6 +5,8 @@ import { createServer } from 'node:http';
 import { Realtime } from '@realtime/node';
 
 const PAGE = new URL('./index.html', import.meta.url);
+/** The names the demo takes: letters, digits, space, `_`, `.` and `-`, 1 to 40. */
+const NAME = /^[\p{L}\p{N} _.-]{1,40}$/u;
 const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
 
 /**
@@ -38,7 +40,7 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
         res.writeHead(200, { 'content-type': 'text/javascript' }).end(await readFile(BUNDLE));
       } else if (url.pathname === '/token') {
         const user = (url.searchParams.get('user') ?? '').trim().slice(0, 40);
-        if (!/^[\p{L}\p{N} _.-]{1,40}$/u.test(user)) {
+        if (!NAME.test(user)) {
           res
             .writeHead(400, { 'content-type': 'application/json' })
             .end('{"error":"pick a name of letters and digits"}');
@@ -54,6 +56,18 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
         });
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
         res.end(JSON.stringify({ identity, room }));
+      } else if (url.pathname === '/call-token') {
+        // A call from the page's user to another member of the lobby, audio and video.
+        const user = (url.searchParams.get('user') ?? '').trim();
+        const to = (url.searchParams.get('to') ?? '').trim();
+        if (!NAME.test(user) || !NAME.test(to) || user === to) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"call another member by name"}');
+          return;
+        }
+        const realtime = await realtimeNow();
+        const token = await realtime.callToken(user, { to, media: ['audio', 'video'] });
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ token }));
       } else {
         res.writeHead(404).end('not found');
       }
