@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { MemoryGroupStore } from '../memory/groups.js';
 import { newNodeId } from '../node-id.js';
 import type { Engine } from '../types.js';
 import { RedisAppStore } from './apps.js';
@@ -7,6 +6,7 @@ import { RedisBroker } from './broker.js';
 import { RedisCallStore } from './calls.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig } from './config-check.js';
+import { RedisGroupStore } from './groups.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisLimitStore } from './limits.js';
 import { RedisPresenceStore } from './presence.js';
@@ -23,8 +23,8 @@ export interface RedisEngineOptions {
 
 /**
  * The Redis engine: every node of a cluster on one Redis. History on streams, fan-out on pub/sub,
- * presence and calls with node leases, the webhook queue with leased batches, apps; one client per node
- * (plus the broker's subscriber connection). Refuses a Redis that would evict what it keeps.
+ * presence, calls and group calls with node leases, the webhook queue with leased batches, apps; one
+ * client per node (plus the broker's subscriber connection). Refuses a Redis that would evict what it keeps.
  */
 export async function openRedisEngine(options: RedisEngineOptions): Promise<Engine> {
   const client = await RedisClient.open({
@@ -61,8 +61,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     webhooks,
     limits: new RedisLimitStore(client),
     calls: new RedisCallStore(client),
-    // TODO(groups): RedisGroupStore replaces this.
-    groups: new MemoryGroupStore(),
+    groups: new RedisGroupStore(client),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {

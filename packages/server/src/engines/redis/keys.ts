@@ -8,6 +8,8 @@
  * - `pr:...`: presence (presence.ts names its own keys);
  * - `call:...`: calls between two people (calls.ts names its own keys: `call:{<app>}:c|u:...`,
  *   `call:ring`, `call:nodes`, `call:n:{<node>}`);
+ * - `group:...`: group calls (groups.ts names its own keys: `group:{<app>}:m|o:<group>`,
+ *   `group:nodes`, `group:n:{<node>}`);
  * - channels: the prefix then the topic (`r:<app>:<room>`, `u:<app>:<user>`, `n:<node>`).
  * App keys hold no ':' (types.ts), so `{<app>:<room>}` names one room of one app.
  */

@@ -1,0 +1,136 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { groupStoreContract } from '../contract/groups.contract.js';
+import { StoreError } from '../store-error.js';
+import type { GroupMember } from '../types.js';
+import { RedisClient } from './client.js';
+import { RedisGroupStore } from './groups.js';
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+groupStoreContract('RedisGroupStore, two nodes', async () => {
+  const prefix = uniquePrefix('groups');
+  const clients = [
+    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ url: redis.url, prefix }),
+  ];
+  return {
+    store: new RedisGroupStore(clients[0] as RedisClient),
+    // Another node on the same Redis, with its own connection.
+    peer: new RedisGroupStore(clients[1] as RedisClient),
+    cleanup: async () => {
+      for (const client of clients) await client.close();
+    },
+  };
+});
+
+const T0 = 1_700_000_000_000;
+const DAY = 24 * 3600_000;
+
+describe('RedisGroupStore keys', () => {
+  const clients: RedisClient[] = [];
+
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+  });
+
+  async function open(): Promise<{ client: RedisClient; store: RedisGroupStore }> {
+    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('group-keys') });
+    clients.push(client);
+    const store = new RedisGroupStore(client);
+    await store.renew('na', T0 + DAY);
+    await store.renew('nb', T0 + DAY);
+    return { client, store };
+  }
+
+  const member = (page: string): GroupMember => ({ page, user: `u-${page}`, media: ['audio'], joinedAt: T0 });
+
+  const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
+  const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
+
+  it('leaves no key of a group behind once its last member left, by leave or by the sweep', async () => {
+    const { client, store } = await open();
+    const before = (await keys(client)).sort();
+    await store.join('app1', 'g', member('na.1'), 4);
+    await store.join('app1', 'g', member('nb.2'), 4);
+    await store.join('app1', 'g', member('na.3'), 4);
+    expect((await keys(client)).length).toBeGreaterThan(before.length);
+    await store.leave('app1', 'g', 'na.1');
+    await store.leave('app1', 'g', 'nb.2');
+    // A node's set keeps the group while another of its pages is in it.
+    expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
+    await store.leave('app1', 'g', 'na.3');
+    expect((await keys(client)).sort()).toEqual(before);
+    await store.join('app1', 'h', member('nz.1'), 4);
+    await store.join('app1', 'h', member('nz.2'), 4);
+    expect((await store.takeLapsed(T0, 10)).length).toBe(2);
+    expect((await keys(client)).sort()).toEqual(before);
+  });
+
+  it('forgets lapsed nodes that hold no member', async () => {
+    const { client, store } = await open();
+    await store.renew('gone', T0 + 1000);
+    const nodes = () => client.call((r) => r.zrange(client.key('group:nodes'), 0, -1));
+    expect((await nodes()).sort()).toEqual(['gone', 'na', 'nb']);
+    await store.takeLapsed(T0 + 2000, 10);
+    expect((await nodes()).sort()).toEqual(['na', 'nb']);
+  });
+
+  it("lets a group's keys expire a week after its last join or leave", async () => {
+    const { client, store } = await open();
+    const names = ['group:{app1}:m:g', 'group:{app1}:o:g'];
+    await store.join('app1', 'g', member('na.1'), 4);
+    await store.join('app1', 'g', member('na.2'), 4);
+    for (const name of names) {
+      // Shorten what is left, as if days passed: the next change sets a week again.
+      await client.call((r) => r.pexpire(client.key(name), DAY));
+    }
+    await store.leave('app1', 'g', 'na.1');
+    for (const name of names) {
+      const ttl = await pttl(client, name);
+      expect(ttl).toBeGreaterThan(7 * DAY - 60_000);
+      expect(ttl).toBeLessThanOrEqual(7 * DAY);
+    }
+  });
+
+  it('answers nothing for the members of a group that expired, and sweeps what it left in its indexes', async () => {
+    const { client, store } = await open();
+    await store.join('app1', 'g', member('na.1'), 4);
+    await store.join('app1', 'h', member('na.2'), 4);
+    await store.join('app1', 'h', member('nx.1'), 4);
+    // The safety net fired (as if the groups outlived their keys).
+    for (const name of ['group:{app1}:m:g', 'group:{app1}:o:g', 'group:{app1}:m:h', 'group:{app1}:o:h']) {
+      await client.call((r) => r.del(client.key(name)));
+    }
+    expect(await store.members('app1', 'g')).toEqual([]);
+    expect(await store.join('app1', 'g', member('nb.1'), 1)).toEqual([]);
+    expect(await store.leave('app1', 'h', 'na.2')).toBeUndefined();
+    // The leave found no page of node na in h: its name went from na's set; g is nb's now.
+    expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
+    expect(await store.takeLapsed(T0, 10)).toEqual([]);
+    expect(await client.call((r) => r.exists(client.key('group:n:{nx}')))).toBe(0);
+    await store.leave('app1', 'g', 'nb.1');
+    // A live node keeps the dead group's name in its set until the node itself lapses.
+    expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
+    expect(await store.takeLapsed(T0 + 2 * DAY, 10)).toEqual([]);
+    expect(await keys(client)).toEqual([client.key('gen')]);
+  });
+
+  it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {
+    const { client, store } = await open();
+    await client.close();
+    await expect(store.join('app1', 'g', member('na.1'), 4)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.leave('app1', 'g', 'na.1')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.members('app1', 'g')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+  });
+});
