@@ -1,16 +1,11 @@
 import type { Logger } from 'pino';
+import { nodeOfPage } from '../engines/node-id.js';
 import { type Broker, topicOf, type Unsubscribe } from '../engines/types.js';
 import type { Page } from './hub.js';
 import { frameString } from './ws-frame.js';
 
 /** The event name of a page frame in a publication: `data` is the whole frame, handed on as is. */
 export const PAGE_FRAME = '$frame';
-
-/** The node a page id belongs to: page ids are `<node>.<counter>`. */
-export function nodeOfPage(page: string): string {
-  const dot = page.indexOf('.');
-  return dot < 0 ? page : page.slice(0, dot);
-}
 
 export interface PageSignalsDeps {
   node: string;

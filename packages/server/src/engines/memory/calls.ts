@@ -1,10 +1,5 @@
+import { nodeOfPage } from '../node-id.js';
 import type { CallLapse, CallRecord, CallStore } from '../types.js';
-
-/** The node a page id belongs to: page ids are `<node>.<counter>`. */
-export function nodeOfPage(page: string): string {
-  const dot = page.indexOf('.');
-  return dot < 0 ? page : page.slice(0, dot);
-}
 
 /**
  * Calls in this process's memory: the embedded engine's, where one process is every node (a call

@@ -1,5 +1,5 @@
+import { nodeOfPage } from '../node-id.js';
 import type { GroupMember, GroupStore, LapsedMember } from '../types.js';
-import { nodeOfPage } from './calls.js';
 
 /** Group calls in this process's memory: the embedded engine's, where one process is every node. Answers at once. */
 export class MemoryGroupStore implements GroupStore {
