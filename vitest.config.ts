@@ -36,6 +36,7 @@ export default defineConfig({
           exclude: [
             'packages/server/test/cli.test.ts',
             'packages/server/test/ops-cli.test.ts',
+            'packages/server/test/cli-calls.test.ts',
             'packages/server/test/cluster/**',
           ],
           env: { REALTIME_TEST_ENGINE: 'embedded-async' },
@@ -51,6 +52,7 @@ export default defineConfig({
             // The CLI's own processes, SQLite's disk and group commit, and the cluster's own Redis.
             'packages/server/test/cli.test.ts',
             'packages/server/test/ops-cli.test.ts',
+            'packages/server/test/cli-calls.test.ts',
             'packages/server/test/storage-full.test.ts',
             'packages/server/test/group-commit.test.ts',
             'packages/server/test/webhook-crash.test.ts',
