@@ -6,10 +6,22 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
 
 /**
- * Chromium, headless, with no network of its own beyond loopback: the one at CHROMIUM_PATH when
- * set (any machine), else Debian's (scripts/test-deps.sh installs it).
+ * Flags for calls: fake camera and microphone granted without a prompt, media playing without a
+ * gesture, ICE on loopback, and host candidates with their real addresses (no mDNS multicast).
  */
-export function launchChromium(): Promise<Browser> {
+export const MEDIA_FLAGS = [
+  '--use-fake-ui-for-media-stream',
+  '--use-fake-device-for-media-stream',
+  '--autoplay-policy=no-user-gesture-required',
+  '--allow-loopback-in-peer-connection',
+  '--disable-features=WebRtcHideLocalIpsWithMdns',
+];
+
+/**
+ * Chromium, headless, with no network of its own beyond loopback: the one at CHROMIUM_PATH when
+ * set (any machine), else Debian's (scripts/test-deps.sh installs it). `extraArgs`: e.g. {@link MEDIA_FLAGS}.
+ */
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
     headless: true,
@@ -21,6 +33,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-component-update',
       '--disable-sync',
       '--no-first-run',
+      ...extraArgs,
     ],
   });
 }
