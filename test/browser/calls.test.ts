@@ -104,6 +104,7 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
         w.track = (call) => {
           w.calls.push(call);
           call.on('state', (state) => w.log.push(['state', state]));
+          call.on('local', (stream) => w.log.push(['local', stream.getTracks().map((t) => t.kind)]));
           call.on('remote', (track) => w.log.push(['remote', track.kind]));
           void call.ended.then((end) => w.log.push(['ended', end.reason, end.error?.code ?? null]));
         };
@@ -263,12 +264,16 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
       expect(new Set(got.localTypes)).toEqual(new Set(['host']));
       expect(hostAddresses).toContain(got.pairAddress);
     }
-    expect(await log(alice)).toEqual(
-      expect.arrayContaining([
-        ['remote', 'audio'],
-        ['remote', 'video'],
-      ]),
-    );
+    for (const page of [alice, bob]) {
+      const entries = await log(page);
+      expect(entries).toEqual(
+        expect.arrayContaining([
+          ['remote', 'audio'],
+          ['remote', 'video'],
+        ]),
+      );
+      expect((entries.find((e) => e[0] === 'local')?.[1] as string[]).sort()).toEqual(['audio', 'video']);
+    }
     // Talk for over a second, so the webhook's whole seconds are at least 1.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
 

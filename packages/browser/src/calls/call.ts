@@ -23,12 +23,15 @@ export type CallInit =
  *
  * @example
  * call.on('state', (state, previous) => console.log(previous, '->', state));
+ * call.on('local', (stream) => (preview.srcObject = stream));
  * call.on('remote', (track, stream) => (video.srcObject = stream));
  * call.on('ended', ({ reason, error }) => showEnded(reason, error));
  */
 export interface CallEvents {
   /** The call moved to another {@link CallState}. */
   state: (state: CallState, previous: CallState) => void;
+  /** This page's media is here ({@link Call.localStream}): for a preview, before the call is even placed. */
+  local: (stream: MediaStream) => void;
   /** A track of the peer arrived; `stream` is {@link Call.remoteStream}, which now holds it. */
   remote: (track: MediaStreamTrack, stream: MediaStream) => void;
   /** The call is over, and why (as {@link Call.ended} gives it). */
@@ -50,7 +53,7 @@ export interface CallEvents {
  * const call = client.call('bob', { token: () => fetchCallToken('bob'), media: { audio: true, video: true } });
  * call.on('state', (state) => (status.textContent = state));
  * call.on('remote', (_track, stream) => (remoteVideo.srcObject = stream));
- * localVideo.srcObject = await new Promise((resolve) => call.on('state', () => resolve(call.localStream)));
+ * call.on('local', (stream) => (localVideo.srcObject = stream));
  * hangupButton.onclick = () => call.hangup();
  * const { reason, error } = await call.ended; // 'completed', 'busy', 'rejected', 'missed', ...
  */
@@ -177,7 +180,7 @@ export class Call {
     const [media, text] = await Promise.allSettled([localMedia(source), tokenText(token)]);
     if (media.status === 'fulfilled') {
       if (this.#state === 'ended') releaseMedia(media.value);
-      else this.#media = media.value;
+      else this.#gotMedia(media.value);
     }
     if (this.#state === 'ended') return;
     if (media.status === 'rejected') return this.#fail(callError(media.reason, 'media_failed'), false);
@@ -223,11 +226,16 @@ export class Call {
           releaseMedia(media);
           return;
         }
-        this.#media = media;
+        this.#gotMedia(media);
         this.#startPeer();
       },
       (error: unknown) => this.#fail(callError(error, 'media_failed'), true),
     );
+  }
+
+  #gotMedia(media: LocalMedia): void {
+    this.#media = media;
+    this.#emitter.emit('local', media.stream);
   }
 
   #placed(frame: CallPlacedFrame): void {
