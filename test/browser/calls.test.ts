@@ -444,6 +444,46 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
     expect(await webhook(main, second as string)).toMatchObject({ reason: 'completed', from: 'alice-p' });
   });
 
+  it('a lost socket ends the call failed at once; after the reconnect the page calls again', async () => {
+    const alice = await phone('alice-l');
+    const bob = await phone('bob-l');
+    await dial(alice, 'alice-l', 'bob-l', { video: false });
+    const [, id] = await seen(bob, 'ring');
+    await accept(bob);
+    await seen(alice, 'state', 'connected');
+    expect(main.server.disconnectUser(main.server.app.key, 'alice-l')).toBe(1);
+    // The service ends a call whose page went without hanging up: this page cannot take it back.
+    expect(await seen(alice, 'ended')).toEqual(['ended', 'failed', 'disconnected']);
+    expect(await liveLocalTracks(alice)).toEqual([]);
+    expect(await seen(bob, 'ended')).toEqual(['ended', 'failed', null]);
+    expect(await webhook(main, id as string)).toMatchObject({ reason: 'failed' });
+
+    await alice.waitForFunction(() => (window as unknown as PhoneWindow).client.state === 'connected');
+    await dial(alice, 'alice-l', 'bob-l', { video: false });
+    await bob.waitForFunction(() => (window as unknown as PhoneWindow).rings.length === 2);
+    await accept(bob, 1);
+    await alice.waitForFunction(() => (window as unknown as PhoneWindow).calls[1]?.state === 'connected');
+    expect(await alice.evaluate(() => (window as unknown as PhoneWindow).calls[1]?.hangup())).toEqual({
+      reason: 'completed',
+    });
+  });
+
+  it("a rejection on one of the callee's pages stops the ring on the other", async () => {
+    const alice = await phone('alice-x');
+    const one = await phone('bob-x');
+    const two = await phone('bob-x');
+    await dial(alice, 'alice-x', 'bob-x');
+    const [, id] = await seen(one, 'ring');
+    await seen(two, 'ring');
+    await two.evaluate(() => (window as unknown as PhoneWindow).rings[0]?.reject());
+    expect(await seen(alice, 'ended')).toEqual(['ended', 'rejected', null]);
+    expect(await seen(two, 'ring-ended')).toEqual(['ring-ended', id, 'rejected', null]);
+    // The other page stops ringing (the protocol says `elsewhere`; the service now says `rejected`).
+    const [, other, reason] = await seen(one, 'ring-ended');
+    expect(other).toBe(id);
+    expect(['elsewhere', 'rejected']).toContain(reason);
+  });
+
   it('a refused invite ends the call failed with the service error, before any ring', async () => {
     const alice = await phone('alice-e');
     const bob = await phone('bob-e');
