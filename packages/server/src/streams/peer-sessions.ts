@@ -1,0 +1,200 @@
+/**
+ * The forwarding unit's two kinds of peer connection: the presenter's (receives audio and video)
+ * and each viewer's (sends them). They reach the unit only through `UnitHub`.
+ */
+import {
+  MediaStream,
+  type MediaStreamTrack,
+  RTCPeerConnection,
+  type RTCPeerConnectionConfig,
+  RTCRtpCodecParameters,
+  type RTCRtpReceiver,
+  type RTCRtpSender,
+  useNACK,
+  usePLI,
+} from 'werift';
+import { candidateAddress, filterSdpCandidates } from './ice-settings.js';
+
+/** An ICE candidate as a page's RTCPeerConnection gives it (JSON of RTCIceCandidate). */
+export interface IceCandidateInit {
+  candidate: string;
+  sdpMid?: string | null;
+  sdpMLineIndex?: number | null;
+  usernameFragment?: string | null;
+}
+
+/** Why a session ended. */
+export type SessionEnd = 'closed' | 'replaced' | 'failed' | 'unit-closed';
+
+export interface Session {
+  readonly id: string;
+  /** Adds a candidate the page trickled; one with a refused address is dropped silently. */
+  addCandidate(candidate: IceCandidateInit): Promise<void>;
+  /** Called once when the session ends, however it ends. */
+  onEnded(listener: (reason: SessionEnd) => void): void;
+  close(): Promise<void>;
+}
+
+export interface PresenterSession extends Session {
+  /** Takes the presenter page's offer (audio and/or video, sendonly) and gives the answer. */
+  answer(offerSdp: string): Promise<string>;
+}
+
+export interface ViewerSession extends Session {
+  /** The offer for the viewer page: one audio and one video track, sendonly, in one stream. */
+  offer(): Promise<string>;
+  /** Takes the viewer page's answer to `offer()`. */
+  accept(answerSdp: string): Promise<void>;
+}
+
+/** What a session needs of its unit. */
+export interface UnitHub {
+  /** Peer connection settings (ICE and media), fresh for each connection. */
+  config(): RTCPeerConnectionConfig;
+  allowed(address: string): boolean;
+  attachSource(presenter: Presenter, track: MediaStreamTrack): void;
+  requestKeyframe(): void;
+  removePresenter(presenter: Presenter): void;
+  removeViewer(viewer: Viewer): void;
+}
+
+/**
+ * Opus and VP8 only, which every browser sends and decodes; no header extensions, so packets pass
+ * through unchanged but for the SSRC, payload type and numbering each viewer's sender sets. werift
+ * writes payload types into these objects, so each peer connection gets its own.
+ */
+export function mediaConfig(): RTCPeerConnectionConfig {
+  return {
+    codecs: {
+      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
+      video: [
+        new RTCRtpCodecParameters({ mimeType: 'video/VP8', clockRate: 90_000, rtcpFeedback: [useNACK(), usePLI()] }),
+      ],
+    },
+    headerExtensions: { audio: [], video: [] },
+    bundlePolicy: 'max-bundle',
+  };
+}
+
+/** What both kinds share: the peer connection, candidate intake and the end. */
+export abstract class PeerSession implements Session {
+  protected readonly pc: RTCPeerConnection;
+  private readonly listeners: Array<(reason: SessionEnd) => void> = [];
+  private ended = false;
+
+  constructor(
+    readonly id: string,
+    protected readonly hub: UnitHub,
+  ) {
+    this.pc = new RTCPeerConnection(hub.config());
+    this.pc.connectionStateChange.subscribe((state) => {
+      if (state === 'connected') this.connected();
+      // werift's ICE does not come back from "failed"; a page that wants back starts anew.
+      if (state === 'failed') void this.end('failed');
+    });
+  }
+
+  async addCandidate(candidate: IceCandidateInit): Promise<void> {
+    const address = candidateAddress(candidate.candidate);
+    if (this.ended || address === undefined || !this.hub.allowed(address)) return;
+    await this.pc.addIceCandidate(candidate);
+  }
+
+  onEnded(listener: (reason: SessionEnd) => void): void {
+    if (!this.ended) this.listeners.push(listener);
+  }
+
+  close(): Promise<void> {
+    return this.end('closed');
+  }
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  /** Ends the session once: detaches it from the unit, closes the connection, tells listeners. */
+  async end(reason: SessionEnd): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.detach();
+    await this.pc.close().catch(() => undefined);
+    for (const listener of this.listeners.splice(0)) listener(reason);
+  }
+
+  protected sdp(): string {
+    const local = this.pc.localDescription;
+    if (!local) throw new Error('no local description after setLocalDescription');
+    return local.sdp;
+  }
+
+  /** A page's SDP without candidates whose address is refused. */
+  protected remote(sdp: string): string {
+    return filterSdpCandidates(sdp, (address) => this.hub.allowed(address));
+  }
+
+  protected connected(): void {}
+  protected abstract detach(): void;
+}
+
+export class Presenter extends PeerSession implements PresenterSession {
+  private video: RTCRtpReceiver | undefined;
+
+  constructor(id: string, hub: UnitHub) {
+    super(id, hub);
+    this.pc.ontrack = ({ track, receiver }) => {
+      if (this.closed) return;
+      if (track.kind === 'video') this.video = receiver;
+      hub.attachSource(this, track);
+    };
+  }
+
+  async answer(offerSdp: string): Promise<string> {
+    await this.pc.setRemoteDescription({ type: 'offer', sdp: this.remote(offerSdp) });
+    await this.pc.setLocalDescription(await this.pc.createAnswer());
+    return this.sdp();
+  }
+
+  /** Asks the presenter's browser for a keyframe of the video it sends as `ssrc`. */
+  requestKeyframe(ssrc: number): void {
+    this.video?.sendRtcpPLI(ssrc).catch(() => undefined);
+  }
+
+  protected override detach(): void {
+    this.hub.removePresenter(this);
+  }
+}
+
+export class Viewer extends PeerSession implements ViewerSession {
+  readonly senders: { audio: RTCRtpSender; video: RTCRtpSender };
+
+  constructor(id: string, hub: UnitHub) {
+    super(id, hub);
+    // Both tracks in one stream, so the page gets them together in its track event's `streams`.
+    const streams = [new MediaStream({ id: 'live' })];
+    this.senders = {
+      audio: this.pc.addTransceiver('audio', { direction: 'sendonly', streams }).sender,
+      video: this.pc.addTransceiver('video', { direction: 'sendonly', streams }).sender,
+    };
+    // The viewer's decoder lost its place (loss, or it started mid-stream): only the presenter
+    // can make a keyframe.
+    this.senders.video.onPictureLossIndication.subscribe(() => hub.requestKeyframe());
+  }
+
+  async offer(): Promise<string> {
+    await this.pc.setLocalDescription(await this.pc.createOffer());
+    return this.sdp();
+  }
+
+  async accept(answerSdp: string): Promise<void> {
+    await this.pc.setRemoteDescription({ type: 'answer', sdp: this.remote(answerSdp) });
+  }
+
+  /** Packets flow from the moment DTLS is up; a keyframe lets the viewer decode at once. */
+  protected override connected(): void {
+    this.hub.requestKeyframe();
+  }
+
+  protected override detach(): void {
+    this.hub.removeViewer(this);
+  }
+}

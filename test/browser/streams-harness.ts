@@ -1,0 +1,175 @@
+/**
+ * Chromium pages that present or view a live stream through a ForwardingUnit, with the test itself
+ * carrying SDP and candidates (no service in between). Chromium's fake camera and microphone feed
+ * the presenter; only 127.0.0.1 candidates ever leave a page.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import type {
+  IceCandidateInit,
+  PresenterSession,
+  ViewerSession,
+} from '../../packages/server/src/streams/forwarding-unit.js';
+
+/** Headless Chromium with fake media devices, allowed to use loopback for WebRTC. */
+export function launchMediaChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
+      '--autoplay-policy=no-user-gesture-required',
+      '--allow-loopback-in-peer-connection',
+      // Real addresses in candidates, so the pages can keep only the loopback ones.
+      '--disable-features=WebRtcHideLocalIpsWithMdns',
+    ],
+  });
+}
+
+// The page's side, in plain browser JavaScript: present (camera + microphone, sendonly), view
+// (answer the unit's offer, play the stream muted) and report inbound/outbound RTP stats.
+const PAGE_SCRIPT = `
+const LOOPBACK = '127.0.0.1';
+function peer() {
+  const pc = new RTCPeerConnection({ iceServers: [] });
+  pc.onicecandidate = (e) => {
+    if (e.candidate && e.candidate.address === LOOPBACK) window.toUnit(JSON.stringify(e.candidate.toJSON()));
+  };
+  window.pc = pc;
+  return pc;
+}
+window.present = async () => {
+  const media = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480, frameRate: 30 } });
+  const pc = peer();
+  for (const track of media.getTracks()) pc.addTransceiver(track, { direction: 'sendonly', streams: [media] });
+  const offer = await pc.createOffer();
+  await pc.setLocalDescription(offer);
+  return offer.sdp;
+};
+window.presented = (sdp) => window.pc.setRemoteDescription({ type: 'answer', sdp });
+window.view = async (sdp) => {
+  const pc = peer();
+  pc.ontrack = (e) => {
+    if (e.track.kind !== 'video') return;
+    const video = document.createElement('video');
+    video.muted = true;
+    video.autoplay = true;
+    video.srcObject = e.streams[0];
+    document.body.append(video);
+    video.play().catch(() => {});
+  };
+  await pc.setRemoteDescription({ type: 'offer', sdp });
+  const answer = await pc.createAnswer();
+  await pc.setLocalDescription(answer);
+  return answer.sdp;
+};
+window.rtpStats = async () => {
+  const out = { framesDecoded: 0, videoPackets: 0, audioPackets: 0, pliCount: 0, framesEncoded: 0, remoteAddresses: [] };
+  const report = await window.pc.getStats();
+  report.forEach((s) => {
+    if (s.type === 'inbound-rtp' && s.kind === 'video') { out.framesDecoded += s.framesDecoded || 0; out.videoPackets += s.packetsReceived || 0; }
+    if (s.type === 'inbound-rtp' && s.kind === 'audio') out.audioPackets += s.packetsReceived || 0;
+    if (s.type === 'outbound-rtp' && s.kind === 'video') { out.pliCount += s.pliCount || 0; out.framesEncoded += s.framesEncoded || 0; }
+    if (s.type === 'candidate-pair' && s.state === 'succeeded') {
+      const remote = report.get(s.remoteCandidateId);
+      if (remote) out.remoteAddresses.push(remote.address);
+    }
+  });
+  return out;
+};
+window.ready = true;
+`;
+
+/** Serves the media page from http://127.0.0.1:<port>/ (a secure context, so getUserMedia works). */
+export async function startMediaPageServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const html = `<!doctype html><meta charset="utf-8"><title>live</title><script>${PAGE_SCRIPT}</script>`;
+  const server = createServer((req, res) => {
+    if (req.url === '/') res.writeHead(200, { 'content-type': 'text/html' }).end(html);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface RtpStats {
+  /** Inbound video. */
+  framesDecoded: number;
+  videoPackets: number;
+  /** Inbound audio. */
+  audioPackets: number;
+  /** Outbound video: keyframe requests received, frames sent. */
+  pliCount: number;
+  framesEncoded: number;
+  /** The far ends of the page's working candidate pairs. */
+  remoteAddresses: string[];
+}
+
+interface MediaWindow {
+  present(): Promise<string>;
+  presented(sdp: string): Promise<void>;
+  view(sdp: string): Promise<string>;
+  rtpStats(): Promise<RtpStats>;
+  ready?: boolean;
+}
+
+/** A page whose candidates go to `session` (registered before the page makes any). */
+async function mediaPage(browser: Browser, url: string, session: { addCandidate(c: IceCandidateInit): Promise<void> }) {
+  const page = await browser.newPage();
+  await page.exposeFunction('toUnit', (json: string) => session.addCandidate(JSON.parse(json) as IceCandidateInit));
+  await page.goto(url);
+  await page.waitForFunction(() => (window as unknown as MediaWindow).ready === true);
+  return page;
+}
+
+/** A page and the SDP the unit gave it. */
+export interface MediaPage {
+  page: Page;
+  unitSdp: string;
+}
+
+/** A presenter page sending its fake camera and microphone to `session`. */
+export async function openPresenter(browser: Browser, url: string, session: PresenterSession): Promise<MediaPage> {
+  const page = await mediaPage(browser, url, session);
+  const offer = await page.evaluate(() => (window as unknown as MediaWindow).present());
+  const unitSdp = await session.answer(offer);
+  await page.evaluate((sdp) => (window as unknown as MediaWindow).presented(sdp), unitSdp);
+  return { page, unitSdp };
+}
+
+/** A viewer page receiving from `session`. */
+export async function openViewer(browser: Browser, url: string, session: ViewerSession): Promise<MediaPage> {
+  const page = await mediaPage(browser, url, session);
+  const unitSdp = await session.offer();
+  const answer = await page.evaluate((sdp) => (window as unknown as MediaWindow).view(sdp), unitSdp);
+  await session.accept(answer);
+  return { page, unitSdp };
+}
+
+export function rtpStats(page: Page): Promise<RtpStats> {
+  return page.evaluate(() => (window as unknown as MediaWindow).rtpStats());
+}
+
+/** The addresses of an SDP's candidate lines. */
+export function sdpCandidateAddresses(sdp: string): string[] {
+  return sdp
+    .split(/\r\n|\n/)
+    .filter((line) => line.startsWith('a=candidate:'))
+    .map((line) => line.split(' ')[4] ?? '');
+}
