@@ -38,6 +38,8 @@ export default defineConfig({
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
             'packages/server/test/cluster/**',
+            // The forwarding unit stands alone: no engine under it.
+            'test/browser/forwarding-unit.test.ts',
           ],
           env: { REALTIME_TEST_ENGINE: 'embedded-async' },
         },
@@ -53,6 +55,7 @@ export default defineConfig({
             'packages/server/test/cli.test.ts',
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
+            'test/browser/forwarding-unit.test.ts',
             'packages/server/test/storage-full.test.ts',
             'packages/server/test/group-commit.test.ts',
             'packages/server/test/webhook-crash.test.ts',
