@@ -108,6 +108,7 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
           call.on('remote', (track) => w.log.push(['remote', track.kind]));
           void call.ended.then((end) => w.log.push(['ended', end.reason, end.error?.code ?? null]));
         };
+        w.client.on('$error', (error) => w.log.push(['$error', error.code, error.message]));
         w.client.on('$call', (incoming) => {
           w.rings.push(incoming);
           w.log.push(['ring', incoming.id, incoming.from, incoming.media]);
@@ -482,6 +483,23 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
     const [, other, reason] = await seen(one, 'ring-ended');
     expect(other).toBe(id);
     expect(['elsewhere', 'rejected']).toContain(reason);
+  });
+
+  it('both sides hanging up at once: completed on both, and no stray error', async () => {
+    const alice = await phone('alice-h');
+    const bob = await phone('bob-h');
+    await dial(alice, 'alice-h', 'bob-h', { video: false });
+    const [, id] = await seen(bob, 'ring');
+    await accept(bob);
+    await seen(alice, 'state', 'connected');
+    await seen(bob, 'state', 'connected');
+    const hangup = (page: Page) => page.evaluate(() => (window as unknown as PhoneWindow).calls[0]?.hangup());
+    const ends = await Promise.all([hangup(alice), hangup(bob)]);
+    expect(ends).toEqual([{ reason: 'completed' }, { reason: 'completed' }]);
+    expect(await webhook(main, id as string)).toMatchObject({ reason: 'completed' });
+    // The later hangup is refused `no_call` by the service: a race the page knows the end of.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const page of [alice, bob]) expect((await log(page)).filter((e) => e[0] === '$error')).toEqual([]);
   });
 
   it('a refused invite ends the call failed with the service error, before any ring', async () => {

@@ -6,6 +6,9 @@ import type { CallLink, CallParty } from './link.js';
 import { webRtcHere } from './media.js';
 import type { CallOptions, RtcOptions } from './types.js';
 
+/** How many ended refs and call ids are remembered, to drop late refusals of them. */
+const DONE_KEPT = 100;
+
 /** What the calls module needs from the client. */
 export interface CallsHost {
   readonly ready: boolean;
@@ -32,6 +35,12 @@ export class Calls {
   readonly #link: CallLink;
   readonly #routes = new Map<number | string, CallParty>();
   readonly #live = new Set<CallParty>();
+  /**
+   * Refs and ids of this socket's calls that ended here: a refusal of one comes from a race this page
+   * already knows the end of (both sides hung up at once, a reject as the caller cancelled), and is
+   * dropped rather than reported as `$error`.
+   */
+  readonly #done = new Set<number | string>();
   #waiters: { resolve(): void; reject(error: RealtimeSocketError): void }[] = [];
   /** Call frames count refs down from -1, so they never meet a room request's (counted up from 1). */
   #nextRef = -1;
@@ -56,7 +65,11 @@ export class Calls {
         this.#routes.set(key, party);
       },
       release: (key, party) => {
-        if (this.#routes.get(key) === party) this.#routes.delete(key);
+        if (this.#routes.get(key) !== party) return;
+        this.#routes.delete(key);
+        this.#done.add(key);
+        // Oldest first: a late refusal comes within a round trip, long before a hundred more ends.
+        if (this.#done.size > DONE_KEPT) this.#done.delete(this.#done.values().next().value as number | string);
       },
       live: (party, on) => {
         if (on) this.#live.add(party);
@@ -102,12 +115,16 @@ export class Calls {
 
   /** Takes an error frame that refused one of the calls' frames (by its ref, else its call id). */
   ownsError(frame: ErrorFrame, error: RealtimeSocketError): boolean {
+    const ref = typeof frame.ref === 'number' ? frame.ref : undefined;
+    const call = typeof frame.call === 'string' ? frame.call : undefined;
     const party =
-      (typeof frame.ref === 'number' ? this.#routes.get(frame.ref) : undefined) ??
-      (typeof frame.call === 'string' ? this.#routes.get(frame.call) : undefined);
-    if (!party) return false;
-    party.refused(error);
-    return true;
+      (ref === undefined ? undefined : this.#routes.get(ref)) ??
+      (call === undefined ? undefined : this.#routes.get(call));
+    if (party) {
+      party.refused(error);
+      return true;
+    }
+    return (ref !== undefined && this.#done.has(ref)) || (call !== undefined && this.#done.has(call));
   }
 
   welcome(): void {
