@@ -4,6 +4,7 @@
  */
 import type { CallClientFrame, CallServerFrame } from './calls.js';
 import type { GroupClientFrame, GroupServerFrame } from './groups.js';
+import type { StreamClientFrame, StreamServerFrame } from './streams.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -89,7 +90,8 @@ export type ClientFrame =
   | PingFrame
   | PongFrame
   | CallClientFrame
-  | GroupClientFrame;
+  | GroupClientFrame
+  | StreamClientFrame;
 
 // Frames the service sends.
 export interface WelcomeFrame {
@@ -195,7 +197,8 @@ export type ServerFrame =
   | PingFrame
   | PongFrame
   | CallServerFrame
-  | GroupServerFrame;
+  | GroupServerFrame
+  | StreamServerFrame;
 
 /** Error codes of error frames. The connection stays open after an error frame. */
 export const SOCKET_ERRORS = {
@@ -218,6 +221,9 @@ export const SOCKET_ERRORS = {
   in_call: 'The user is already in a call.',
   group_full: 'The group call has as many pages as it takes.',
   not_in_group: 'The page is not in that group call, or the page it signals is not.',
+  stream_taken: 'The stream has a presenter already.',
+  stream_full: 'The stream has as many pages as it takes.',
+  not_in_stream: 'The page is not on that stream.',
   storage_full: "The service's storage is full: the send was not stored or delivered.",
   unavailable: 'The service could not store the send: it was not delivered.',
 } as const;

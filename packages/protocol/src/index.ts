@@ -10,6 +10,7 @@ export * from './names.js';
 export * from './seal.js';
 export * from './seal-json.js';
 export * from './signing.js';
+export * from './streams.js';
 export * from './tokens.js';
 export * from './webhook-events.js';
 export * from './wire.js';
