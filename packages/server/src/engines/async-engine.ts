@@ -41,6 +41,7 @@ export function asyncEngine(engine: Engine): Engine {
     limits: deferred(engine.limits),
     calls: deferred(engine.calls),
     groups: deferred(engine.groups),
+    streams: deferred(engine.streams),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

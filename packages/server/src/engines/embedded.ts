@@ -4,6 +4,7 @@ import { MemoryFanout } from './memory/fanout.js';
 import { MemoryGroupStore } from './memory/groups.js';
 import { MemoryLimitStore } from './memory/limits.js';
 import { MemoryPresenceStore } from './memory/presence.js';
+import { MemoryStreamStore } from './memory/streams.js';
 import { newNodeId } from './node-id.js';
 import { SqliteAppStore } from './sqlite/apps.js';
 import { CommittedBroker } from './sqlite/committed-broker.js';
@@ -73,6 +74,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     limits: stores.limits ?? memoryLimits,
     calls: new MemoryCallStore(),
     groups: new MemoryGroupStore(),
+    streams: new MemoryStreamStore(),
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();
