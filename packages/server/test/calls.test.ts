@@ -117,13 +117,17 @@ describe('calls between two people over raw frames', () => {
     expect(endedOf(call)[0]).toMatchObject({ reason: 'missed', seconds: 0, answered_at: null, call });
   });
 
-  it('ends rejected when a page of the callee rejects, cancelled when the caller hangs up first', async () => {
+  it('ends rejected when a page of the callee rejects (elsewhere on their other page), cancelled when the caller hangs up first', async () => {
     const erin = await pageOf('erin');
     const frank = await pageOf('frank');
+    const frankLaptop = await pageOf('frank');
     const first = (await invite(erin, 'erin', 'frank')).call;
     await frank.next((f) => f.t === 'call.ring' && f.call === first, 'ring');
+    await frankLaptop.next((f) => f.t === 'call.ring' && f.call === first, 'ring');
     frank.send({ t: 'call.reject', call: first });
     expect(await ended(erin, first)).toMatchObject({ reason: 'rejected' });
+    expect(await ended(frank, first)).toMatchObject({ reason: 'rejected' });
+    expect(await ended(frankLaptop, first)).toMatchObject({ reason: 'elsewhere' });
     const second = (await invite(erin, 'erin', 'frank')).call;
     await frank.next((f) => f.t === 'call.ring' && f.call === second, 'ring');
     erin.send({ t: 'call.hangup', call: second });
@@ -131,6 +135,9 @@ describe('calls between two people over raw frames', () => {
     await waitFor(() => endedOf(first).length === 1 && endedOf(second).length === 1, 'both reported');
     expect(endedOf(first)[0]).toMatchObject({ reason: 'rejected' });
     expect(endedOf(second)[0]).toMatchObject({ reason: 'cancelled' });
+    for (const page of [frank, frankLaptop]) {
+      expect(page.frames.filter((f) => f.t === 'call.ended' && f.call === first)).toHaveLength(1);
+    }
   });
 
   it('answers busy when the callee is in a call, and in_call when the caller is', async () => {

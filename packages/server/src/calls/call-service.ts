@@ -161,7 +161,8 @@ export class CallService {
     if (cause === 'failed' || cause === 'gone') reason = 'failed';
     else if (ringing) reason = isCaller ? 'cancelled' : 'rejected';
     else reason = 'completed';
-    await this.#finish(ended, reason, this.#deps.now());
+    // A callee's page that rejects hears `rejected`; their other pages stop ringing `elsewhere`, as on an accept.
+    await this.#finish(ended, reason, this.#deps.now(), reason === 'rejected' ? page.id : undefined);
     return true;
   }
 
@@ -229,15 +230,23 @@ export class CallService {
     ids.add(id);
   }
 
-  /** Tells every page the call reached, then reports it. Frames lost to a store failure are logged. */
-  async #finish(call: CallRecord, reason: CallEndReason, endedAt: number): Promise<void> {
+  /**
+   * Tells every page the call reached, then reports it. Frames lost to a store failure are logged.
+   * `rejectedBy`: the callee's page that rejected it, the one page of theirs told `rejected`.
+   */
+  async #finish(call: CallRecord, reason: CallEndReason, endedAt: number, rejectedBy?: string): Promise<void> {
     for (const page of [call.fromPage, call.toPage]) if (page !== undefined) this.#pageCalls.get(page)?.delete(call.id);
     const ended: CallEndedFrame = { t: 'call.ended', call: call.id, reason };
-    const told = [
-      this.#deps.signals.toPage(call.app, call.fromPage, ended),
-      // Every page of the callee: the one that answered, and those still ringing.
-      this.#deps.signals.toUser(call.app, call.to, ended),
-    ];
+    const { app } = call;
+    const told =
+      rejectedBy === undefined
+        ? // Every page of the callee: the one that answered, and those still ringing.
+          [this.#deps.signals.toPage(app, call.fromPage, ended), this.#deps.signals.toUser(app, call.to, ended)]
+        : [
+            this.#deps.signals.toPage(app, call.fromPage, ended),
+            this.#deps.signals.toPage(app, rejectedBy, ended),
+            this.#deps.signals.toUser(app, call.to, { ...ended, reason: 'elsewhere' }, rejectedBy),
+          ];
     for (const result of await Promise.allSettled(told)) {
       if (result.status === 'rejected') {
         this.#deps.log.error({ err: result.reason, app: call.app, call: call.id }, 'telling pages a call ended failed');
