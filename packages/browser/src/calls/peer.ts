@@ -28,9 +28,18 @@ export class Peer {
   /** Signals applied one after another: each step waits for the one before. */
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  /** Sends only (a stream's presenter): no receiving directions offered. */
+  readonly #sendOnly: boolean;
 
-  constructor(ice: readonly IceServer[], rtc: RtcOptions, local: MediaStream, hooks: PeerHooks) {
+  constructor(
+    ice: readonly IceServer[],
+    rtc: RtcOptions,
+    local: MediaStream,
+    hooks: PeerHooks,
+    options: { sendOnly?: boolean } = {},
+  ) {
     this.#hooks = hooks;
+    this.#sendOnly = options.sendOnly === true;
     this.#filter = rtc.candidateFilter;
     const config: RTCConfiguration = {
       iceServers: ice.map((server) => ({ ...server, urls: [...server.urls] })),
@@ -54,16 +63,19 @@ export class Peer {
       else if (pc.connectionState === 'failed')
         hooks.failed(new CallError('peer_failed', 'the media connection failed (ICE)'));
     };
-    for (const track of local.getTracks()) pc.addTrack(track, local);
+    for (const track of local.getTracks()) {
+      if (this.#sendOnly) pc.addTransceiver(track, { direction: 'sendonly', streams: [local] });
+      else pc.addTrack(track, local);
+    }
   }
 
-  /** The caller's side: an offer receiving both kinds, whatever it sends itself. */
+  /** The caller's side: an offer receiving both kinds, whatever it sends itself (a presenter's: sending only). */
   offer(): void {
     const pc = this.connection;
     const sending = new Set(pc.getSenders().map((sender) => sender.track?.kind));
     // So the callee can send video (or audio) even when the caller sends none.
     for (const kind of ['audio', 'video'] as const) {
-      if (!sending.has(kind)) pc.addTransceiver(kind, { direction: 'recvonly' });
+      if (!sending.has(kind) && !this.#sendOnly) pc.addTransceiver(kind, { direction: 'recvonly' });
     }
     this.#step(async () => {
       await pc.setLocalDescription(await pc.createOffer());
