@@ -10,6 +10,7 @@ import { RedisGroupStore } from './groups.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisLimitStore } from './limits.js';
 import { RedisPresenceStore } from './presence.js';
+import { RedisStreamStore } from './streams.js';
 import { RedisWebhookStore } from './webhooks.js';
 
 export interface RedisEngineOptions {
@@ -23,8 +24,9 @@ export interface RedisEngineOptions {
 
 /**
  * The Redis engine: every node of a cluster on one Redis. History on streams, fan-out on pub/sub,
- * presence, calls and group calls with node leases, the webhook queue with leased batches, apps; one
- * client per node (plus the broker's subscriber connection). Refuses a Redis that would evict what it keeps.
+ * presence, calls, group calls and live streams with node leases, the webhook queue with leased
+ * batches, apps; one client per node (plus the broker's subscriber connection). Refuses a Redis that
+ * would evict what it keeps.
  */
 export async function openRedisEngine(options: RedisEngineOptions): Promise<Engine> {
   const client = await RedisClient.open({
@@ -62,6 +64,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     limits: new RedisLimitStore(client),
     calls: new RedisCallStore(client),
     groups: new RedisGroupStore(client),
+    streams: new RedisStreamStore(client),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {
