@@ -21,6 +21,9 @@ import { RealtimeSocketError } from './errors.js';
 import { DEFAULT_OUTBOX, Outbox, type OutboxLimits } from './outbox.js';
 import { Requests } from './requests.js';
 import { type JoinOptions, type QueuedSend, Room, type RoomLink } from './room.js';
+import type { LiveStream } from './streams/live-stream.js';
+import { Streams } from './streams/streams.js';
+import type { StreamOptions } from './streams/types.js';
 import { socketUrl } from './url.js';
 
 /**
@@ -97,6 +100,7 @@ export class RealtimeClient {
   readonly #asks: AskResponder;
   readonly #link: RoomLink;
   readonly #calls: Calls;
+  readonly #streams: Streams;
   #user: string | null | undefined;
   /** Rises at each welcome and each loss: names the socket frames and answers belong to. */
   #session = 0;
@@ -177,6 +181,20 @@ export class RealtimeClient {
     );
     for (const [type, handler] of Object.entries(this.#calls.frameHandlers())) this.#handlers.set(type, handler);
     this.#errorOwners.push((frame, error) => this.#calls.ownsError(frame, error));
+    this.#streams = new Streams(
+      {
+        get ready() {
+          return client.#connection.ready;
+        },
+        get session() {
+          return client.#session;
+        },
+        send: (frame) => this.#connection.send(frame),
+      },
+      options.rtc,
+    );
+    for (const [type, handler] of Object.entries(this.#streams.frameHandlers())) this.#handlers.set(type, handler);
+    this.#errorOwners.push((frame, error) => this.#streams.ownsError(frame, error));
     this.#connection.start();
   }
 
@@ -277,9 +295,25 @@ export class RealtimeClient {
     return this.#calls.place(userId, options);
   }
 
+  /**
+   * Presents on or watches a live stream, by the grant's role (or `role`). Returns the
+   * {@link LiveStream} at once; a presenter gets its media (default camera and microphone), then the
+   * page goes on the stream once connected. The page's stream of that name while it is on it.
+   * Throws a TypeError for a bad name or options, or where there is no WebRTC.
+   *
+   * @example
+   * const stream = client.stream('keynote', { grant: () => fetch('/rt/grant/keynote').then((r) => r.text()) });
+   * stream.on('remote', (_track, media) => (video.srcObject = media)); // a viewer's, each live run
+   * stream.on('ended', () => showOffAir());
+   */
+  stream(name: string, options: StreamOptions): LiveStream {
+    return this.#streams.open(name, options);
+  }
+
   /** Closes the connection for good (code 1000), hanging up calls first. Rooms end; waiting sends reject with `closed`. */
   close(): void {
     this.#calls.leave();
+    this.#streams.leave();
     this.#connection.close();
   }
 
@@ -288,6 +322,7 @@ export class RealtimeClient {
     this.#user = typeof frame.user === 'string' ? frame.user : null;
     for (const room of [...this.#rooms.values()]) room.rejoin();
     this.#calls.welcome();
+    this.#streams.welcome();
   }
 
   /** The handlers of the frames the service sends, by type (`t`): one per frame type. */
@@ -340,6 +375,7 @@ export class RealtimeClient {
       : new RealtimeSocketError('disconnected', `the connection was lost before the service answered (${cause.code})`);
     this.#requests.failAll(error);
     this.#calls.lost(error, final);
+    this.#streams.lost(error, final);
     for (const room of [...this.#rooms.values()]) {
       if (final) room.end(new RealtimeSocketError('closed', error.message, { room: room.name }));
       else room.suspend();

@@ -49,3 +49,6 @@ export {
   type TruncatedInfo,
 } from './room.js';
 export { openWith, parseSealKey, SEAL_KEY_BYTES, sealWith } from './seal.js';
+export { StreamError } from './streams/errors.js';
+export { LiveStream, type LiveStreamEvents } from './streams/live-stream.js';
+export type { StreamLeave, StreamLiveInfo, StreamOptions, StreamRole, StreamState } from './streams/types.js';
