@@ -11,7 +11,10 @@ import type { StreamLeave, StreamLiveInfo, StreamOptions, StreamRole, StreamStat
 /** After this page leaves, how long it waits for the service's `stream.left` before it stops listening. */
 export const LEAVE_CONFIRM_MS = 5_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 20_000;
-/** A viewer whose media fails asks for a fresh offer this many times in a row before it gives up. */
+/**
+ * A viewer whose media fails asks for a fresh offer, and a presenter whose media the unit lost offers
+ * again, this many times in a row before the page gives up and leaves (`peer_failed`).
+ */
 export const MAX_RESTARTS = 3;
 
 /**
@@ -253,15 +256,21 @@ export class LiveStream {
     const was = this.#live;
     this.#live = false;
     this.#startedAt = undefined;
+    this.#closePeer();
     if (this.#role === 'presenter') {
-      // The service ended the run under this presenter (its media failed at the unit).
+      // The service ended the run under this presenter (its media failed at the unit, or never
+      // connected): it stays on the stream and offers again, a few times in a row.
       if (was) this.#emitter.emit('ended');
-      this.#fail(
-        new StreamError('peer_failed', "the live run ended: the presenter's media failed", { stream: this.name }),
-      );
+      if (this.#restarts >= MAX_RESTARTS) {
+        const message = `the presenter's media failed at the forwarding unit ${this.#restarts + 1} times in a row`;
+        this.#fail(new StreamError('peer_failed', message, { stream: this.name }));
+        return;
+      }
+      this.#restarts++;
+      this.#move('connecting');
+      this.#newPeer(this.#media?.stream ?? new MediaStream(), true)?.offer();
       return;
     }
-    this.#closePeer();
     this.#move('waiting');
     if (was) this.#emitter.emit('ended');
   }
@@ -324,7 +333,10 @@ export class LiveStream {
     return rtc;
   }
 
-  /** The page's media connection failed: a viewer asks the unit for a fresh offer; a presenter leaves. */
+  /**
+   * The page's media connection failed: a viewer asks the unit for a fresh offer; a presenter
+   * leaves, which ends the run.
+   */
   #mediaFailed(error: StreamError): void {
     if (this.#role === 'presenter' || this.#restarts >= MAX_RESTARTS) {
       this.#fail(error);
