@@ -182,6 +182,8 @@ export interface ErrorFrame {
   room?: string;
   /** The call of the frame refused, when it named one. */
   call?: string;
+  /** The stream of the frame refused, when it named one. */
+  stream?: string;
 }
 
 export type ServerFrame =

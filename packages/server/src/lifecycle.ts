@@ -29,6 +29,9 @@ import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
+import type { StreamOptions } from './streams/options.js';
+import { streamModule } from './streams/stream-module.js';
+import { StreamService } from './streams/stream-service.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -36,6 +39,8 @@ import { Webhooks } from './webhooks/webhooks.js';
 export interface ServerOptions {
   /** Calls: how long they ring, and the STUN/TURN servers pages are given. */
   calls?: CallOptions;
+  /** Live streams: the addresses this node's forwarding units announce, and stream bounds. */
+  streams?: StreamOptions;
   host?: string;
   /** 0 picks a free port. */
   port?: number;
@@ -203,7 +208,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       pages.filter((page) => page.state === 'open'),
     ),
   );
-  // Frames of calls (and later groups and streams) to pages on any node.
+  // Frames of calls, groups and streams to pages on any node.
   const signals = new PageSignals({ node: engine.node, broker, log, now, page: (id) => gateway.page(id) });
   await signals.start();
   const calls = new CallService({
@@ -229,6 +234,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await groups.start();
+  const streams = new StreamService({
+    node: engine.node,
+    streams: engine.streams,
+    signals,
+    events,
+    log,
+    now,
+    ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
+    ...(options.streams === undefined ? {} : { options: options.streams }),
+    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+  });
+  await streams.start();
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -246,6 +263,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const gateway = new Gateway(gatewayDeps, options.gateway, [
     callModule(gatewayDeps, calls),
     groupModule(gatewayDeps, groups),
+    streamModule(gatewayDeps, streams),
   ]);
 
   // Publications lost while the subscriber connection was down: pages resume from history (or learn
@@ -356,6 +374,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await gateway.close();
       await calls.close();
       await groups.close();
+      await streams.close();
       await signals.close();
       users.close();
       lease.close();

@@ -7,6 +7,11 @@ import { frameString } from './ws-frame.js';
 /** The event name of a page frame in a publication: `data` is the whole frame, handed on as is. */
 export const PAGE_FRAME = '$frame';
 
+/** The event name prefix of a message for a node's feature service (see `toNode`). */
+const NODE_MESSAGE = '$node.';
+
+export type NodeMessageHandler = (app: string, data: string) => void;
+
 export interface PageSignalsDeps {
   node: string;
   broker: Broker;
@@ -23,6 +28,7 @@ export interface PageSignalsDeps {
  */
 export class PageSignals {
   readonly #deps: PageSignalsDeps;
+  readonly #nodeHandlers = new Map<string, NodeMessageHandler>();
   #unsubscribe: Unsubscribe | undefined;
 
   constructor(deps: PageSignalsDeps) {
@@ -32,7 +38,11 @@ export class PageSignals {
   /** Listens for page frames sent to this node's pages; resolves once the subscription is in effect. */
   async start(): Promise<void> {
     this.#unsubscribe = await this.#deps.broker.subscribe(topicOf('', { node: this.#deps.node }), (publication) => {
-      if (publication.event !== PAGE_FRAME || publication.page === undefined) return;
+      if (publication.event !== PAGE_FRAME) {
+        this.#nodeMessage(publication.event, publication.app, publication.data);
+        return;
+      }
+      if (publication.page === undefined) return;
       this.#deps.page(publication.page)?.deliver(frameString(publication.data));
     });
   }
@@ -55,6 +65,34 @@ export class PageSignals {
       [except === undefined ? outgoing : { ...outgoing, origin: except }],
       this.#deps.now(),
     );
+  }
+
+  /**
+   * Handles messages of one kind sent to this node with `toNode` (a stream's viewer signals go to
+   * the node that runs its forwarding unit). The handler gets the message's JSON text.
+   */
+  onNodeMessage(kind: string, handler: NodeMessageHandler): void {
+    this.#nodeHandlers.set(NODE_MESSAGE + kind, handler);
+  }
+
+  /** A message for a feature's service on one node. Rejects with a StoreError when it could not be sent. */
+  async toNode(app: string, node: string, kind: string, message: object): Promise<void> {
+    const data = JSON.stringify(message);
+    if (node === this.#deps.node) {
+      this.#nodeMessage(NODE_MESSAGE + kind, app, data);
+      return;
+    }
+    await this.#deps.broker.publish([{ app, node, event: NODE_MESSAGE + kind, data }], this.#deps.now());
+  }
+
+  #nodeMessage(event: string, app: string, data: string): void {
+    const handler = this.#nodeHandlers.get(event);
+    if (!handler) return;
+    try {
+      handler(app, data);
+    } catch (error) {
+      this.#deps.log.error({ err: error, event }, 'a node message handler failed');
+    }
   }
 
   async close(): Promise<void> {

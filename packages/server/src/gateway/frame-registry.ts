@@ -7,12 +7,14 @@ export class FrameError extends Error {
   readonly ref: number | undefined;
   readonly room: string | undefined;
   readonly call: string | undefined;
-  constructor(code: SocketErrorCode, message: string, ref?: number, room?: string, call?: string) {
+  readonly stream: string | undefined;
+  constructor(code: SocketErrorCode, message: string, ref?: number, room?: string, call?: string, stream?: string) {
     super(message);
     this.code = code;
     this.ref = ref;
     this.room = room;
     this.call = call;
+    this.stream = stream;
   }
 }
 

@@ -338,6 +338,7 @@ export class Gateway {
       if (error.ref !== undefined) answer.ref = error.ref;
       if (error.room !== undefined) answer.room = error.room;
       if (error.call !== undefined) answer.call = error.call;
+      if (error.stream !== undefined) answer.stream = error.stream;
       conn.send(answer);
       return;
     }

@@ -32,6 +32,8 @@ export interface Session {
   addCandidate(candidate: IceCandidateInit): Promise<void>;
   /** Called once when the session ends, however it ends. */
   onEnded(listener: (reason: SessionEnd) => void): void;
+  /** Called once when its media connects (ICE and DTLS up). */
+  onConnected(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +82,7 @@ export function mediaConfig(): RTCPeerConnectionConfig {
 export abstract class PeerSession implements Session {
   protected readonly pc: RTCPeerConnection;
   private readonly listeners: Array<(reason: SessionEnd) => void> = [];
+  private connectedListeners: Array<() => void> | undefined = [];
   private ended = false;
 
   constructor(
@@ -88,7 +91,12 @@ export abstract class PeerSession implements Session {
   ) {
     this.pc = new RTCPeerConnection(hub.config());
     this.pc.connectionStateChange.subscribe((state) => {
-      if (state === 'connected') this.connected();
+      if (state === 'connected' && !this.ended) {
+        this.connected();
+        const listeners = this.connectedListeners ?? [];
+        this.connectedListeners = undefined;
+        for (const listener of listeners) listener();
+      }
       // werift's ICE does not come back from "failed"; a page that wants back starts anew.
       if (state === 'failed') void this.end('failed');
     });
@@ -104,6 +112,10 @@ export abstract class PeerSession implements Session {
     if (!this.ended) this.listeners.push(listener);
   }
 
+  onConnected(listener: () => void): void {
+    this.connectedListeners?.push(listener);
+  }
+
   close(): Promise<void> {
     return this.end('closed');
   }
@@ -116,6 +128,7 @@ export abstract class PeerSession implements Session {
   async end(reason: SessionEnd): Promise<void> {
     if (this.ended) return;
     this.ended = true;
+    this.connectedListeners = undefined;
     this.detach();
     await this.pc.close().catch(() => undefined);
     for (const listener of this.listeners.splice(0)) listener(reason);

@@ -1,0 +1,24 @@
+/**
+ * How the service runs live streams (docs/calls.md, "Live streams"): the addresses its forwarding
+ * units announce to browsers, and the bounds a stream has.
+ */
+export interface StreamOptions {
+  /**
+   * The IP addresses browsers reach this node's forwarding units on (its public address in
+   * production). Default 127.0.0.1: streams work between pages on this machine only.
+   */
+  mediaAddresses?: string[];
+  /** UDP ports the units bind in, inclusive; any free port when absent. */
+  portRange?: [number, number];
+  /** Browser addresses the units may exchange media with; any when absent (tests restrict it to 127.0.0.1). */
+  remoteAddresses?: string[];
+  /** Pages one stream takes at most (presenter and watchers); default STREAM_MAX_PAGES (200). */
+  maxPages?: number;
+  /** A presenter's or viewer's media that has not connected by then ends failed (ms); default 30,000. */
+  connectTimeoutMs?: number;
+}
+
+export const STREAM_CONNECT_TIMEOUT_MS = 30_000;
+
+/** Streams one page may be on at once. */
+export const STREAMS_PER_PAGE = 8;

@@ -1,0 +1,157 @@
+import {
+  roomNameProblem,
+  SIGNAL_MAX_BYTES,
+  type SocketErrorCode,
+  type StreamLeaveFrame,
+  type StreamPresentFrame,
+  type StreamSignalFrame,
+  type StreamWatchFrame,
+} from '@realtime/protocol';
+import { iceUser } from '../calls/ice.js';
+import { StoreError } from '../engines/store-error.js';
+import type { StreamMember } from '../engines/types.js';
+import type { Connection } from '../gateway/connection.js';
+import type { GatewayDeps } from '../gateway/context.js';
+import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
+import { refreshApp } from '../gateway/room-frames.js';
+import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
+import { STREAMS_PER_PAGE } from './options.js';
+import type { StreamService, StreamSignal } from './stream-service.js';
+
+function refused(code: SocketErrorCode, message: string, ref: number | undefined, stream: string): FrameError {
+  return new FrameError(code, message, ref, undefined, undefined, stream);
+}
+
+async function stored<T>(step: () => Promise<T>, ref: number | undefined, stream: string): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof StoreError) {
+      throw refused('unavailable', 'the service could not reach its storage; try again', ref, stream);
+    }
+    throw error;
+  }
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Reads a signal's data for a page of this role, or answers what is wrong with it. */
+export function readStreamSignal(data: Record<string, unknown>, role: StreamMember['role']): StreamSignal | string {
+  if (data.sdp !== undefined) {
+    const expected = role === 'presenter' ? 'offer' : 'answer';
+    if (!isObject(data.sdp) || data.sdp.type !== expected || typeof data.sdp.sdp !== 'string') {
+      return `data.sdp must be { "type": "${expected}", "sdp": <string> } from a ${role}`;
+    }
+    // werift takes an SDP without media and "connects" it at once: a presenter must send something.
+    if (role === 'presenter' && !/^m=(audio|video) /m.test(data.sdp.sdp)) {
+      return 'data.sdp: the offer has no audio or video to present';
+    }
+    return { sdp: data.sdp.sdp };
+  }
+  if (data.candidate !== undefined) {
+    const c = data.candidate;
+    if (!isObject(c) || typeof c.candidate !== 'string') return 'data.candidate must be { "candidate": <string>, ... }';
+    const candidate: { candidate: string; sdpMid?: string | null; sdpMLineIndex?: number | null } = {
+      candidate: c.candidate,
+    };
+    if (typeof c.sdpMid === 'string' || c.sdpMid === null) candidate.sdpMid = c.sdpMid;
+    if (typeof c.sdpMLineIndex === 'number' || c.sdpMLineIndex === null) candidate.sdpMLineIndex = c.sdpMLineIndex;
+    return { candidate };
+  }
+  if (data.restart === true && role === 'viewer') return { restart: true };
+  return role === 'viewer' ? 'data must hold sdp, candidate or restart: true' : 'data must hold sdp or candidate';
+}
+
+/** Live streams: present or watch by a stream grant, leave, and signals to the stream's forwarding unit. */
+export function streamModule(deps: GatewayDeps, streams: StreamService): PageModule {
+  const enter = async (conn: Connection, f: StreamPresentFrame | StreamWatchFrame, role: StreamMember['role']) => {
+    const problem = roomNameProblem(f.stream);
+    if (problem) throw refused('bad_frame', `${f.t}: ${problem.replace('room name', 'stream name')}`, f.ref, f.stream);
+    const app = await refreshApp(deps, conn);
+    if (!app) return;
+    if (!app.features.includes('streams')) {
+      throw refused('not_included', "the app's plan does not include live streams", f.ref, f.stream);
+    }
+    let claims: Awaited<ReturnType<typeof verifyStreamGrant>>;
+    try {
+      claims = await verifyStreamGrant(f.grant, app.secret, deps.now());
+    } catch (error) {
+      if (error instanceof TokenError) throw refused(error.code, error.message, f.ref, f.stream);
+      throw error;
+    }
+    if (claims.stream !== f.stream) {
+      throw refused('wrong_stream', 'the stream grant was issued for another stream', f.ref, f.stream);
+    }
+    if (claims.role !== role) {
+      throw refused('wrong_stream', `the stream grant is a ${claims.role}'s, not a ${role}'s`, f.ref, f.stream);
+    }
+    if (claims.sub !== undefined && claims.sub !== conn.user) {
+      throw refused('wrong_user', 'the stream grant was issued to another user', f.ref, f.stream);
+    }
+    if (streams.roleOf(conn.id, app.key, f.stream) !== undefined) {
+      throw refused('bad_frame', `${f.t}: this page is on that stream already`, f.ref, f.stream);
+    }
+    if (streams.streamsOf(conn.id) >= STREAMS_PER_PAGE) {
+      throw refused('stream_full', `a page is on at most ${STREAMS_PER_PAGE} streams at once`, f.ref, f.stream);
+    }
+    // A grant without `sub` is a visitor's, never reported, even on a signed-in page.
+    const member: StreamMember = { page: conn.id, role };
+    if (claims.sub !== undefined) member.user = claims.sub;
+    const joined = await stored(() => streams.join(app.key, f.stream, member), f.ref, f.stream);
+    if (joined === 'already')
+      throw refused('bad_frame', `${f.t}: this page is on that stream already`, f.ref, f.stream);
+    if (joined === 'taken') throw refused('stream_taken', 'the stream has a presenter already', f.ref, f.stream);
+    if (joined === 'full') throw refused('stream_full', 'the stream has as many pages as it takes', f.ref, f.stream);
+    return { live: joined.live, ice: streams.ice(iceUser(claims.sub ?? null, conn.id)) };
+  };
+
+  return {
+    frames: {
+      'stream.present': frame<StreamPresentFrame>(
+        { required: { ref: 'ref', stream: 'string', grant: 'string' } },
+        async (conn, f) => {
+          const entered = await enter(conn, f, 'presenter');
+          if (entered) conn.send({ t: 'stream.presenting', ref: f.ref, stream: f.stream, ice: entered.ice });
+        },
+      ),
+      'stream.watch': frame<StreamWatchFrame>(
+        { required: { ref: 'ref', stream: 'string', grant: 'string' } },
+        async (conn, f) => {
+          const entered = await enter(conn, f, 'viewer');
+          if (entered) {
+            conn.send({ t: 'stream.watching', ref: f.ref, stream: f.stream, live: entered.live, ice: entered.ice });
+          }
+        },
+      ),
+      'stream.leave': frame<StreamLeaveFrame>({ required: { ref: 'ref', stream: 'string' } }, async (conn, f) => {
+        const left = await stored(() => streams.leave(conn.app.key, f.stream, conn.id), f.ref, f.stream);
+        if (!left) throw refused('not_in_stream', 'this page is not on that stream', f.ref, f.stream);
+        conn.send({ t: 'stream.left', ref: f.ref, stream: f.stream });
+      }),
+      'stream.signal': frame<StreamSignalFrame>({ required: { stream: 'string', data: 'object' } }, async (conn, f) => {
+        if (Buffer.byteLength(JSON.stringify(f.data)) > SIGNAL_MAX_BYTES) {
+          throw refused('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, f.stream);
+        }
+        const role = streams.roleOf(conn.id, conn.app.key, f.stream);
+        if (role === undefined) throw refused('not_in_stream', 'this page is not on that stream', undefined, f.stream);
+        const signal = readStreamSignal(f.data, role);
+        if (typeof signal === 'string') throw refused('bad_frame', `stream.signal: ${signal}`, undefined, f.stream);
+        try {
+          await stored(() => streams.signal(conn.app.key, f.stream, conn.id, role, signal), undefined, f.stream);
+        } catch (error) {
+          if (error instanceof FrameError) throw error;
+          // werift could not take the description: the page's SDP is at fault, not the service.
+          deps.log.warn({ err: error, page: conn.id }, 'a stream signal was refused by the forwarding unit');
+          throw refused(
+            'bad_frame',
+            'stream.signal: the forwarding unit could not use this description',
+            undefined,
+            f.stream,
+          );
+        }
+      }),
+    },
+    closed: (conn: Connection) => streams.pageClosed(conn.app.key, conn.id),
+  };
+}

@@ -1,0 +1,331 @@
+import { randomBytes } from 'node:crypto';
+import { type AppEvent, type IceServer, STREAM_MAX_PAGES } from '@realtime/protocol';
+import type { Logger } from 'pino';
+import { iceServers } from '../calls/ice.js';
+import type { IceConfig } from '../calls/options.js';
+import type { EventSink } from '../core/events.js';
+import type { PageSignals } from '../core/page-signals.js';
+import { nodeOfPage } from '../engines/node-id.js';
+import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
+import type { IceCandidateInit } from './forwarding-unit.js';
+import { STREAM_CONNECT_TIMEOUT_MS, type StreamOptions } from './options.js';
+import { UnitHost } from './unit-host.js';
+
+/** A node that has not renewed for this long is dead: its pages leave their streams. */
+export const STREAM_LEASE_MS = 15_000;
+const SWEEP_BATCH = 100;
+/** Node messages of streams: a watching page's requests, for the node running the stream's unit. */
+const NODE_KIND = 'stream';
+
+export interface StreamServiceDeps {
+  node: string;
+  streams: StreamStore;
+  signals: PageSignals;
+  events: EventSink;
+  log: Logger;
+  now: () => number;
+  ice?: IceConfig;
+  options?: StreamOptions;
+  leaseMs?: number;
+}
+
+/** What a watching page asks of the unit's node. */
+type UnitRequest =
+  | { op: 'open'; stream: string; page: string; restart?: boolean }
+  | { op: 'close'; stream: string; page: string }
+  | { op: 'answer'; stream: string; page: string; sdp: string }
+  | { op: 'candidate'; stream: string; page: string; candidate: IceCandidateInit };
+
+/** A page's signal, read: an SDP of the expected type, a candidate, or a restart request. */
+export type StreamSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
+
+/** Where a page is, per stream: its role there. */
+type PageStreams = Map<string, { app: string; stream: string; role: StreamMember['role'] }>;
+
+const keyOf = (app: string, stream: string) => `${app}\u0000${stream}`;
+
+/**
+ * Live streams, the same on every node. The store keeps who is on each stream and its live runs;
+ * each change it hands out is reported here once (`stream.live`, `stream.joined`, `stream.left`,
+ * `stream.ended`). A stream's forwarding unit runs on its presenter's node; a watching page on
+ * another node reaches it through node messages, and the unit answers the page through PageSignals.
+ */
+export class StreamService {
+  readonly #deps: StreamServiceDeps;
+  readonly #host: UnitHost;
+  readonly #pages = new Map<string, PageStreams>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #sweeping = false;
+
+  constructor(deps: StreamServiceDeps) {
+    this.#deps = deps;
+    const options = deps.options ?? {};
+    const allowed = options.remoteAddresses;
+    this.#host = new UnitHost({
+      media: {
+        hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
+        portRange: options.portRange,
+        allowRemoteAddress: allowed === undefined ? undefined : (address) => allowed.includes(address),
+      },
+      connectTimeoutMs: options.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
+      log: deps.log,
+      toPage: (app, page, frame) => deps.signals.toPage(app, page, frame),
+      presenterConnected: (app, stream, page) => void this.#goLive(app, stream, page),
+      presenterFailed: (app, stream, page) => void this.#stopLive(app, stream, page),
+    });
+  }
+
+  get #leaseMs(): number {
+    return this.#deps.leaseMs ?? STREAM_LEASE_MS;
+  }
+
+  /** Units and viewer sessions running on this node. */
+  get hosted(): { units: number; viewers: number } {
+    return this.#host.size;
+  }
+
+  async start(): Promise<void> {
+    this.#deps.signals.onNodeMessage(NODE_KIND, (app, data) => void this.#unitRequest(app, data));
+    await this.#deps.streams.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
+    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
+    const sweep = setInterval(() => void this.sweep(), Math.min(2000, this.#leaseMs / 10));
+    renew.unref();
+    sweep.unref();
+    this.#timers.push(renew, sweep);
+  }
+
+  ice(iceUser: string): IceServer[] {
+    return iceServers(this.#deps.ice, iceUser, this.#deps.now());
+  }
+
+  /** The page's role on the stream, when it is on it (pages here only). */
+  roleOf(page: string, app: string, stream: string): StreamMember['role'] | undefined {
+    return this.#pages.get(page)?.get(keyOf(app, stream))?.role;
+  }
+
+  /** How many streams a page here is on. */
+  streamsOf(page: string): number {
+    return this.#pages.get(page)?.size ?? 0;
+  }
+
+  /**
+   * Puts a page on a stream, to present or to watch. Answers whether the stream is live (a
+   * watching page then gets the unit's offer), or why not.
+   */
+  async join(
+    app: string,
+    stream: string,
+    member: StreamMember,
+  ): Promise<{ live: boolean } | 'taken' | 'full' | 'already'> {
+    const max = this.#deps.options?.maxPages ?? STREAM_MAX_PAGES;
+    const joined = await this.#deps.streams.join(app, stream, member, max, this.#deps.now());
+    if (typeof joined === 'string') return joined;
+    let streams = this.#pages.get(member.page);
+    if (!streams) {
+      streams = new Map();
+      this.#pages.set(member.page, streams);
+    }
+    streams.set(keyOf(app, stream), { app, stream, role: member.role });
+    await this.#report(app, stream, joined.change);
+    const { presenter, liveSince } = joined.state;
+    const live = liveSince !== undefined && presenter !== undefined;
+    if (live && member.role === 'viewer') await this.#toUnit(app, presenter, { op: 'open', stream, page: member.page });
+    return { live };
+  }
+
+  /** Takes a page off a stream; false when it was not on. */
+  async leave(app: string, stream: string, page: string): Promise<boolean> {
+    this.#pages.get(page)?.delete(keyOf(app, stream));
+    const left = await this.#deps.streams.leave(app, stream, page, this.#deps.now());
+    if (!left) return false;
+    await this.#left(app, stream, left.member, left.change);
+    return true;
+  }
+
+  /** A page's signal for the stream's unit. Rejects with a StoreError when the store could not be read. */
+  async signal(
+    app: string,
+    stream: string,
+    page: string,
+    role: StreamMember['role'],
+    signal: StreamSignal,
+  ): Promise<void> {
+    if (role === 'presenter') {
+      if ('sdp' in signal) {
+        const answer = await this.#host.present(app, stream, page, signal.sdp);
+        await this.#deps.signals.toPage(app, page, {
+          t: 'stream.signal',
+          stream,
+          data: { sdp: { type: 'answer', sdp: answer } },
+        });
+      } else if ('candidate' in signal) {
+        await this.#host.presenterCandidate(app, stream, page, signal.candidate);
+      }
+      return;
+    }
+    const { presenter, liveSince } = await this.#deps.streams.state(app, stream);
+    if (presenter === undefined || liveSince === undefined) return; // nothing to watch now: the signal is stale
+    const request: UnitRequest =
+      'sdp' in signal
+        ? { op: 'answer', stream, page, sdp: signal.sdp }
+        : 'candidate' in signal
+          ? { op: 'candidate', stream, page, candidate: signal.candidate }
+          : { op: 'open', stream, page, restart: true };
+    await this.#toUnit(app, presenter, request);
+  }
+
+  /** A page closed: it leaves each of its streams. */
+  async pageClosed(app: string, page: string): Promise<void> {
+    const streams = this.#pages.get(page);
+    this.#pages.delete(page);
+    for (const { stream } of streams?.values() ?? []) {
+      try {
+        const left = await this.#deps.streams.leave(app, stream, page, this.#deps.now());
+        if (left) await this.#left(app, stream, left.member, left.change);
+      } catch (error) {
+        this.#deps.log.error({ err: error, app, stream }, 'taking a closed page off its stream failed');
+      }
+    }
+  }
+
+  /** Takes the pages of dead nodes off their streams. Never throws. */
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    try {
+      for (const lapsed of await this.#deps.streams.takeLapsed(this.#deps.now(), SWEEP_BATCH)) {
+        await this.#left(lapsed.app, lapsed.stream, lapsed.member, lapsed.change);
+      }
+    } catch (error) {
+      this.#deps.log.error({ err: error }, 'sweeping the stream pages of dead nodes failed');
+    } finally {
+      this.#sweeping = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.#timers) clearInterval(timer);
+    await this.#host.close();
+  }
+
+  /** A page is off the stream: report it; a presenter's unit ends, a viewer's session closes. */
+  async #left(app: string, stream: string, member: StreamMember, change: StreamChange): Promise<void> {
+    await this.#report(app, stream, change);
+    if (member.role === 'presenter') {
+      await this.#host.end(app, stream);
+      if (change.ended) await this.#tellAll(app, stream, { t: 'stream.ended', stream });
+      return;
+    }
+    try {
+      const { presenter } = await this.#deps.streams.state(app, stream);
+      if (presenter !== undefined) await this.#toUnit(app, presenter, { op: 'close', stream, page: member.page });
+    } catch (error) {
+      this.#deps.log.error({ err: error, app, stream }, 'closing a viewer session failed');
+    }
+  }
+
+  /** The presenter's media connected: a new live run; every page hears, watching pages get offers. */
+  async #goLive(app: string, stream: string, page: string): Promise<void> {
+    try {
+      const run = randomBytes(6).toString('base64url');
+      const change = await this.#deps.streams.goLive(app, stream, page, run, this.#deps.now());
+      if (!change || change.live === undefined) return;
+      await this.#report(app, stream, change);
+      const members = await this.#deps.streams.members(app, stream);
+      await this.#tell(app, members, { t: 'stream.live', stream, started_at: change.live });
+      await Promise.all(
+        members
+          .filter((member) => member.role === 'viewer')
+          .map((member) =>
+            this.#host.openViewer(app, stream, member.page, false).catch((error: unknown) => {
+              this.#deps.log.error({ err: error, app, stream }, 'opening a viewer session failed');
+            }),
+          ),
+      );
+    } catch (error) {
+      this.#deps.log.error({ err: error, app, stream }, 'a stream could not go live');
+    }
+  }
+
+  /** The presenter's media failed: the run ends; the presenter stays and may offer again. */
+  async #stopLive(app: string, stream: string, page: string): Promise<void> {
+    try {
+      const change = await this.#deps.streams.stopLive(app, stream, page, this.#deps.now());
+      if (change) await this.#report(app, stream, change);
+      // Told even when it never went live: the presenter learns its media failed.
+      await this.#tellAll(app, stream, { t: 'stream.ended', stream });
+    } catch (error) {
+      this.#deps.log.error({ err: error, app, stream }, 'ending a failed live run failed');
+    }
+  }
+
+  /** A request for the unit of the stream presented from `presenter`: here, or on its node. */
+  async #toUnit(app: string, presenter: string, request: UnitRequest): Promise<void> {
+    await this.#deps.signals.toNode(app, nodeOfPage(presenter), NODE_KIND, request);
+  }
+
+  async #unitRequest(app: string, data: string): Promise<void> {
+    try {
+      const request = JSON.parse(data) as UnitRequest;
+      const { stream, page } = request;
+      if (request.op === 'open') await this.#host.openViewer(app, stream, page, request.restart === true);
+      else if (request.op === 'close') await this.#host.closeViewer(app, stream, page);
+      else if (request.op === 'answer') await this.#host.viewerAnswer(app, stream, page, request.sdp);
+      else await this.#host.viewerCandidate(app, stream, page, request.candidate);
+    } catch (error) {
+      // A page's bad answer or candidate fails its own session only.
+      this.#deps.log.warn({ err: error, app }, 'a viewer request to a forwarding unit failed');
+    }
+  }
+
+  async #renew(): Promise<void> {
+    try {
+      await this.#deps.streams.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
+    } catch (error) {
+      this.#deps.log.error({ err: error }, 'renewing the streams lease failed');
+    }
+  }
+
+  /** Records a change's webhook events in their order; a failure is logged, the rest still go. */
+  async #report(app: string, stream: string, change: StreamChange): Promise<void> {
+    const events: AppEvent[] = [];
+    if (change.live !== undefined) events.push({ type: 'stream.live', stream, started_at: change.live });
+    for (const w of change.joined) {
+      events.push({ type: 'stream.joined', stream, user: w.user, role: w.role, watch: w.watch, joined_at: w.joinedAt });
+    }
+    for (const w of change.left) {
+      events.push({
+        type: 'stream.left',
+        stream,
+        user: w.user,
+        role: w.role,
+        watch: w.watch,
+        joined_at: w.joinedAt,
+        left_at: w.leftAt,
+        seconds: Math.max(0, Math.floor((w.leftAt - w.joinedAt) / 1000)),
+      });
+    }
+    if (change.ended) {
+      events.push({ type: 'stream.ended', stream, started_at: change.ended.startedAt, ended_at: change.ended.endedAt });
+    }
+    for (const event of events) {
+      try {
+        await this.#deps.events.record(app, event);
+      } catch (error) {
+        this.#deps.log.error({ err: error, app, stream, type: event.type }, 'recording a stream event failed');
+      }
+    }
+  }
+
+  async #tellAll(app: string, stream: string, frame: object): Promise<void> {
+    await this.#tell(app, await this.#deps.streams.members(app, stream), frame);
+  }
+
+  /** One frame to each page; failures are logged, the others still get it. */
+  async #tell(app: string, members: readonly StreamMember[], frame: object): Promise<void> {
+    const sent = await Promise.allSettled(members.map((m) => this.#deps.signals.toPage(app, m.page, frame)));
+    for (const result of sent) {
+      if (result.status === 'rejected') this.#deps.log.error({ err: result.reason, app }, 'a stream frame was lost');
+    }
+  }
+}
