@@ -1,0 +1,118 @@
+// npm run bench:calls — calls and live streams, three parts (BUILD first: npm run build):
+// 1. signalling: call.invite on the caller's page -> call.ring on the callee's page, p50/p99 over
+//    BENCH_CALLS (500) calls, one pair at a time and BENCH_CONCURRENCY (10) pairs at once, against
+//    the service and, in the same run, a bare `ws` relay of the same frames (bench/calls/relay.mjs).
+// 2. streams: one presenter (Chromium, fake camera 640x480 30 fps, VP8 + Opus) through the
+//    forwarding unit (werift, a node process of its own) to N viewers (pages of a second Chromium),
+//    N from BENCH_VIEWERS (1,5,10,20): the unit's CPU, what it forwards, frames decoded per viewer.
+// 3. mesh: k pages of one Chromium (BENCH_MESH: 2,3,4,6), each sending its camera to the k - 1
+//    others: Chromium CPU per page and upload per page, beside the forwarding unit's figures.
+// Every socket and every ICE candidate is on 127.0.0.1. Media parts measure BENCH_SECONDS (10)
+// after BENCH_WARMUP (5) seconds. BENCH_ONLY: signalling | streams | mesh.
+import { cpus } from 'node:os';
+import { startPageServer } from './calls/chromium.mjs';
+import { mesh } from './calls/mesh.mjs';
+import { signalling } from './calls/signalling.mjs';
+import { streams } from './calls/streams.mjs';
+
+const list = (value, fallback) => (value ?? fallback).split(',').map(Number);
+const CALLS = Number(process.env.BENCH_CALLS ?? 500);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
+const VIEWERS = list(process.env.BENCH_VIEWERS, '1,5,10,20');
+const MESH = list(process.env.BENCH_MESH, '2,3,4,6');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
+const ONLY = process.env.BENCH_ONLY;
+
+const progress = (row) => process.stderr.write(`  ... ${JSON.stringify(row)}\n`);
+
+/** Prints rows as a table: columns are [heading, value of a row]. */
+function table(columns, rows) {
+  const cells = [columns.map(([heading]) => heading), ...rows.map((row) => columns.map(([, cell]) => cell(row)))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  for (const line of cells) console.log(`  ${line.map((cell, i) => cell.padStart(widths[i])).join('  ')}`);
+}
+const f = (digits) => (value) => value.toFixed(digits);
+
+const results = {};
+if (!ONLY || ONLY === 'signalling') {
+  results.signalling = await signalling({ calls: CALLS, concurrencies: [1, CONCURRENCY], log: progress });
+}
+const pages = await startPageServer();
+try {
+  if (!ONLY || ONLY === 'streams') {
+    results.streams = await streams({
+      url: pages.url,
+      viewerCounts: VIEWERS,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP,
+      log: progress,
+    });
+  }
+  if (!ONLY || ONLY === 'mesh') {
+    results.mesh = await mesh({ url: pages.url, sizes: MESH, seconds: SECONDS, warmupSeconds: WARMUP, log: progress });
+  }
+} finally {
+  await pages.close();
+}
+
+console.log(`bench:calls  node ${process.version}, ${cpus().length} cores, everything on 127.0.0.1`);
+if (results.signalling) {
+  const rows = results.signalling;
+  console.log(`\nSignalling: call.invite -> call.ring on the callee's page, ${CALLS} calls per row, each then hung up`);
+  table(
+    [
+      ['system', (r) => r.system],
+      ['pairs at once', (r) => String(r.concurrency)],
+      ['p50 ms', (r) => f(2)(r.p50)],
+      ['p99 ms', (r) => f(2)(r.p99)],
+      ['calls/s', (r) => f(0)(r.callsPerSecond)],
+      ['server CPU µs/call', (r) => f(0)(r.cpuPerCall)],
+    ],
+    rows,
+  );
+  for (const concurrency of new Set(rows.map((r) => r.concurrency))) {
+    const service = rows.find((r) => r.system === 'service' && r.concurrency === concurrency);
+    const raw = rows.find((r) => r.system === 'raw ws' && r.concurrency === concurrency);
+    if (service && raw) {
+      console.log(
+        `  ${concurrency} at once, service / raw ws: p50 ${(service.p50 / raw.p50).toFixed(2)}x, p99 ${(service.p99 / raw.p99).toFixed(2)}x, calls/s ${(service.callsPerSecond / raw.callsPerSecond).toFixed(2)}x`,
+      );
+    }
+  }
+}
+if (results.streams) {
+  console.log(`\nForwarding unit: one presenter (VP8 640x480 + Opus) to N viewers, ${SECONDS} s per row`);
+  table(
+    [
+      ['viewers', (r) => String(r.viewers)],
+      ['unit CPU %', (r) => f(1)(r.unitCpu)],
+      ['µs/packet', (r) => f(1)(r.cpuPerPacket)],
+      ['packets out/s', (r) => f(0)(r.packetsPerSecond)],
+      ['Mbit/s out', (r) => f(2)(r.mbitOut)],
+      ['fps/viewer mean', (r) => f(1)(r.fpsMean)],
+      ['fps min', (r) => f(1)(r.fpsMin)],
+      ['viewers Chromium %', (r) => f(0)(r.viewersCpu)],
+      ['% per viewer', (r) => f(1)(r.viewersCpu / r.viewers)],
+      ['presenter Chromium %', (r) => f(0)(r.presenterCpu)],
+      ['presenter up kbit/s', (r) => f(0)(r.uplinkKbit)],
+      ['presenter packets/s', (r) => f(0)(r.presenterPackets)],
+      ['presenter fps', (r) => f(1)(r.presenterFps)],
+    ],
+    results.streams,
+  );
+}
+if (results.mesh) {
+  console.log(`\nMesh group call: k pages in one Chromium, each sending to k - 1, ${SECONDS} s per row`);
+  table(
+    [
+      ['pages k', (r) => String(r.pages)],
+      ['Chromium CPU %', (r) => f(0)(r.cpuTotal)],
+      ['% per page', (r) => f(1)(r.cpuPerPage)],
+      ['up kbit/s per page', (r) => f(0)(r.uplinkKbit)],
+      ['fps per incoming video', (r) => f(1)(r.fpsPerStream)],
+      ['encoded fps per outgoing', (r) => f(1)(r.encodedPerStream)],
+    ],
+    results.mesh,
+  );
+}
