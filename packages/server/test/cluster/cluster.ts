@@ -18,7 +18,15 @@ const OUTPUT_KEPT = 32_000;
 /** What a node is started with: JSON only, it crosses a process boundary. */
 export type NodeOptions = Pick<
   ServerOptions,
-  'apps' | 'nodeLeaseMs' | 'offlineDelayMs' | 'webhooks' | 'allowPrivateWebhooks' | 'gateway' | 'limits' | 'calls'
+  | 'apps'
+  | 'nodeLeaseMs'
+  | 'offlineDelayMs'
+  | 'webhooks'
+  | 'allowPrivateWebhooks'
+  | 'gateway'
+  | 'limits'
+  | 'calls'
+  | 'streams'
 > & { engine: { kind: 'redis'; url: string; prefix: string } | { kind: 'embedded' } };
 
 export interface ClusterNode {
