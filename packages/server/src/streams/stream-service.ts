@@ -8,6 +8,7 @@ import type { PageSignals } from '../core/page-signals.js';
 import { nodeOfPage } from '../engines/node-id.js';
 import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
 import type { IceCandidateInit } from './forwarding-unit.js';
+import { iceConfig } from './ice-settings.js';
 import { STREAM_CONNECT_TIMEOUT_MS, type StreamOptions } from './options.js';
 import { UnitHost } from './unit-host.js';
 
@@ -61,12 +62,14 @@ export class StreamService {
     this.#deps = deps;
     const options = deps.options ?? {};
     const allowed = options.remoteAddresses;
+    const media = {
+      hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
+      portRange: options.portRange,
+      allowRemoteAddress: allowed === undefined ? undefined : (address: string) => allowed.includes(address),
+    };
+    iceConfig(media); // a wrong address fails the start, not a presenter's first offer
     this.#host = new UnitHost({
-      media: {
-        hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
-        portRange: options.portRange,
-        allowRemoteAddress: allowed === undefined ? undefined : (address) => allowed.includes(address),
-      },
+      media,
       connectTimeoutMs: options.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
       log: deps.log,
       toPage: (app, page, frame) => deps.signals.toPage(app, page, frame),
