@@ -9,6 +9,7 @@ import { newApp, newSecret } from './apps/generate.js';
 import { callOptions, splitList } from './config/calls-config.js';
 import { type ConfigFile, readConfig } from './config/config-file.js';
 import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
+import { streamOptions, unreachableStreamsWarning } from './config/streams-config.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
 import { type AppStoreChoice, type OpenedApps, openAppStore } from './engines/open-apps.js';
@@ -21,7 +22,7 @@ import type { LogLevel } from './log.js';
 
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [STORE] [--config FILE] [--allow-private-webhooks] [--log-level L]
-                [--stun URL] [--turn URL --turn-secret S]
+                [--stun URL] [--turn URL --turn-secret S] [--media-address IP] [--media-ports MIN-MAX]
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
@@ -36,9 +37,13 @@ DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number 
 turns:HOST:PORT) are the servers call pages get; TURN credentials are signed with --turn-secret, the
 TURN server's static-auth-secret (better in REALTIME_TURN_SECRET or the config file: ps shows flags).
 
+--media-address (repeatable or comma-separated IP addresses, default 127.0.0.1: this machine only) is
+where browsers reach the forwarding units of live streams; --media-ports MIN-MAX the UDP ports they
+bind (ports 1024 to 65535; open them to browsers in the firewall).
+
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
 REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
-REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET.
+REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET, REALTIME_MEDIA_ADDRESS, REALTIME_MEDIA_PORTS.
 The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
@@ -137,6 +142,8 @@ const SERVE_FLAGS: Flags = {
   stun: { type: 'string', multiple: true },
   turn: { type: 'string', multiple: true },
   'turn-secret': { type: 'string' },
+  'media-address': { type: 'string', multiple: true },
+  'media-ports': { type: 'string' },
 };
 
 function list(values: Values, name: string): string[] | undefined {
@@ -178,6 +185,12 @@ async function serve(args: string[]): Promise<void> {
     source,
     configPath === undefined ? undefined : `config ${resolve(configPath)}: calls`,
   );
+  const streams = streamOptions(
+    config.streams,
+    { mediaAddress: list(values, 'media-address'), mediaPorts: str(values, 'media-ports') },
+    source,
+  );
+  const host = str(values, 'host') ?? '127.0.0.1';
   const dir = dataDir(values);
 
   // The config's apps are in place before the port opens, so no early request meets a missing app.
@@ -186,11 +199,15 @@ async function serve(args: string[]): Promise<void> {
   const store = await openApps(engine, dir);
   let server: RunningServer;
   let created: App | undefined;
+  let streamsInPlans: boolean;
   try {
     for (const app of configApps) await store.apps.upsert(app);
-    const noApps = (await store.apps.list()).length === 0;
+    const known = await store.apps.list();
+    const noApps = known.length === 0;
+    // The development app made when there is none has every feature.
+    streamsInPlans = noApps || known.some((app) => app.features.includes('streams'));
     server = await listen({
-      host: str(values, 'host') ?? '127.0.0.1',
+      host,
       port,
       dataDir: dir,
       engine,
@@ -204,6 +221,7 @@ async function serve(args: string[]): Promise<void> {
       ...(config.shutdownDelayMs === undefined ? {} : { shutdownDelayMs: config.shutdownDelayMs }),
       ...(config.limits === undefined ? {} : { limits: config.limits }),
       ...(calls === undefined ? {} : { calls }),
+      ...(streams === undefined ? {} : { streams }),
     });
     created = noApps ? await createDevelopmentApp(store.apps, server) : undefined;
   } finally {
@@ -230,6 +248,8 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   // The Redis address is not logged: it may hold a password.
   server.log.info(engine.kind === 'redis' ? { engine: 'redis' } : { data: dir }, `listening on ${server.url}`);
+  const unreachable = unreachableStreamsWarning(host, streams, streamsInPlans);
+  if (unreachable) server.log.warn(unreachable);
   if (created) {
     server.log.info({ key: created.key }, 'created a development app');
     // The commands shown name the store as it was given: a variable is read again by the CLI.
@@ -458,6 +478,11 @@ async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'serve':
+      // `realtime serve --help` asks, rather than starting with an unknown flag refused.
+      if (rest.includes('--help') || rest.includes('-h')) {
+        process.stdout.write(`${USAGE}\n`);
+        return;
+      }
       return serve(rest);
     case 'apps':
       return apps(rest);

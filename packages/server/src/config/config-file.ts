@@ -6,11 +6,21 @@ import { TrustedProxies } from '../http/client-address.js';
 import type { ServerLimits } from '../lifecycle.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { type CallsFileConfig, parseCallsConfig } from './calls-config.js';
+import { parseStreamsConfig, type StreamsFileConfig } from './streams-config.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
 const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
-const TOP_FIELDS = new Set(['apps', 'webhooks', 'offlineDelayMs', 'metrics', 'shutdownDelayMs', 'limits', 'calls']);
+const TOP_FIELDS = new Set([
+  'apps',
+  'webhooks',
+  'offlineDelayMs',
+  'metrics',
+  'shutdownDelayMs',
+  'limits',
+  'calls',
+  'streams',
+]);
 const LIMIT_FIELDS = new Set([
   'maxPages',
   'maxPagesPerAddress',
@@ -94,6 +104,8 @@ export interface ConfigFile {
   limits?: Partial<ServerLimits>;
   /** Ring time, STUN and TURN servers (flags and variables may still replace the servers and secret). */
   calls?: CallsFileConfig;
+  /** Media addresses and ports of the forwarding units, stream bounds (flags may replace addresses and ports). */
+  streams?: StreamsFileConfig;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -177,6 +189,7 @@ export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigF
   }
   if (value.limits !== undefined) config.limits = limits(value.limits, `config ${path}: limits`);
   if (value.calls !== undefined) config.calls = parseCallsConfig(value.calls, `config ${path}: calls`);
+  if (value.streams !== undefined) config.streams = parseStreamsConfig(value.streams, `config ${path}: streams`);
   return config;
 }
 
