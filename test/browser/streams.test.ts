@@ -326,4 +326,64 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     expect(hooks('other-stage')).toEqual([]);
     expect(hooks(name).filter((e) => e.user === 'p2')).toEqual([]);
   });
+  it('a viewer whose socket drops goes back on the stream with the next one, and gets the media again', async () => {
+    const name = 'rejoin';
+    const presenter = await open('rp');
+    const viewer = await open('rv');
+    await enter(presenter, name, await env.sdk.streamGrant(name, { role: 'presenter', userId: 'rp' }));
+    await seen(presenter, 'live', 0);
+    // A grant function: called again for the new socket.
+    await viewer.evaluate(
+      ({ name, grant }) => {
+        const w = window as unknown as StreamWindow;
+        let calls = 0;
+        const s = w.client.stream(name, {
+          grant: async () => {
+            calls++;
+            w.log.push(['grant', 0, calls]);
+            return grant;
+          },
+        });
+        w.streams.push(s);
+        s.on('state', (state) => w.log.push(['state', 0, state]));
+        s.on('live', ({ startedAt }) => w.log.push(['live', 0, startedAt ?? null]));
+        void s.left.then(({ error }) => w.log.push(['left', 0, error?.code ?? null]));
+      },
+      { name, grant: await env.sdk.streamGrant(name, { role: 'viewer', userId: 'rv' }) },
+    );
+    // Came while live: `live` at once, with no start time (the watching answer has none).
+    expect(await seen(viewer, 'live', 0)).toEqual(['live', 0, null]);
+    await seen(viewer, 'state', 0, 1, 'live');
+    await decodes(viewer, 0);
+    await viewer.evaluate(() => {
+      const w = window as unknown as StreamWindow & { firstPc?: RTCPeerConnection };
+      w.firstPc = w.streams[0]?.peerConnection;
+    });
+
+    expect(env.server.disconnectUser(env.server.app.key, 'rv')).toBe(1);
+    await seen(viewer, 'state', 0, 1, 'joining');
+    await seen(viewer, 'grant', 0, 1, 2);
+    await seen(viewer, 'state', 0, 2, 'live');
+    await decodes(viewer, 0);
+    expect(await count(viewer, 'left', 0)).toBe(0);
+    // A new connection to the unit; the old one closed with the socket.
+    expect(
+      await viewer.evaluate(() => {
+        const w = window as unknown as StreamWindow & { firstPc?: RTCPeerConnection };
+        const now = w.streams[0]?.peerConnection;
+        return { fresh: now !== undefined && now !== w.firstPc, old: w.firstPc?.connectionState };
+      }),
+    ).toEqual({ fresh: true, old: 'closed' });
+    // The presenter's run went on throughout.
+    expect(await state(presenter, 0)).toBe('live');
+    expect(await count(presenter, 'ended', 0)).toBe(0);
+    await env.receiver.waitFor(
+      () => hooks(name, 'stream.joined').filter((e) => e.user === 'rv').length === 2,
+      "the viewer's second stream.joined",
+      15_000,
+    );
+    const left = hooks(name, 'stream.left').filter((e) => e.user === 'rv');
+    expect(left).toHaveLength(1);
+    expect(hooks(name, 'stream.ended')).toEqual([]);
+  });
 });
