@@ -18,6 +18,9 @@ import type { ConnectionState } from './connection/states.js';
 import type { WebSocketConstructor } from './connection/transport.js';
 import { type AnyListener, Emitter } from './emitter.js';
 import { RealtimeSocketError } from './errors.js';
+import type { Group } from './groups/group.js';
+import { Groups } from './groups/groups.js';
+import type { GroupOptions } from './groups/types.js';
 import { DEFAULT_OUTBOX, Outbox, type OutboxLimits } from './outbox.js';
 import { Requests } from './requests.js';
 import { type JoinOptions, type QueuedSend, Room, type RoomLink } from './room.js';
@@ -100,6 +103,7 @@ export class RealtimeClient {
   readonly #asks: AskResponder;
   readonly #link: RoomLink;
   readonly #calls: Calls;
+  readonly #groups: Groups;
   readonly #streams: Streams;
   #user: string | null | undefined;
   /** Rises at each welcome and each loss: names the socket frames and answers belong to. */
@@ -181,6 +185,17 @@ export class RealtimeClient {
     );
     for (const [type, handler] of Object.entries(this.#calls.frameHandlers())) this.#handlers.set(type, handler);
     this.#errorOwners.push((frame, error) => this.#calls.ownsError(frame, error));
+    this.#groups = new Groups({
+      rtc: this.#calls.rtc,
+      get session() {
+        return client.#session;
+      },
+      send: (frame) => this.#connection.send(frame),
+      whenReady: () => this.#calls.whenReady(),
+      nextRef: () => this.#calls.nextRef(),
+    });
+    for (const [type, handler] of Object.entries(this.#groups.frameHandlers())) this.#handlers.set(type, handler);
+    this.#errorOwners.push((frame, error) => this.#groups.ownsError(frame, error));
     this.#streams = new Streams(
       {
         get ready() {
@@ -310,9 +325,28 @@ export class RealtimeClient {
     return this.#streams.open(name, options);
   }
 
-  /** Closes the connection for good (code 1000), hanging up calls first. Rooms end; waiting sends reject with `closed`. */
+  /**
+   * Joins a group call (a mesh of up to 8 pages): the page sends its media (default `{ audio: true }`,
+   * with `getUserMedia`) to each other page and gets theirs. Returns the {@link Group} at once; it gets
+   * the media and the call token, then joins once connected. Joining a group the page is in gives the
+   * same Group. Throws a TypeError for a bad name or options, or where there is no WebRTC.
+   *
+   * @example
+   * const group = client.group('standup', {
+   *   token: () => fetch('/rt/group-token?group=standup').then((r) => r.text()),
+   *   media: { audio: true, video: true },
+   * });
+   * group.on('peer-joined', (peer) => addTile(peer.user, peer.stream));
+   * group.on('peer-left', (peer) => removeTile(peer.page));
+   */
+  group(name: string, options: GroupOptions): Group {
+    return this.#groups.open(name, options);
+  }
+
+  /** Closes the connection for good (code 1000), hanging up calls and leaving group calls first. Rooms end; waiting sends reject with `closed`. */
   close(): void {
     this.#calls.leave();
+    this.#groups.leave();
     this.#streams.leave();
     this.#connection.close();
   }
@@ -375,6 +409,7 @@ export class RealtimeClient {
       : new RealtimeSocketError('disconnected', `the connection was lost before the service answered (${cause.code})`);
     this.#requests.failAll(error);
     this.#calls.lost(error, final);
+    this.#groups.lost(error, final);
     this.#streams.lost(error, final);
     for (const room of [...this.#rooms.values()]) {
       if (final) room.end(new RealtimeSocketError('closed', error.message, { room: room.name }));

@@ -1,6 +1,6 @@
 /**
  * `@realtime/browser`: the SDK pages use to talk to the realtime service over one WebSocket
- * (docs/protocol.md): rooms with resume and presence, user events, asks, sealing, and calls between two people.
+ * (docs/protocol.md): rooms with resume and presence, user events, asks, sealing, calls between two people and group calls.
  *
  * @example
  * import { connect, openWith, parseSealKey } from '@realtime/browser';
@@ -37,6 +37,9 @@ export type {
   WebSocketLike,
 } from './connection/transport.js';
 export { type LocalErrorCode, RealtimeSocketError, type RealtimeSocketErrorCode } from './errors.js';
+export { GroupError } from './groups/errors.js';
+export { Group, type GroupEvents } from './groups/group.js';
+export type { GroupEnd, GroupEndReason, GroupOptions, GroupPeer, GroupPeerState, GroupState } from './groups/types.js';
 export type { OutboxLimits } from './outbox.js';
 export {
   type JoinedInfo,

@@ -6,6 +6,7 @@ import { CallError } from './errors.js';
 import type { CallLink, CallParty } from './link.js';
 import { type LocalMedia, localMedia, releaseMedia } from './media.js';
 import { Peer } from './peer.js';
+import { tokenText } from './token.js';
 import type { CallDirection, CallEnd, CallEndedReason, CallMediaSource, CallState } from './types.js';
 
 /** After this page ends a call, how long it waits for the service to say why before it guesses. */
@@ -401,16 +402,6 @@ export class Call {
     if (previous === state) return;
     this.#state = state;
     this.#emitter.emit('state', state, previous);
-  }
-}
-
-async function tokenText(token: TokenSource): Promise<string> {
-  try {
-    const text = typeof token === 'function' ? await token() : token;
-    if (typeof text !== 'string' || text === '') throw new TypeError('the call token function gave no token');
-    return text;
-  } catch (cause) {
-    throw new CallError('token_failed', 'the call token function failed', { cause });
   }
 }
 

@@ -4,6 +4,7 @@ import { Call } from './call.js';
 import { IncomingCall } from './incoming.js';
 import type { CallLink, CallParty } from './link.js';
 import { webRtcHere } from './media.js';
+import { checkTokenAndMedia } from './token.js';
 import type { CallOptions, RtcOptions } from './types.js';
 
 /** How many ended refs and call ids are remembered, to drop late refusals of them. */
@@ -58,9 +59,9 @@ export class Calls {
       get session() {
         return host.session;
       },
-      whenReady: () => this.#whenReady(),
+      whenReady: () => this.whenReady(),
       send: (frame) => host.send(frame),
-      nextRef: () => this.#nextRef--,
+      nextRef: () => this.nextRef(),
       claim: (key, party) => {
         this.#routes.set(key, party);
       },
@@ -83,14 +84,8 @@ export class Calls {
   place(to: string, options: CallOptions): Call {
     const problem = typeof to === 'string' ? userIdProblem(to) : 'the user to call is a user id string';
     if (problem) throw new TypeError(problem);
-    if (typeof options !== 'object' || options === null) throw new TypeError('call needs options with a `token`');
+    checkTokenAndMedia(options, 'call');
     const { token, media } = options;
-    if (!(typeof token === 'function' || (typeof token === 'string' && token !== ''))) {
-      throw new TypeError('`token` must be a call token or a function giving one');
-    }
-    if (media !== undefined && (typeof media !== 'object' || media === null)) {
-      throw new TypeError('`media` must be a MediaStream or MediaStreamConstraints');
-    }
     if (!webRtcHere()) throw new TypeError('calls need WebRTC (RTCPeerConnection and MediaStream), not found here');
     return new Call({ direction: 'outgoing', peer: to, token, media: media ?? { audio: true } }, this.#link);
   }
@@ -145,7 +140,18 @@ export class Calls {
     for (const party of [...this.#live]) party.leave();
   }
 
-  #whenReady(): Promise<void> {
+  /** The WebRTC options of the client (group calls use them too). */
+  get rtc(): RtcOptions {
+    return this.#link.rtc;
+  }
+
+  /** A ref for a call or group call frame: counted down, so it never meets a room request's. */
+  nextRef(): number {
+    return this.#nextRef--;
+  }
+
+  /** Resolves at the next welcome (at once when ready); rejects once the client is closed. */
+  whenReady(): Promise<void> {
     if (this.#host.ready) return Promise.resolve();
     if (this.#closed) return Promise.reject(this.#closed);
     return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));

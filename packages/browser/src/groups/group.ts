@@ -1,0 +1,350 @@
+import type {
+  GroupJoinedFrame,
+  GroupPeer as GroupPeerInfo,
+  GroupPeerJoinedFrame,
+  GroupPeerLeftFrame,
+  GroupSignalInFrame,
+  IceServer,
+} from '@realtime/protocol';
+import { CONFIRM_MS } from '../calls/call.js';
+import { type LocalMedia, localMedia, releaseMedia } from '../calls/media.js';
+import { tokenText } from '../calls/token.js';
+import type { CallMediaSource } from '../calls/types.js';
+import { type AnyListener, Emitter } from '../emitter.js';
+import type { RealtimeSocketError } from '../errors.js';
+import type { TokenSource } from '../room.js';
+import { GroupError } from './errors.js';
+import type { GroupLink, GroupParty } from './link.js';
+import { MeshPeer } from './mesh-peer.js';
+import type { GroupEnd, GroupPeer, GroupPeerState, GroupState } from './types.js';
+
+/** Signals kept for a page not yet heard of (its `group.peer-joined` still on the way), per page and pages. */
+const EARLY_SIGNALS = 64;
+const EARLY_PAGES = 16;
+
+type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupSignalInFrame;
+
+/**
+ * Listeners of a {@link Group}, by event name.
+ *
+ * @example
+ * group.on('peer-joined', (peer) => addTile(peer.page, peer.user, peer.stream));
+ * group.on('peer-left', (peer) => removeTile(peer.page));
+ * group.on('ended', ({ reason, error }) => showEnded(reason, error?.code));
+ */
+export interface GroupEvents {
+  /** The group call moved to another {@link GroupState}. */
+  state: (state: GroupState, previous: GroupState) => void;
+  /** This page's media is here ({@link Group.localStream}): for a preview, before the join is even sent. */
+  local: (stream: MediaStream) => void;
+  /**
+   * Another page is in the group: each page there when this one joined, then each newcomer.
+   * `peer.stream` receives its tracks as they arrive.
+   */
+  'peer-joined': (peer: GroupPeer) => void;
+  /** A track of a peer arrived; `peer.stream` now holds it. */
+  remote: (peer: GroupPeer, track: MediaStreamTrack) => void;
+  /** The media with a peer connected, failed or ended. */
+  'peer-state': (peer: GroupPeer, state: GroupPeerState, previous: GroupPeerState) => void;
+  /** A peer left the group call (it left, closed, or its node died): its media has stopped. */
+  'peer-left': (peer: GroupPeer) => void;
+  /** This page is out of the group call, and why (as {@link Group.ended} gives it). */
+  ended: (end: GroupEnd) => void;
+}
+
+/**
+ * This page in a group call, from `client.group`: a mesh, where the page sends its media to each
+ * other page and gets theirs. The page that joins offers to each page already there and answers
+ * the offers of those who join after it; candidates trickle through the service.
+ *
+ * Leaving stops the page's media and connections at once (state `left`); `ended` settles with
+ * `left` once the service confirmed it. A group call that ends by an error has reason `failed` and
+ * the error in `error`; `ended` never rejects. The SDK stops the tracks it got with `getUserMedia`
+ * when the page leaves; a `MediaStream` the page passed in stays the page's.
+ *
+ * @example
+ * const group = client.group('standup', { token: () => fetchGroupToken('standup'), media: { audio: true, video: true } });
+ * group.on('local', (stream) => (preview.srcObject = stream));
+ * group.on('peer-joined', (peer) => addTile(peer.page, peer.stream));
+ * group.on('peer-left', (peer) => removeTile(peer.page));
+ * leaveButton.onclick = () => group.leave();
+ */
+export class Group {
+  /** The group call's name (the call token's `group`, the webhook's `call`). */
+  readonly name: string;
+  /** Settles once, when this page is out of the group call, with why; never rejects. */
+  readonly ended: Promise<GroupEnd>;
+
+  readonly #link: GroupLink;
+  readonly #emitter = new Emitter();
+  readonly #party: GroupParty;
+  readonly #peers = new Map<string, MeshPeer>();
+  #state: GroupState = 'joining';
+  #settle: (end: GroupEnd) => void = () => {};
+  #settled = false;
+  #page: string | undefined;
+  #ice: readonly IceServer[] = [];
+  #media: LocalMedia | undefined;
+  /** The ref of the join the service has not answered yet. */
+  #joinRef: number | undefined;
+  #leaveRef: number | undefined;
+  /** The socket the join went on: another socket's page is not in the group. */
+  #session: number | undefined;
+  /** The group's frames that came before the answer to the join (its ICE servers with it). */
+  #queued: GroupFrame[] = [];
+  /** Signals of pages not yet heard of, by page. */
+  #early = new Map<string, Record<string, unknown>[]>();
+  /** Pages that left: their late signals are dropped. */
+  #gone = new Set<string>();
+  #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** Use `client.group`. */
+  constructor(name: string, options: { token: TokenSource; media: CallMediaSource }, link: GroupLink) {
+    this.name = name;
+    this.#link = link;
+    this.ended = new Promise<GroupEnd>((resolve) => {
+      this.#settle = resolve;
+    });
+    this.#party = {
+      joined: (frame) => this.#joined(frame),
+      left: () => this.#over({ reason: 'left' }),
+      peerJoined: (frame) => this.#frame(frame),
+      peerLeft: (frame) => this.#frame(frame),
+      signal: (frame) => this.#frame(frame),
+      refused: (error, ref) => this.#refused(error, ref),
+      lost: (error, final) => this.#lost(error, final),
+      leave: () => void this.leave(),
+    };
+    link.claim(name, this.#party);
+    link.live(this.#party, true);
+    void this.#join(options.token, options.media);
+  }
+
+  get state(): GroupState {
+    return this.#state;
+  }
+
+  /** This page's id in the group (what the other pages know it by), once joined. */
+  get page(): string | undefined {
+    return this.#page;
+  }
+
+  /** What this page sends, once it has it. */
+  get localStream(): MediaStream | undefined {
+    return this.#media?.stream;
+  }
+
+  /** The other pages in the group call now, in the order this page heard of them. */
+  get peers(): GroupPeer[] {
+    return [...this.#peers.values()];
+  }
+
+  /** Adds a listener; returns a function that removes it. */
+  on<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): () => void {
+    return this.#emitter.on(name, listener as AnyListener);
+  }
+
+  off<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): void {
+    this.#emitter.off(name, listener as AnyListener);
+  }
+
+  /**
+   * Leaves the group call: stops this page's media and connections now and tells the service (the
+   * others hear `peer-left`). Returns {@link Group.ended}. Leaving again does nothing.
+   *
+   * @example
+   * await group.leave(); // { reason: 'left' }
+   */
+  leave(): Promise<GroupEnd> {
+    if (this.#state === 'left') return this.ended;
+    this.#teardown();
+    // In the group, or its join on the way (the service takes frames in order: the leave follows the join).
+    const inGroup = this.#session !== undefined && this.#session === this.#link.session;
+    if (!inGroup) {
+      this.#over({ reason: 'left' });
+      return this.ended;
+    }
+    const ref = this.#link.nextRef();
+    this.#link.claim(ref, this.#party);
+    if (!this.#link.send({ t: 'group.leave', ref, group: this.name })) {
+      this.#link.release(ref, this.#party);
+      this.#over({ reason: 'left' });
+      return this.ended;
+    }
+    this.#leaveRef = ref;
+    // Out of the group already as far as this page goes; the service's word settles `ended`.
+    this.#confirmTimer = setTimeout(() => this.#over({ reason: 'left' }), CONFIRM_MS);
+    return this.ended;
+  }
+
+  async #join(token: TokenSource, source: CallMediaSource): Promise<void> {
+    const [media, text] = await Promise.allSettled([localMedia(source), tokenText(token)]);
+    if (media.status === 'fulfilled') {
+      if (this.#state === 'left') releaseMedia(media.value);
+      else {
+        this.#media = media.value;
+        this.#emitter.emit('local', media.value.stream);
+      }
+    }
+    if (this.#state === 'left') return;
+    if (media.status === 'rejected') return this.#fail(GroupError.of(media.reason, this.name, 'media_failed'));
+    if (text.status === 'rejected') return this.#fail(GroupError.of(text.reason, this.name, 'token_failed'));
+    for (;;) {
+      try {
+        await this.#link.whenReady();
+      } catch (error) {
+        return this.#fail(GroupError.of(error, this.name, 'closed'));
+      }
+      // Left while waiting (the state changes behind the await).
+      if (this.#isLeft()) return;
+      const ref = this.#link.nextRef();
+      this.#link.claim(ref, this.#party);
+      if (this.#link.send({ t: 'group.join', ref, group: this.name, token: text.value })) {
+        this.#joinRef = ref;
+        this.#session = this.#link.session;
+        return;
+      }
+      // The socket went between the welcome and now: the join goes on the next one.
+      this.#link.release(ref, this.#party);
+    }
+  }
+
+  #joined(frame: GroupJoinedFrame): void {
+    this.#forgetJoinRef();
+    if (this.#state !== 'joining') return;
+    this.#page = typeof frame.page === 'string' ? frame.page : undefined;
+    this.#ice = Array.isArray(frame.ice) ? frame.ice : [];
+    this.#move('joined');
+    // This page came later than each page there: it offers.
+    for (const info of Array.isArray(frame.peers) ? frame.peers : []) this.#add(info, true);
+    for (const queued of this.#queued.splice(0)) this.#frame(queued);
+  }
+
+  /** A frame about the group's other pages; kept until the join is answered. */
+  #frame(frame: GroupFrame): void {
+    if (this.#state === 'left') return;
+    if (this.#state === 'joining') {
+      this.#queued.push(frame);
+      return;
+    }
+    if (frame.t === 'group.peer-joined') {
+      // A newcomer: it offers, this page answers.
+      if (!this.#gone.has(frame.page)) this.#add(frame, false);
+    } else if (frame.t === 'group.peer-left') {
+      this.#gone.add(frame.page);
+      this.#early.delete(frame.page);
+      const peer = this.#peers.get(frame.page);
+      if (!peer) return;
+      this.#peers.delete(frame.page);
+      peer.close();
+      this.#emitter.emit('peer-left', peer);
+    } else if (typeof frame.data === 'object' && frame.data !== null && typeof frame.from === 'string') {
+      const peer = this.#peers.get(frame.from);
+      if (peer) peer.receive(frame.data);
+      else if (!this.#gone.has(frame.from)) this.#keepEarly(frame.from, frame.data);
+    }
+  }
+
+  #add(info: GroupPeerInfo, offer: boolean): void {
+    if (typeof info.page !== 'string' || info.page === this.#page || this.#peers.has(info.page)) return;
+    const to = info.page;
+    const peer = new MeshPeer(info, this.name, {
+      signal: (data) => {
+        if (this.#state === 'joined' && this.#session === this.#link.session) {
+          this.#link.send({ t: 'group.signal', group: this.name, to, data });
+        }
+      },
+      track: (from, track) => this.#emitter.emit('remote', from, track),
+      state: (from, state, previous) => this.#emitter.emit('peer-state', from, state, previous),
+    });
+    this.#peers.set(to, peer);
+    this.#emitter.emit('peer-joined', peer);
+    // A listener may have left the group.
+    if (this.#state !== 'joined') return;
+    peer.connect(this.#ice, this.#link.rtc, this.#media?.stream ?? new MediaStream(), offer);
+    for (const data of this.#early.get(to) ?? []) peer.receive(data);
+    this.#early.delete(to);
+  }
+
+  #keepEarly(page: string, data: Record<string, unknown>): void {
+    let list = this.#early.get(page);
+    if (!list) {
+      if (this.#early.size >= EARLY_PAGES) return;
+      list = [];
+      this.#early.set(page, list);
+    }
+    if (list.length < EARLY_SIGNALS) list.push(data);
+  }
+
+  #refused(error: RealtimeSocketError, ref: number): void {
+    if (ref === this.#leaveRef) {
+      // Not in the group after all (the join was refused, or the page was taken out): out is out.
+      this.#over({ reason: 'left' });
+      return;
+    }
+    this.#forgetJoinRef();
+    // A join refused after this page left: the leave's answer settles it.
+    if (this.#state === 'left') return;
+    this.#fail(GroupError.of(error, this.name));
+  }
+
+  #lost(error: RealtimeSocketError, final: boolean): void {
+    if (this.#state === 'left') {
+      // The service takes a page out when its socket goes: the leave is done.
+      this.#over({ reason: 'left' });
+      return;
+    }
+    // Not yet joined: the join goes on the next socket.
+    if (this.#session === undefined && !final) return;
+    // The service took this page out with its socket; a new socket is a new page, which joins anew.
+    this.#fail(GroupError.of(error, this.name, 'closed'));
+  }
+
+  #fail(error: GroupError): void {
+    if (this.#state === 'left') return;
+    this.#teardown();
+    this.#over({ reason: 'failed', error });
+  }
+
+  /** Stops media and every connection; state `left`. */
+  #teardown(): void {
+    if (this.#state === 'left') return;
+    for (const peer of this.#peers.values()) peer.close();
+    releaseMedia(this.#media);
+    this.#queued = [];
+    this.#early.clear();
+    this.#move('left');
+  }
+
+  /** The end: settled (if not yet) and no longer routed. */
+  #over(end: GroupEnd): void {
+    if (!this.#settled) {
+      this.#settled = true;
+      this.#settle(end);
+      this.#emitter.emit('ended', end);
+    }
+    this.#forgetJoinRef();
+    if (this.#leaveRef !== undefined) this.#link.release(this.#leaveRef, this.#party);
+    this.#leaveRef = undefined;
+    this.#link.release(this.name, this.#party);
+    this.#link.live(this.#party, false);
+    if (this.#confirmTimer !== undefined) clearTimeout(this.#confirmTimer);
+    this.#confirmTimer = undefined;
+  }
+
+  #forgetJoinRef(): void {
+    if (this.#joinRef !== undefined) this.#link.release(this.#joinRef, this.#party);
+    this.#joinRef = undefined;
+  }
+
+  #isLeft(): boolean {
+    return this.#state === 'left';
+  }
+
+  #move(state: GroupState): void {
+    const previous = this.#state;
+    if (previous === state) return;
+    this.#state = state;
+    this.#emitter.emit('state', state, previous);
+  }
+}

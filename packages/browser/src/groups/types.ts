@@ -1,0 +1,71 @@
+import type { CallMediaKind, CallMediaSource } from '../calls/types.js';
+import type { TokenSource } from '../room.js';
+import type { GroupError } from './errors.js';
+
+/**
+ * Where a {@link Group} is:
+ * - `joining`: the page is getting its media and token, or waits for the service to take it in;
+ * - `joined`: in the group call; media flows with each peer page as its connection comes up;
+ * - `left`: out of it (see {@link GroupEnd} for why).
+ */
+export type GroupState = 'joining' | 'joined' | 'left';
+
+/**
+ * Why a page is out of a group call: `left` (it left: `leave()`, `pagehide`, `client.close()`),
+ * or `failed` with `error` (the service refused the join, the media or token could not be had,
+ * the socket was lost).
+ */
+export type GroupEndReason = 'left' | 'failed';
+
+/**
+ * How a page's group call ended, given by {@link Group.ended} and the `ended` event.
+ *
+ * @example
+ * const { reason, error } = await group.ended;
+ * if (error?.code === 'group_full') toast('The call is full');
+ */
+export interface GroupEnd {
+  reason: GroupEndReason;
+  /** Set when `reason` is `failed`. */
+  error?: GroupError;
+}
+
+/**
+ * Where the media with one other page of the group is: `connecting`, `connected`, `failed`
+ * (ICE failed, or no media within `rtc.connectTimeoutMs`: {@link GroupPeer.error} says why), or
+ * `left` (the peer left, or this page did).
+ */
+export type GroupPeerState = 'connecting' | 'connected' | 'failed' | 'left';
+
+/**
+ * Another page in the group call, as a {@link Group} gives it: one per page (a user with two pages
+ * in the group is two peers).
+ */
+export interface GroupPeer {
+  /** The page's id in the group. */
+  readonly page: string;
+  /** The page's user. */
+  readonly user: string;
+  /** What the page's call token allows it to send: `['audio']` or `['audio', 'video']`. */
+  readonly media: readonly CallMediaKind[];
+  /** The page's media: a stream that receives its tracks as they arrive (give it to a `<video>` at once). */
+  readonly stream: MediaStream;
+  readonly state: GroupPeerState;
+  /** Why the media with this page failed, when {@link GroupPeer.state} is `failed`. */
+  readonly error: GroupError | undefined;
+  /** The WebRTC connection with this page (for `getStats`, or `replaceTrack`): closed once the peer left or failed. */
+  readonly peerConnection: RTCPeerConnection | undefined;
+}
+
+/**
+ * Options of `client.group`.
+ *
+ * @example
+ * client.group('standup', { token: () => fetch('/rt/group-token?group=standup').then((r) => r.text()), media: { audio: true, video: true } });
+ */
+export interface GroupOptions {
+  /** A call token for this page's user with `group` (`callToken(user, { group })` of `@realtime/node`), or a function giving one. */
+  token: TokenSource;
+  /** What to send; default `{ audio: true }`, got with `getUserMedia`. */
+  media?: CallMediaSource | undefined;
+}
