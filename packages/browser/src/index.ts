@@ -1,6 +1,7 @@
 /**
  * `@realtime/browser`: the SDK pages use to talk to the realtime service over one WebSocket
- * (docs/protocol.md): rooms with resume and presence, user events, asks, sealing, calls between two people and group calls.
+ * (docs/protocol.md): rooms with resume and presence, user events, asks, sealing, calls between two people, group
+ * calls and live streams.
  *
  * @example
  * import { connect, openWith, parseSealKey } from '@realtime/browser';
