@@ -282,6 +282,8 @@ export class LiveStream {
       this.#remote = new MediaStream();
       this.#newPeer(new MediaStream(), false);
       this.#move('connecting');
+      // The unit offers only while live: its `stream.live` raced this page's watch (it came before the answer).
+      if (!this.#live) this.#wentLive(undefined);
     }
     this.#rtc?.receive(data);
   }
