@@ -169,6 +169,44 @@ describe('live streams over raw frames and werift peers', () => {
     await Promise.all([ben.close(), visitor.close(), cid.close()]);
   }, 60_000);
 
+  it('a presenter offering anew ends the run and goes live again on a new unit; viewers get a new offer', async () => {
+    const stream = 'renegotiated';
+    const ann = await pageOf('ann');
+    const ben = await pageOf('ben');
+    expect(await ask(ben, { t: 'stream.watch', stream, grant: await grant(stream, 'viewer', 'ben') })).toMatchObject({
+      live: false,
+    });
+    const first = await goLive(ann, stream, 'ann');
+    await ben.next((f) => f.t === 'stream.live', 'live');
+    await view(ben, stream);
+
+    const peer = new StreamPeer();
+    peers.push(peer);
+    const before = ann.frames.length;
+    ann.send({ t: 'stream.signal', stream, data: { sdp: { type: 'offer', sdp: await peer.offer() } } });
+    await ben.next((f) => f.t === 'stream.ended', 'the first run ended');
+    const answer = await ann.next((f) => f.t === 'stream.signal' && ann.frames.indexOf(f) >= before, 'the new answer');
+    await peer.accept((answer.data as { sdp: { sdp: string } }).sdp.sdp);
+    await peer.connected;
+    const again = await ben.next((f) => f.t === 'stream.live' && f.started_at !== first.live.started_at, 'live again');
+    await view(ben, stream);
+    expect(again.started_at as number).toBeGreaterThanOrEqual(first.live.started_at as number);
+    await ann.close();
+    await ben.next((f) => f.t === 'stream.ended' && ben.frames.indexOf(f) > ben.frames.indexOf(again), 'ended');
+    await waitFor(() => recorded(stream).filter((e) => e.type === 'stream.ended').length === 2, 'two runs ended');
+    // Each change in its order (live, joined, left, ended), members in the order they came: ben first.
+    const run = [
+      'stream.live:',
+      'stream.joined:ben',
+      'stream.joined:ann',
+      'stream.left:ben',
+      'stream.left:ann',
+      'stream.ended:',
+    ];
+    expect(recorded(stream).map((e) => `${String(e.type)}:${String(e.user ?? '')}`)).toEqual([...run, ...run]);
+    await ben.close();
+  }, 60_000);
+
   it('refuses bad grants, a second presenter, a full stream, and signals from pages not on it', async () => {
     const stream = 'refusals';
     const eve = await pageOf('eve');

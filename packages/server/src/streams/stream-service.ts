@@ -74,7 +74,7 @@ export class StreamService {
       log: deps.log,
       toPage: (app, page, frame) => deps.signals.toPage(app, page, frame),
       presenterConnected: (app, stream, page) => void this.#goLive(app, stream, page),
-      presenterFailed: (app, stream, page) => void this.#stopLive(app, stream, page),
+      presenterFailed: (app, stream, page) => void this.#stopLive(app, stream, page, true),
     });
   }
 
@@ -155,6 +155,8 @@ export class StreamService {
   ): Promise<void> {
     if (role === 'presenter') {
       if ('sdp' in signal) {
+        // A new offer starts a new unit: a run of the old one ends first, so the new one goes live anew.
+        if (this.#host.hosts(app, stream, page)) await this.#stopLive(app, stream, page, false);
         const answer = await this.#host.present(app, stream, page, signal.sdp);
         await this.#deps.signals.toPage(app, page, {
           t: 'stream.signal',
@@ -250,13 +252,15 @@ export class StreamService {
     }
   }
 
-  /** The presenter's media failed: the run ends; the presenter stays and may offer again. */
-  async #stopLive(app: string, stream: string, page: string): Promise<void> {
+  /** The presenter's media failed (or it offers anew): the run ends; the presenter stays and may offer again. */
+  async #stopLive(app: string, stream: string, page: string, failed: boolean): Promise<void> {
     try {
       const change = await this.#deps.streams.stopLive(app, stream, page, this.#deps.now());
       if (change) await this.#report(app, stream, change);
-      // Told even when it never went live: the presenter learns its media failed.
-      await this.#tellAll(app, stream, { t: 'stream.ended', stream });
+      const ended = { t: 'stream.ended', stream };
+      if (change) await this.#tellAll(app, stream, ended);
+      // Failed before it went live: only the presenter has something to learn.
+      else if (failed) await this.#deps.signals.toPage(app, page, ended);
     } catch (error) {
       this.#deps.log.error({ err: error, app, stream }, 'ending a failed live run failed');
     }
