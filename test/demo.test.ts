@@ -216,6 +216,32 @@ describe('npm start (the chat demo)', () => {
     }
   });
 
+  it('mints stream grants the service takes: a member presents the lobby stream, another watches it', async () => {
+    const hello = async (user: string) => {
+      const page = await openRawPage(serviceUrl, key);
+      page.send({ t: 'hello', v: 1, identity: (await tokensFor(user)).identity });
+      await page.next((f) => f.t === 'welcome', 'welcome');
+      return page;
+    };
+    const grantOf = async (user: string, role: string) => {
+      const answer = await fetch(`${demoUrl}/stream-grant?user=${user}&role=${role}`);
+      expect(answer.status).toBe(200);
+      return ((await answer.json()) as { grant: string }).grant;
+    };
+    expect((await fetch(`${demoUrl}/stream-grant?user=ann&role=boss`)).status).toBe(400);
+    const ann = await hello('ann');
+    const ben = await hello('ben');
+    try {
+      ann.send({ t: 'stream.present', ref: 1, stream: 'lobby-live', grant: await grantOf('ann', 'presenter') });
+      expect(await ann.next((f) => f.ref === 1, 'presenting')).toMatchObject({ t: 'stream.presenting' });
+      ben.send({ t: 'stream.watch', ref: 1, stream: 'lobby-live', grant: await grantOf('ben', 'viewer') });
+      expect(await ben.next((f) => f.ref === 1, 'watching')).toMatchObject({ t: 'stream.watching', live: false });
+    } finally {
+      await ann.close();
+      await ben.close();
+    }
+  });
+
   it('stops on SIGTERM with exit 0', async () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -68,6 +68,18 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
         const token = await realtime.callToken(user, { to, media: ['audio', 'video'] });
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
         res.end(JSON.stringify({ token }));
+      } else if (url.pathname === '/stream-grant') {
+        // The lobby's one live stream: any member may present (first come) or watch.
+        const user = (url.searchParams.get('user') ?? '').trim();
+        const role = url.searchParams.get('role');
+        if (!NAME.test(user) || (role !== 'presenter' && role !== 'viewer')) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"a member presents or watches"}');
+          return;
+        }
+        const realtime = await realtimeNow();
+        const grant = await realtime.streamGrant('lobby-live', { role, userId: user });
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+        res.end(JSON.stringify({ grant }));
       } else {
         res.writeHead(404).end('not found');
       }
