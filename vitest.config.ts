@@ -37,6 +37,7 @@ export default defineConfig({
             'packages/server/test/cli.test.ts',
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
+            'packages/server/test/cli-streams.test.ts',
             'packages/server/test/cluster/**',
             // The forwarding unit stands alone: no engine under it.
             'test/browser/forwarding-unit.test.ts',
@@ -55,6 +56,7 @@ export default defineConfig({
             'packages/server/test/cli.test.ts',
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
+            'packages/server/test/cli-streams.test.ts',
             'test/browser/forwarding-unit.test.ts',
             'packages/server/test/storage-full.test.ts',
             'packages/server/test/group-commit.test.ts',
