@@ -63,6 +63,8 @@ export interface StreamWatchingFrame {
   ref: number;
   stream: string;
   live: boolean;
+  /** When the live run began, when `live`. */
+  started_at?: number;
   ice: IceServer[];
 }
 /** Answers `stream.leave`. */

@@ -123,6 +123,7 @@ describe('live streams over raw frames and werift peers', () => {
     const cid = await pageOf('cid');
     expect(await ask(cid, { t: 'stream.watch', stream, grant: await grant(stream, 'viewer', 'cid') })).toMatchObject({
       live: true,
+      started_at: second.live.started_at,
     });
     await view(cid, stream);
     // cid leaves while live: its pair closes; ben's stays open until the run ends.

@@ -235,7 +235,7 @@ export class LiveStream {
     } else if (frame.live === true) {
       // The unit's offer follows.
       this.#move('connecting');
-      this.#wentLive(undefined);
+      this.#wentLive(typeof frame.started_at === 'number' ? frame.started_at : undefined);
     } else {
       this.#move('waiting');
     }

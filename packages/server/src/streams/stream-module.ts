@@ -103,7 +103,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
       throw refused('bad_frame', `${f.t}: this page is on that stream already`, f.ref, f.stream);
     if (joined === 'taken') throw refused('stream_taken', 'the stream has a presenter already', f.ref, f.stream);
     if (joined === 'full') throw refused('stream_full', 'the stream has as many pages as it takes', f.ref, f.stream);
-    return { live: joined.live, ice: streams.ice(iceUser(claims.sub ?? null, conn.id)) };
+    return { ...joined, ice: streams.ice(iceUser(claims.sub ?? null, conn.id)) };
   };
 
   return {
@@ -120,7 +120,15 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
         async (conn, f) => {
           const entered = await enter(conn, f, 'viewer');
           if (entered) {
-            conn.send({ t: 'stream.watching', ref: f.ref, stream: f.stream, live: entered.live, ice: entered.ice });
+            const answer: Record<string, unknown> = {
+              t: 'stream.watching',
+              ref: f.ref,
+              stream: f.stream,
+              live: entered.live,
+            };
+            if (entered.startedAt !== undefined) answer.started_at = entered.startedAt;
+            answer.ice = entered.ice;
+            conn.send(answer);
           }
         },
       ),

@@ -119,7 +119,7 @@ export class StreamService {
     app: string,
     stream: string,
     member: StreamMember,
-  ): Promise<{ live: boolean } | 'taken' | 'full' | 'already'> {
+  ): Promise<{ live: boolean; startedAt?: number } | 'taken' | 'full' | 'already'> {
     const max = this.#deps.options?.maxPages ?? STREAM_MAX_PAGES;
     const joined = await this.#deps.streams.join(app, stream, member, max, this.#deps.now());
     if (typeof joined === 'string') return joined;
@@ -133,7 +133,7 @@ export class StreamService {
     const { presenter, liveSince } = joined.state;
     const live = liveSince !== undefined && presenter !== undefined;
     if (live && member.role === 'viewer') await this.#toUnit(app, presenter, { op: 'open', stream, page: member.page });
-    return { live };
+    return live ? { live, startedAt: liveSince } : { live };
   }
 
   /** Takes a page off a stream; false when it was not on. */
