@@ -16,6 +16,11 @@ describe('the forwarding unit ICE settings', () => {
     expect(iceConfig({ hostAddresses: ['10.0.0.1', '10.0.0.2', '::1'] }).iceInterfaceAddresses).toEqual({
       udp6: '::1',
     });
+    // An address not on this machine (a public one behind 1:1 NAT) cannot be bound: the wildcard is,
+    // and only the given address is announced.
+    const nat = iceConfig({ hostAddresses: ['203.0.113.7'] });
+    expect(nat.iceInterfaceAddresses).toEqual({});
+    expect(nat.iceAdditionalHostAddresses).toEqual(['203.0.113.7']);
   });
 
   it('refuse host names and an empty list', () => {

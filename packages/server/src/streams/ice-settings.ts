@@ -3,6 +3,7 @@
  * addresses only, no STUN or TURN, and traffic only to browser addresses the policy allows.
  */
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import type { RTCPeerConnectionConfig } from 'werift';
 
 export interface IceSettings {
@@ -26,17 +27,28 @@ export function remoteAddressRule(settings: IceSettings): (address: string) => b
   return (address) => isIP(address) !== 0 && (allow === undefined || allow(address));
 }
 
+/** The addresses of this machine's interfaces. */
+function localAddresses(): Set<string> {
+  const local = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const entry of list ?? []) local.add(entry.address);
+  return local;
+}
+
 /**
- * A socket binds to the one address of its family when there is just one (so nothing listens on
- * other interfaces); with several of a family werift can bind only one, so they bind the wildcard.
+ * A socket binds to the one address of its family when there is just one and it is this machine's
+ * (so nothing listens on other interfaces). With several of a family werift can bind only one, and
+ * an address that is not on an interface (a public address behind 1:1 NAT, as on most cloud
+ * machines) cannot be bound at all: those bind the wildcard and still announce only the given ones.
  */
 function bindAddresses(hosts: readonly string[]): { udp4?: string; udp6?: string } {
-  const v4 = hosts.filter((h) => isIP(h) === 4);
-  const v6 = hosts.filter((h) => isIP(h) === 6);
-  return {
-    ...(v4.length === 1 && v4[0] ? { udp4: v4[0] } : {}),
-    ...(v6.length === 1 && v6[0] ? { udp6: v6[0] } : {}),
+  const local = localAddresses();
+  const one = (family: 4 | 6) => {
+    const of = hosts.filter((h) => isIP(h) === family);
+    return of.length === 1 && of[0] !== undefined && local.has(of[0]) ? of[0] : undefined;
   };
+  const udp4 = one(4);
+  const udp6 = one(6);
+  return { ...(udp4 ? { udp4 } : {}), ...(udp6 ? { udp6 } : {}) };
 }
 
 /** The ICE part of a werift peer connection's configuration. */
