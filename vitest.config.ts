@@ -41,6 +41,8 @@ export default defineConfig({
             'packages/server/test/cluster/**',
             // The forwarding unit stands alone: no engine under it.
             'test/browser/forwarding-unit.test.ts',
+            // The chat demo runs its own embedded engine (start.mjs): no engine choice to take.
+            'test/browser/demo-media.test.ts',
           ],
           env: { REALTIME_TEST_ENGINE: 'embedded-async' },
         },
@@ -58,6 +60,7 @@ export default defineConfig({
             'packages/server/test/cli-calls.test.ts',
             'packages/server/test/cli-streams.test.ts',
             'test/browser/forwarding-unit.test.ts',
+            'test/browser/demo-media.test.ts',
             'packages/server/test/storage-full.test.ts',
             'packages/server/test/group-commit.test.ts',
             'packages/server/test/webhook-crash.test.ts',
