@@ -17,6 +17,7 @@ export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }
     const offer = await presenter.evaluate(() => window.present());
     const answer = await unit.call('answer', 'host', offer);
     await presenter.evaluate((sdp) => window.presented(sdp), answer);
+    await until(async () => (await rtpStats(presenter)).connected === 1, 'the presenter connected', 60_000);
 
     const viewers = [];
     for (const count of viewerCounts) {
@@ -28,11 +29,15 @@ export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }
         await unit.call('accept', id, await page.evaluate((s) => window.view(s), sdp));
         viewers.push(page);
       }
-      await until(async () => {
-        const all = await Promise.all(viewers.map(rtpStats));
-        return all.every((s) => s.framesDecoded > 0);
-      }, `${count} viewers decoding`);
-      for (const [i, page] of viewers.entries()) await assertLocal(page, `viewer ${i + 1}`, 'loopback');
+      // On a loaded machine some viewers may not decode in time: the row says how many did.
+      await until(
+        async () => (await Promise.all(viewers.map(rtpStats))).every((s) => s.framesDecoded > 0),
+        `${count} viewers decoding`,
+        60_000,
+      ).catch((error) => log({ viewers: count, warning: error.message }));
+      for (const [i, page] of viewers.entries()) {
+        if ((await rtpStats(page)).connected > 0) await assertLocal(page, `viewer ${i + 1}`, 'loopback');
+      }
       await assertLocal(presenter, 'the presenter', 'loopback');
       await sleep(warmupSeconds * 1000);
 
@@ -57,6 +62,7 @@ export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }
         mbitOut: ((b.unit.bytes - a.unit.bytes) * 8) / wall / 1e6,
         fpsMean: fps.reduce((x, y) => x + y, 0) / fps.length,
         fpsMin: Math.min(...fps),
+        decoding: fps.filter((x) => x > 0).length,
         viewersCpu: ((b.viewersCpu - a.viewersCpu) / wall) * 100,
         presenterCpu: ((b.presenterCpu - a.presenterCpu) / wall) * 100,
         uplinkKbit: ((b.presenter.bytesSent - a.presenter.bytesSent) * 8) / wall / 1000,
