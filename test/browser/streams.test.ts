@@ -331,7 +331,8 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     const presenter = await open('rp');
     const viewer = await open('rv');
     await enter(presenter, name, await env.sdk.streamGrant(name, { role: 'presenter', userId: 'rp' }));
-    await seen(presenter, 'live', 0);
+    const [, , startedAt] = await seen(presenter, 'live', 0);
+    expect(startedAt).toEqual(expect.any(Number));
     // A grant function: called again for the new socket.
     await viewer.evaluate(
       ({ name, grant }) => {
@@ -351,8 +352,8 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
       },
       { name, grant: await env.sdk.streamGrant(name, { role: 'viewer', userId: 'rv' }) },
     );
-    // Came while live: `live` at once, with no start time (the watching answer has none).
-    expect(await seen(viewer, 'live', 0)).toEqual(['live', 0, null]);
+    // Came while live: `live` at once, with the run's start time from the watching answer.
+    expect(await seen(viewer, 'live', 0)).toEqual(['live', 0, startedAt]);
     await seen(viewer, 'state', 0, 1, 'live');
     await decodes(viewer, 0);
     await viewer.evaluate(() => {
