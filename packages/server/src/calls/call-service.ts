@@ -9,6 +9,7 @@ import {
 import type { Logger } from 'pino';
 import type { EventSink } from '../core/events.js';
 import type { PageSignals } from '../core/page-signals.js';
+import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import type { CallRecord, CallStore } from '../engines/types.js';
 import { iceServers } from './ice.js';
 import type { CallOptions } from './options.js';
@@ -17,7 +18,6 @@ import type { CallOptions } from './options.js';
 export const CALL_LEASE_MS = 15_000;
 /** How often rings past their time and calls of dead nodes are looked for. */
 const SWEEP_MS = 1_000;
-const SWEEP_BATCH = 100;
 
 /** A page in a call, as the call service sees it. */
 export interface CallPage {
@@ -49,25 +49,29 @@ export class CallService {
   readonly #deps: CallServiceDeps;
   /** Calls of the pages on this node, by page id: ended `failed` when the page closes without hanging up. */
   readonly #pageCalls = new Map<string, Set<string>>();
-  readonly #timers: NodeJS.Timeout[] = [];
-  #sweeping = false;
+  readonly #lease: StoreLease;
 
   constructor(deps: CallServiceDeps) {
     this.#deps = deps;
+    const leaseMs = deps.leaseMs ?? CALL_LEASE_MS;
+    this.#lease = new StoreLease({
+      leaseMs,
+      sweepMs: SWEEP_MS,
+      log: deps.log,
+      what: 'calls',
+      renew: () => deps.calls.renew(deps.node, deps.now() + leaseMs),
+      sweep: async () => {
+        const now = deps.now();
+        for (const { call, reason } of await deps.calls.takeLapsed(now, SWEEP_BATCH)) {
+          await this.#finish(call, reason, now);
+        }
+      },
+    });
   }
 
-  get #leaseMs(): number {
-    return this.#deps.leaseMs ?? CALL_LEASE_MS;
-  }
-
-  /** Takes this node's lease before any page here calls, then renews it and sweeps on timers. */
-  async start(): Promise<void> {
-    await this.#deps.calls.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
-    const sweep = setInterval(() => void this.sweep(), Math.min(SWEEP_MS, this.#leaseMs / 10));
-    renew.unref();
-    sweep.unref();
-    this.#timers.push(renew, sweep);
+  /** Takes this node's lease before any page here uses it, then renews it and sweeps on timers. */
+  start(): Promise<void> {
+    return this.#lease.start();
   }
 
   ice(user: string): IceServer[] {
@@ -194,31 +198,12 @@ export class CallService {
   }
 
   /** Ends rings past their time (`missed`) and calls with a page on a dead node (`failed`). Never throws. */
-  async sweep(): Promise<void> {
-    if (this.#sweeping) return;
-    this.#sweeping = true;
-    try {
-      const now = this.#deps.now();
-      for (const { call, reason } of await this.#deps.calls.takeLapsed(now, SWEEP_BATCH)) {
-        await this.#finish(call, reason, now);
-      }
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'sweeping lapsed calls failed');
-    } finally {
-      this.#sweeping = false;
-    }
+  sweep(): Promise<void> {
+    return this.#lease.sweep();
   }
 
   async close(): Promise<void> {
-    for (const timer of this.#timers) clearInterval(timer);
-  }
-
-  async #renew(): Promise<void> {
-    try {
-      await this.#deps.calls.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'renewing the calls lease failed');
-    }
+    this.#lease.close();
   }
 
   #track(page: string, id: string): void {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Broker, Departure, MemberCount, PresenceStore } from '../engines/types.js';
 import type { EventSink } from './events.js';
 import { memberChangeData } from './member-windows.js';
+import { StoreLease } from './store-lease.js';
 
 /** A node that has not renewed for this long is dead: its pages are swept by the others. */
 export const NODE_LEASE_MS = 15_000;
@@ -24,50 +25,33 @@ export interface NodeLeaseDeps {
  */
 export class NodeLease {
   readonly #deps: NodeLeaseDeps;
-  readonly #timers: NodeJS.Timeout[] = [];
-  #sweeping = false;
+  readonly #lease: StoreLease;
 
   constructor(deps: NodeLeaseDeps) {
     this.#deps = deps;
-  }
-
-  get #leaseMs(): number {
-    return this.#deps.leaseMs ?? NODE_LEASE_MS;
+    const leaseMs = deps.leaseMs ?? NODE_LEASE_MS;
+    this.#lease = new StoreLease({
+      leaseMs,
+      sweepMs: 2000,
+      log: deps.log,
+      what: 'presence',
+      renew: () => deps.presence.renew(deps.node, deps.now(), leaseMs),
+      sweep: async () => {
+        const departures = await deps.presence.sweep(deps.now());
+        const counts = await this.#countsAfter(departures);
+        for (const departure of departures) await this.#report(departure, counts);
+      },
+    });
   }
 
   /** Takes the lease before the node serves a page, then renews and sweeps on timers. */
-  async start(): Promise<void> {
-    await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), this.#leaseMs);
-    // Three renewals per lease: one late renewal does not make a node dead.
-    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
-    const sweep = setInterval(() => void this.sweep(), Math.min(2000, this.#leaseMs / 10));
-    renew.unref();
-    sweep.unref();
-    this.#timers.push(renew, sweep);
-  }
-
-  /** Never throws: a renewal that fails is logged, and the next one tries again within the lease. */
-  async #renew(): Promise<void> {
-    try {
-      await this.#deps.presence.renew(this.#deps.node, this.#deps.now(), this.#leaseMs);
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'renewing the node lease failed');
-    }
+  start(): Promise<void> {
+    return this.#lease.start();
   }
 
   /** Sweeps the pages of dead nodes and reports their departures. Never throws. */
-  async sweep(): Promise<void> {
-    if (this.#sweeping) return;
-    this.#sweeping = true;
-    try {
-      const departures = await this.#deps.presence.sweep(this.#deps.now());
-      const counts = await this.#countsAfter(departures);
-      for (const departure of departures) await this.#report(departure, counts);
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'sweeping the pages of dead nodes failed');
-    } finally {
-      this.#sweeping = false;
-    }
+  sweep(): Promise<void> {
+    return this.#lease.sweep();
   }
 
   /**
@@ -106,6 +90,6 @@ export class NodeLease {
   }
 
   close(): void {
-    for (const timer of this.#timers) clearInterval(timer);
+    this.#lease.close();
   }
 }

@@ -4,11 +4,11 @@ import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
 import type { EventSink } from '../core/events.js';
 import type { PageSignals } from '../core/page-signals.js';
+import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import type { GroupMember, GroupStore } from '../engines/types.js';
 
 /** A node that has not renewed for this long is dead: its pages leave their group calls. */
 export const GROUP_LEASE_MS = 15_000;
-const SWEEP_BATCH = 100;
 
 export interface GroupServiceDeps {
   node: string;
@@ -33,24 +33,29 @@ export class GroupService {
   readonly #deps: GroupServiceDeps;
   /** The groups of the pages on this node, by page id: left when the page closes. */
   readonly #pageGroups = new Map<string, Set<string>>();
-  readonly #timers: NodeJS.Timeout[] = [];
-  #sweeping = false;
+  readonly #lease: StoreLease;
 
   constructor(deps: GroupServiceDeps) {
     this.#deps = deps;
+    const leaseMs = deps.leaseMs ?? GROUP_LEASE_MS;
+    this.#lease = new StoreLease({
+      leaseMs,
+      sweepMs: 2000,
+      log: deps.log,
+      what: 'group calls',
+      renew: () => deps.groups.renew(deps.node, deps.now() + leaseMs),
+      sweep: async () => {
+        const now = deps.now();
+        for (const { app, group, member } of await deps.groups.takeLapsed(now, SWEEP_BATCH)) {
+          await this.#left(app, group, member, now);
+        }
+      },
+    });
   }
 
-  get #leaseMs(): number {
-    return this.#deps.leaseMs ?? GROUP_LEASE_MS;
-  }
-
-  async start(): Promise<void> {
-    await this.#deps.groups.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
-    const sweep = setInterval(() => void this.sweep(), Math.min(2000, this.#leaseMs / 10));
-    renew.unref();
-    sweep.unref();
-    this.#timers.push(renew, sweep);
+  /** Takes this node's lease before any page here uses it, then renews it and sweeps on timers. */
+  start(): Promise<void> {
+    return this.#lease.start();
   }
 
   ice(user: string): IceServer[] {
@@ -121,31 +126,12 @@ export class GroupService {
   }
 
   /** Takes out the members of dead nodes. Never throws. */
-  async sweep(): Promise<void> {
-    if (this.#sweeping) return;
-    this.#sweeping = true;
-    try {
-      const now = this.#deps.now();
-      for (const { app, group, member } of await this.#deps.groups.takeLapsed(now, SWEEP_BATCH)) {
-        await this.#left(app, group, member, now);
-      }
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'sweeping the group members of dead nodes failed');
-    } finally {
-      this.#sweeping = false;
-    }
+  sweep(): Promise<void> {
+    return this.#lease.sweep();
   }
 
   async close(): Promise<void> {
-    for (const timer of this.#timers) clearInterval(timer);
-  }
-
-  async #renew(): Promise<void> {
-    try {
-      await this.#deps.groups.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'renewing the group calls lease failed');
-    }
+    this.#lease.close();
   }
 
   async #left(app: string, group: string, member: GroupMember, leftAt: number): Promise<void> {

@@ -5,6 +5,7 @@ import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
 import type { EventSink } from '../core/events.js';
 import type { PageSignals } from '../core/page-signals.js';
+import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import { nodeOfPage } from '../engines/node-id.js';
 import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
 import type { IceCandidateInit } from './forwarding-unit.js';
@@ -14,7 +15,6 @@ import { UnitHost } from './unit-host.js';
 
 /** A node that has not renewed for this long is dead: its pages leave their streams. */
 export const STREAM_LEASE_MS = 15_000;
-const SWEEP_BATCH = 100;
 /** Node messages of streams: a watching page's requests, for the node running the stream's unit. */
 const NODE_KIND = 'stream';
 
@@ -55,11 +55,24 @@ export class StreamService {
   readonly #deps: StreamServiceDeps;
   readonly #host: UnitHost;
   readonly #pages = new Map<string, PageStreams>();
-  readonly #timers: NodeJS.Timeout[] = [];
-  #sweeping = false;
+  readonly #lease: StoreLease;
 
   constructor(deps: StreamServiceDeps) {
     this.#deps = deps;
+    const leaseMs = deps.leaseMs ?? STREAM_LEASE_MS;
+    this.#lease = new StoreLease({
+      leaseMs,
+      sweepMs: 2000,
+      log: deps.log,
+      what: 'live streams',
+      renew: () => deps.streams.renew(deps.node, deps.now() + leaseMs),
+      sweep: async () => {
+        const now = deps.now();
+        for (const lapsed of await deps.streams.takeLapsed(now, SWEEP_BATCH)) {
+          await this.#left(lapsed.app, lapsed.stream, lapsed.member, lapsed.change);
+        }
+      },
+    });
     const options = deps.options ?? {};
     const allowed = options.remoteAddresses;
     const media = {
@@ -78,10 +91,6 @@ export class StreamService {
     });
   }
 
-  get #leaseMs(): number {
-    return this.#deps.leaseMs ?? STREAM_LEASE_MS;
-  }
-
   /** Units and viewer sessions running on this node. */
   get hosted(): { units: number; viewers: number } {
     return this.#host.size;
@@ -89,12 +98,7 @@ export class StreamService {
 
   async start(): Promise<void> {
     this.#deps.signals.onNodeMessage(NODE_KIND, (app, data) => void this.#unitRequest(app, data));
-    await this.#deps.streams.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    const renew = setInterval(() => void this.#renew(), this.#leaseMs / 3);
-    const sweep = setInterval(() => void this.sweep(), Math.min(2000, this.#leaseMs / 10));
-    renew.unref();
-    sweep.unref();
-    this.#timers.push(renew, sweep);
+    await this.#lease.start();
   }
 
   ice(iceUser: string): IceServer[] {
@@ -194,22 +198,12 @@ export class StreamService {
   }
 
   /** Takes the pages of dead nodes off their streams. Never throws. */
-  async sweep(): Promise<void> {
-    if (this.#sweeping) return;
-    this.#sweeping = true;
-    try {
-      for (const lapsed of await this.#deps.streams.takeLapsed(this.#deps.now(), SWEEP_BATCH)) {
-        await this.#left(lapsed.app, lapsed.stream, lapsed.member, lapsed.change);
-      }
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'sweeping the stream pages of dead nodes failed');
-    } finally {
-      this.#sweeping = false;
-    }
+  sweep(): Promise<void> {
+    return this.#lease.sweep();
   }
 
   async close(): Promise<void> {
-    for (const timer of this.#timers) clearInterval(timer);
+    this.#lease.close();
     await this.#host.close();
   }
 
@@ -282,14 +276,6 @@ export class StreamService {
     } catch (error) {
       // A page's bad answer or candidate fails its own session only.
       this.#deps.log.warn({ err: error, app }, 'a viewer request to a forwarding unit failed');
-    }
-  }
-
-  async #renew(): Promise<void> {
-    try {
-      await this.#deps.streams.renew(this.#deps.node, this.#deps.now() + this.#leaseMs);
-    } catch (error) {
-      this.#deps.log.error({ err: error }, 'renewing the streams lease failed');
     }
   }
 
