@@ -5,34 +5,17 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type {
   IceCandidateInit,
   PresenterSession,
   ViewerSession,
 } from '../../packages/server/src/streams/forwarding-unit.js';
+import { launchChromium, MEDIA_FLAGS } from './harness.js';
 
 /** Headless Chromium with fake media devices, allowed to use loopback for WebRTC. */
 export function launchMediaChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--use-fake-ui-for-media-stream',
-      '--use-fake-device-for-media-stream',
-      '--autoplay-policy=no-user-gesture-required',
-      '--allow-loopback-in-peer-connection',
-      // Real addresses in candidates, so the pages can keep only the loopback ones.
-      '--disable-features=WebRtcHideLocalIpsWithMdns',
-    ],
-  });
+  return launchChromium(MEDIA_FLAGS);
 }
 
 // The page's side, in plain browser JavaScript: present (camera + microphone, sendonly), view
