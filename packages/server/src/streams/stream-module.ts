@@ -153,7 +153,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
           deps.log.warn({ err: error, page: conn.id }, 'a stream signal was refused by the forwarding unit');
           throw refused(
             'bad_frame',
-            'stream.signal: the forwarding unit could not use this description',
+            'stream.signal: the forwarding unit could not use this signal',
             undefined,
             f.stream,
           );
