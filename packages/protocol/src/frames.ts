@@ -184,6 +184,8 @@ export interface ErrorFrame {
   call?: string;
   /** The stream of the frame refused, when it named one. */
   stream?: string;
+  /** The group call of the frame refused, when it named one. */
+  group?: string;
 }
 
 export type ServerFrame =

@@ -20,7 +20,7 @@ async function stored<T>(step: () => Promise<T>, ref: number | undefined, call: 
     return await step();
   } catch (error) {
     if (error instanceof StoreError) {
-      throw new FrameError('unavailable', 'the service could not reach its storage; try again', ref, undefined, call);
+      throw new FrameError('unavailable', 'the service could not reach its storage; try again', ref, { call });
     }
     throw error;
   }
@@ -31,20 +31,19 @@ function noCall(ref: number | undefined, call: string): FrameError {
     'no_call',
     'no such call for this page: it ended, or it is not this page’s',
     ref,
-    undefined,
-    call,
+    { call },
   );
 }
 
 /** The page's user, once the app's plan and the page's identity allow calls. */
 async function caller(deps: GatewayDeps, conn: Connection, ref: number | undefined, call?: string): Promise<string> {
   const app = await refreshApp(deps, conn);
-  if (!app) throw new FrameError('not_included', 'the app is gone', ref, undefined, call);
+  if (!app) throw new FrameError('not_included', 'the app is gone', ref, { call });
   if (!app.features.includes('calls')) {
-    throw new FrameError('not_included', "the app's plan does not include calls", ref, undefined, call);
+    throw new FrameError('not_included', "the app's plan does not include calls", ref, { call });
   }
   if (conn.user === null) {
-    throw new FrameError('wrong_user', 'calls need a page signed in as a user (an identity)', ref, undefined, call);
+    throw new FrameError('wrong_user', 'calls need a page signed in as a user (an identity)', ref, { call });
   }
   return conn.user;
 }
@@ -113,8 +112,7 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
             'too_large',
             `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`,
             undefined,
-            undefined,
-            f.call,
+            { call: f.call },
           );
         }
         const peer = await stored(() => calls.peerOf(conn.app.key, page(conn), f.call), undefined, f.call);

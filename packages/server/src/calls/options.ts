@@ -14,8 +14,13 @@ export interface CallOptions {
   /** How long a call rings before it ends `missed` (ms); default 60,000. */
   ringMs?: number;
   ice?: IceConfig;
-  /** Pages one group call takes at most (a mesh); default GROUP_MAX_PAGES (8). */
+  /** Pages one group call takes at most; default GROUP_MAX_PAGES (12). */
   groupMaxPages?: number;
+  /**
+   * The pages at which a group call leaves the mesh for forwarding units (the streams' media
+   * settings serve them); default GROUP_UNIT_FROM (5). A number above groupMaxPages keeps every group a mesh.
+   */
+  groupUnitFrom?: number;
 }
 
 /** TURN credentials last this long unless configured: a call may outlast an hour. */

@@ -2,19 +2,30 @@ import type { SocketErrorCode } from '@realtime/protocol';
 import type { Connection } from './connection.js';
 
 /** A frame the page got wrong: the error frame to answer, with the frame's ref (and room or call) when it had them. */
+/** What a refused frame was about: its error frame names it. */
+export interface FrameAbout {
+  room?: string | undefined;
+  call?: string | undefined;
+  stream?: string | undefined;
+  group?: string | undefined;
+}
+
 export class FrameError extends Error {
   readonly code: SocketErrorCode;
   readonly ref: number | undefined;
   readonly room: string | undefined;
   readonly call: string | undefined;
   readonly stream: string | undefined;
-  constructor(code: SocketErrorCode, message: string, ref?: number, room?: string, call?: string, stream?: string) {
+  readonly group: string | undefined;
+  /** `about` names what the refused frame named (its room, call, stream or group), for the page to match. */
+  constructor(code: SocketErrorCode, message: string, ref?: number, about: FrameAbout = {}) {
     super(message);
     this.code = code;
     this.ref = ref;
-    this.room = room;
-    this.call = call;
-    this.stream = stream;
+    this.room = about.room;
+    this.call = about.call;
+    this.stream = about.stream;
+    this.group = about.group;
   }
 }
 
@@ -118,12 +129,11 @@ export class FrameRegistry {
         'bad_frame',
         `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`,
         ref,
-        room,
-        call,
+        { room, call },
       );
     }
     const fail = (message: string): never => {
-      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, room, call);
+      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, { room, call });
     };
     const { required, optional = {} } = handler.spec;
     for (const [name, fieldType] of Object.entries(required)) {

@@ -339,6 +339,7 @@ export class Gateway {
       if (error.room !== undefined) answer.room = error.room;
       if (error.call !== undefined) answer.call = error.call;
       if (error.stream !== undefined) answer.stream = error.stream;
+      if (error.group !== undefined) answer.group = error.group;
       conn.send(answer);
       return;
     }

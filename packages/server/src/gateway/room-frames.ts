@@ -106,23 +106,23 @@ export async function refreshApp(deps: GatewayDeps, conn: Connection): Promise<A
 export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame): Promise<void> {
   const { ref, room } = frame;
   const roomProblem = roomNameProblem(room);
-  if (roomProblem) throw new FrameError('bad_room', roomProblem, ref, room);
+  if (roomProblem) throw new FrameError('bad_room', roomProblem, ref, { room });
   const current = await refreshApp(deps, conn);
   if (!current) return;
   let claims: Membership['claims'];
   try {
     claims = await verifyRoomToken(frame.token, current.secret, deps.now());
   } catch (error) {
-    if (error instanceof TokenError) throw new FrameError(error.code, error.message, ref, room);
+    if (error instanceof TokenError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
-  if (claims.room !== room) throw new FrameError('wrong_room', 'the room token was issued for another room', ref, room);
+  if (claims.room !== room) throw new FrameError('wrong_room', 'the room token was issued for another room', ref, { room });
   if (claims.sub !== undefined && claims.sub !== conn.user) {
-    throw new FrameError('wrong_user', 'the room token was issued to another user', ref, room);
+    throw new FrameError('wrong_user', 'the room token was issued to another user', ref, { room });
   }
   const features = current.features;
   if (claims.presence && !features.includes('presence')) {
-    throw new FrameError('not_included', "the app's plan does not include presence", ref, room);
+    throw new FrameError('not_included', "the app's plan does not include presence", ref, { room });
   }
   if (conn.state === 'closed') return;
 
@@ -187,7 +187,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
     await leaveRoom(deps, conn, room).catch((cleanup: unknown) =>
       deps.log.error({ err: cleanup, page: conn.id }, 'leaving a room after a failed join failed'),
     );
-    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
 
@@ -311,7 +311,7 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
 /** list: a page of a presence room's members, after the frame's cursor (none: the first page). */
 export async function list(deps: GatewayDeps, conn: Connection, frame: ListFrame): Promise<void> {
   const { ref, room } = frame;
-  if (!conn.rooms.has(room)) throw new FrameError('not_joined', 'the page has not joined that room', ref, room);
+  if (!conn.rooms.has(room)) throw new FrameError('not_joined', 'the page has not joined that room', ref, { room });
   const limit = deps.hub.memberScale.pageSize;
   let page: MemberPage;
   try {
@@ -321,7 +321,7 @@ export async function list(deps: GatewayDeps, conn: Connection, frame: ListFrame
       frame.cursor === undefined ? { limit } : { after: frame.cursor, limit },
     );
   } catch (error) {
-    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
   const listed: Record<string, unknown> = { t: 'listed', ref, room, members: page.members, count: page.count };
@@ -331,7 +331,7 @@ export async function list(deps: GatewayDeps, conn: Connection, frame: ListFrame
 
 export async function leave(deps: GatewayDeps, conn: Connection, frame: LeaveFrame): Promise<void> {
   if (!conn.rooms.has(frame.room)) {
-    throw new FrameError('not_joined', 'the page has not joined that room', frame.ref, frame.room);
+    throw new FrameError('not_joined', 'the page has not joined that room', frame.ref, { room: frame.room });
   }
   await leaveRoom(deps, conn, frame.room);
   conn.send({ t: 'left', ref: frame.ref, room: frame.room });

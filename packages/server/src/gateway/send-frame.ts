@@ -15,35 +15,35 @@ import { refreshApp } from './room-frames.js';
 export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame): Promise<void> {
   const { ref, room, event } = frame;
   const membership = conn.rooms.get(room);
-  if (!membership) throw new FrameError('not_joined', 'join the room before sending to it', ref, room);
+  if (!membership) throw new FrameError('not_joined', 'join the room before sending to it', ref, { room });
   const current = await refreshApp(deps, conn);
   if (!current) return;
   const nameProblem = eventNameProblem(event);
-  if (nameProblem) throw new FrameError('bad_frame', nameProblem, ref, room);
+  if (nameProblem) throw new FrameError('bad_frame', nameProblem, ref, { room });
   if (isReservedEvent(event))
-    throw new FrameError('reserved', 'event names starting with $ are kept for the room', ref, room);
+    throw new FrameError('reserved', 'event names starting with $ are kept for the room', ref, { room });
   const { claims } = membership;
   if (!rulesAllow(claims.send, event)) {
     throw new FrameError(
       'not_allowed',
       `the room token does not allow sending ${JSON.stringify(event).slice(0, 40)}`,
       ref,
-      room,
+      { room },
     );
   }
   if (claims.sealed && !isSealed(frame.data)) {
-    throw new FrameError('not_sealed', 'the room is sealed: data must be a sealed value', ref, room);
+    throw new FrameError('not_sealed', 'the room is sealed: data must be a sealed value', ref, { room });
   }
   let data: string;
   try {
     data = frame.data === undefined ? 'null' : JSON.stringify(frame.data);
   } catch {
     // JSON.stringify recurses: data nested a million deep overflows the stack.
-    throw new FrameError('bad_frame', 'data is nested too deeply', ref, room);
+    throw new FrameError('bad_frame', 'data is nested too deeply', ref, { room });
   }
-  if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new FrameError('too_large', 'data is over 1 MB', ref, room);
+  if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new FrameError('too_large', 'data is over 1 MB', ref, { room });
   if (claims.history && !current.features.includes('history')) {
-    throw new FrameError('not_included', "the app's plan does not include history", ref, room);
+    throw new FrameError('not_included', "the app's plan does not include history", ref, { room });
   }
 
   const app = conn.app.key;
@@ -68,7 +68,7 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
     [id] = await deps.broker.publish([outgoing], deps.now());
   } catch (error) {
     // Nothing was stored or delivered: the page hears why, for this send.
-    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, room);
+    if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
   if (id === undefined) throw new TypeError('the broker gave a room event no id');

@@ -19,7 +19,7 @@ import { STREAMS_PER_PAGE } from './options.js';
 import type { StreamService, StreamSignal } from './stream-service.js';
 
 function refused(code: SocketErrorCode, message: string, ref: number | undefined, stream: string): FrameError {
-  return new FrameError(code, message, ref, undefined, undefined, stream);
+  return new FrameError(code, message, ref, { stream });
 }
 
 async function stored<T>(step: () => Promise<T>, ref: number | undefined, stream: string): Promise<T> {
