@@ -12,7 +12,7 @@
  * ```
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GroupMember, GroupStore, LapsedMember } from '../types.js';
+import type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from '../types.js';
 
 export interface GroupsHarness {
   /** A store with no group and no node lease. */
@@ -30,6 +30,16 @@ const T0 = 1_700_000_000_000;
 /** A lease no test outlives. */
 const FOREVER = T0 + 365 * 24 * 3600_000;
 const MAX = 8;
+
+/** Limits where the mode does not matter: at most `max` pages, never unit mode. */
+const cap = (max: number): GroupLimits => ({ max, unitFrom: Number.POSITIVE_INFINITY });
+const LIMITS = cap(MAX);
+
+/** What a join answers, a GroupJoin reduced to the members before it. */
+const beforeOf = (outcome: GroupJoin | 'full' | 'already') => (typeof outcome === 'string' ? outcome : outcome.before);
+
+/** Whether a join let the page in. */
+const isJoin = (outcome: GroupJoin | 'full' | 'already'): outcome is GroupJoin => typeof outcome === 'object';
 
 /** A member on page `page` (its node is the id up to the first '.'), joined at T0. */
 function member(page: string, user = `user-${page}`, more: Partial<GroupMember> = {}): GroupMember {
@@ -74,10 +84,11 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const dan = member('nb.4', 'dan', { joinedAt: T0 + 4 });
         // A group's name is the customer's: any text.
         const group = 'Sales: weekly → all {hands}';
-        expect(await store.join('app1', group, ann, MAX)).toStrictEqual([]);
-        expect(await peer.join('app1', group, bob, MAX)).toStrictEqual([ann]);
-        expect(await store.join('app1', group, cat, MAX)).toStrictEqual([ann, bob]);
-        expect(await peer.join('app1', group, dan, MAX)).toStrictEqual([ann, bob, cat]);
+        const mesh = { unit: false, switched: false };
+        expect(await store.join('app1', group, ann, LIMITS)).toStrictEqual({ before: [], ...mesh });
+        expect(await peer.join('app1', group, bob, LIMITS)).toStrictEqual({ before: [ann], ...mesh });
+        expect(await store.join('app1', group, cat, LIMITS)).toStrictEqual({ before: [ann, bob], ...mesh });
+        expect(await peer.join('app1', group, dan, LIMITS)).toStrictEqual({ before: [ann, bob, cat], ...mesh });
         for (const s of [store, peer]) expect(await s.members('app1', group)).toStrictEqual([ann, bob, cat, dan]);
         expect(await store.members('app1', 'no-such-group')).toStrictEqual([]);
       });
@@ -86,13 +97,13 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const store = await make();
         const ann = member('na.1', 'ann');
         const joined = structuredClone(ann);
-        await store.join('app1', 'g', ann, MAX);
+        await store.join('app1', 'g', ann, LIMITS);
         ann.media.push('video');
         ann.user = 'changed';
         const [got] = await store.members('app1', 'g');
         expect(got).toStrictEqual(joined);
         got?.media.push('video');
-        const before = await store.join('app1', 'g', member('na.2'), MAX);
+        const before = beforeOf(await store.join('app1', 'g', member('na.2'), LIMITS));
         expect(before).toStrictEqual([joined]);
         if (Array.isArray(before)) before[0]?.media.push('video');
         expect((await store.members('app1', 'g'))[0]).toStrictEqual(joined);
@@ -101,31 +112,31 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       it('answers full when the group holds max pages, and stores nothing', async () => {
         const { store, peer } = await makeBoth();
         const three = [member('na.1'), member('nb.2'), member('na.3')];
-        for (const m of three) expect(await store.join('app1', 'g', m, 3)).not.toBe('full');
-        expect(await peer.join('app1', 'g', member('nb.4'), 3)).toBe('full');
-        expect(await store.join('app1', 'g', member('na.5'), 3)).toBe('full');
+        for (const m of three) expect(await store.join('app1', 'g', m, cap(3))).not.toBe('full');
+        expect(await peer.join('app1', 'g', member('nb.4'), cap(3))).toBe('full');
+        expect(await store.join('app1', 'g', member('na.5'), cap(3))).toBe('full');
         expect(await store.members('app1', 'g')).toStrictEqual(three);
         // Turned away means not in: leaving answers nothing.
         expect(await peer.leave('app1', 'g', 'nb.4')).toBeUndefined();
         // A seat freed is a seat to take.
         await store.leave('app1', 'g', 'nb.2');
-        expect(await peer.join('app1', 'g', member('nb.4'), 3)).toStrictEqual([three[0], three[2]]);
-        expect(await store.join('app1', 'g', member('na.5'), 3)).toBe('full');
+        expect(beforeOf(await peer.join('app1', 'g', member('nb.4'), cap(3)))).toStrictEqual([three[0], three[2]]);
+        expect(await store.join('app1', 'g', member('na.5'), cap(3))).toBe('full');
         // max 1: one page alone.
-        expect(await store.join('app1', 'solo', member('na.1'), 1)).toStrictEqual([]);
-        expect(await store.join('app1', 'solo', member('na.2'), 1)).toBe('full');
+        expect(beforeOf(await store.join('app1', 'solo', member('na.1'), cap(1)))).toStrictEqual([]);
+        expect(await store.join('app1', 'solo', member('na.2'), cap(1))).toBe('full');
       });
 
       it('answers already for a page in the group, and changes nothing', async () => {
         const { store, peer } = await makeBoth();
         const ann = member('na.1', 'ann');
         const bob = member('nb.2', 'bob');
-        await store.join('app1', 'g', ann, 2);
-        await store.join('app1', 'g', bob, 2);
+        await store.join('app1', 'g', ann, cap(2));
+        await store.join('app1', 'g', bob, cap(2));
         // The same page again, from either node, with other fields: the first record stays.
-        expect(await peer.join('app1', 'g', { ...ann, media: ['video'], joinedAt: T0 + 9 }, MAX)).toBe('already');
+        expect(await peer.join('app1', 'g', { ...ann, media: ['video'], joinedAt: T0 + 9 }, LIMITS)).toBe('already');
         // At max, a page in it is there already rather than turned away.
-        expect(await store.join('app1', 'g', bob, 2)).toBe('already');
+        expect(await store.join('app1', 'g', bob, cap(2))).toBe('already');
         expect(await store.members('app1', 'g')).toStrictEqual([ann, bob]);
         expect(await store.leave('app1', 'g', 'na.1')).toStrictEqual(ann);
         expect(await store.leave('app1', 'g', 'na.1')).toBeUndefined();
@@ -133,13 +144,13 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
       it('lets one of many racing joins of one page from two nodes in', async () => {
         const { store, peer } = await makeBoth();
-        await store.join('app1', 'g', member('na.0'), MAX);
+        await store.join('app1', 'g', member('na.0'), LIMITS);
         const outcomes = await Promise.all(
           Array.from({ length: 10 }, (_, i) =>
-            (i % 2 ? peer : store).join('app1', 'g', member('na.1', 'ann', { joinedAt: T0 + i }), MAX),
+            (i % 2 ? peer : store).join('app1', 'g', member('na.1', 'ann', { joinedAt: T0 + i }), LIMITS),
           ),
         );
-        expect(outcomes.filter((o) => Array.isArray(o))).toStrictEqual([[member('na.0')]]);
+        expect(outcomes.filter(isJoin).map((o) => o.before)).toStrictEqual([[member('na.0')]]);
         expect(outcomes.filter((o) => o === 'already')).toHaveLength(9);
         expect(pages(await peer.members('app1', 'g'))).toEqual(['na.0', 'na.1']);
       });
@@ -150,8 +161,10 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           const group = `g${round}`;
           const max = 2 + round;
           const joining = Array.from({ length: 16 }, (_, i) => member(`${i % 2 ? 'nb' : 'na'}.${i}`));
-          const outcomes = await Promise.all(joining.map((m, i) => (i % 2 ? peer : store).join('app1', group, m, max)));
-          const admitted = outcomes.filter((o) => Array.isArray(o));
+          const outcomes = await Promise.all(
+            joining.map((m, i) => (i % 2 ? peer : store).join('app1', group, m, cap(max))),
+          );
+          const admitted = outcomes.filter(isJoin).map((o) => o.before);
           expect(admitted).toHaveLength(max);
           expect(outcomes.filter((o) => o === 'full')).toHaveLength(16 - max);
           const now = await store.members('app1', group);
@@ -160,7 +173,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           const seen = [...admitted].sort((a, b) => a.length - b.length);
           for (const [i, before] of seen.entries()) expect(before).toStrictEqual(now.slice(0, i));
           // The pages in are the ones answered with members, each once.
-          const winners = joining.filter((_, i) => Array.isArray(outcomes[i]));
+          const winners = joining.filter((_, i) => typeof outcomes[i] === 'object');
           expect(pages(now).sort()).toEqual(pages(winners).sort());
         }
       });
@@ -172,19 +185,23 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const all = ['na.1', 'nb.2', 'na.3', 'nb.4'].map((p, i) =>
           member(p, `u${i}`, { media: i % 2 ? ['audio', 'video'] : ['audio'], joinedAt: T0 + i }),
         );
-        for (const m of all) await store.join('app1', 'g', m, MAX);
+        for (const m of all) await store.join('app1', 'g', m, LIMITS);
         expect(await peer.leave('app1', 'g', 'nb.2')).toStrictEqual(all[1]);
         expect(await store.leave('app1', 'g', 'nb.2')).toBeUndefined();
         expect(await peer.leave('app1', 'g', 'nb.2')).toBeUndefined();
         for (const s of [store, peer]) expect(pages(await s.members('app1', 'g'))).toEqual(['na.1', 'na.3', 'nb.4']);
         // A page that left may come back: at the end of the order.
-        expect(await peer.join('app1', 'g', all[1] as GroupMember, MAX)).toStrictEqual([all[0], all[2], all[3]]);
+        expect(beforeOf(await peer.join('app1', 'g', all[1] as GroupMember, LIMITS))).toStrictEqual([
+          all[0],
+          all[2],
+          all[3],
+        ]);
         expect(pages(await store.members('app1', 'g'))).toEqual(['na.1', 'na.3', 'nb.4', 'nb.2']);
       });
 
       it('answers undefined for a page not in the group', async () => {
         const store = await make();
-        await store.join('app1', 'g', member('na.1'), MAX);
+        await store.join('app1', 'g', member('na.1'), LIMITS);
         expect(await store.leave('app1', 'g', 'na.2')).toBeUndefined();
         expect(await store.leave('app1', 'other', 'na.1')).toBeUndefined();
         expect(await store.leave('app2', 'g', 'na.1')).toBeUndefined();
@@ -194,13 +211,13 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
       it('lets an empty group go: after its last member it is as new', async () => {
         const { store, peer } = await makeBoth();
-        await store.join('app1', 'g', member('na.1'), 2);
-        await peer.join('app1', 'g', member('nb.2'), 2);
+        await store.join('app1', 'g', member('na.1'), cap(2));
+        await peer.join('app1', 'g', member('nb.2'), cap(2));
         await store.leave('app1', 'g', 'na.1');
         await peer.leave('app1', 'g', 'nb.2');
         for (const s of [store, peer]) expect(await s.members('app1', 'g')).toStrictEqual([]);
-        expect(await peer.join('app1', 'g', member('nb.3'), 1)).toStrictEqual([]);
-        expect(await store.join('app1', 'g', member('na.1'), 1)).toBe('full');
+        expect(beforeOf(await peer.join('app1', 'g', member('nb.3'), cap(1)))).toStrictEqual([]);
+        expect(await store.join('app1', 'g', member('na.1'), cap(1))).toBe('full');
       });
 
       it('hands each member to exactly one of many racing leaves from two nodes', async () => {
@@ -208,7 +225,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const joined: GroupMember[] = [];
         for (let i = 0; i < 12; i++) {
           const m = member(`${i % 2 ? 'nb' : 'na'}.${i}`, `u${i}`, { joinedAt: T0 + i });
-          await (i % 2 ? peer : store).join('app1', `g${i % 3}`, m, MAX);
+          await (i % 2 ? peer : store).join('app1', `g${i % 3}`, m, LIMITS);
           joined.push(m);
         }
         const left = await Promise.all(
@@ -225,11 +242,11 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const { store, peer } = await makeBoth();
         await peer.renew('nx', T0 + 5000);
         const dying = [member('nx.1', 'ann'), member('nx.2', 'bob', { media: ['audio', 'video'] })];
-        await store.join('app1', 'g', member('na.1'), MAX);
-        await store.join('app1', 'g', dying[0] as GroupMember, MAX);
-        await peer.join('app1', 'g', member('nb.1'), MAX);
-        await peer.join('app1', 'h', dying[1] as GroupMember, MAX);
-        await peer.join('app1', 'h', member('nb.2'), MAX);
+        await store.join('app1', 'g', member('na.1'), LIMITS);
+        await store.join('app1', 'g', dying[0] as GroupMember, LIMITS);
+        await peer.join('app1', 'g', member('nb.1'), LIMITS);
+        await peer.join('app1', 'h', dying[1] as GroupMember, LIMITS);
+        await peer.join('app1', 'h', member('nb.2'), LIMITS);
         expect(await store.takeLapsed(T0 + 4000, 10)).toEqual([]);
         const taken = await peer.takeLapsed(T0 + 6000, 10);
         expect([...taken].sort((a, b) => a.member.page.localeCompare(b.member.page))).toStrictEqual([
@@ -248,8 +265,8 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       it('takes the members of a node that never renewed', async () => {
         const store = await make();
         const ghost = member('nz.1', 'ann');
-        expect(await store.join('app1', 'g', ghost, MAX)).toStrictEqual([]);
-        await store.join('app1', 'g', member('na.1'), MAX);
+        expect(beforeOf(await store.join('app1', 'g', ghost, LIMITS))).toStrictEqual([]);
+        await store.join('app1', 'g', member('na.1'), LIMITS);
         expect(await store.takeLapsed(T0, 10)).toStrictEqual([{ app: 'app1', group: 'g', member: ghost }]);
         expect(await store.members('app1', 'g')).toStrictEqual([member('na.1')]);
       });
@@ -257,7 +274,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       it('keeps the members of a node that renewed again before any sweep', async () => {
         const { store, peer } = await makeBoth();
         await store.renew('nx', T0 + 5000);
-        await store.join('app1', 'g', member('nx.1'), MAX);
+        await store.join('app1', 'g', member('nx.1'), LIMITS);
         await store.renew('nx', T0 + 40_000);
         expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
         expect(pages(await store.members('app1', 'g'))).toEqual(['nx.1']);
@@ -265,7 +282,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         await store.renew('nw', T0 + 1000);
         expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
         await store.renew('nw', T0 + 30_000);
-        await store.join('app1', 'g', member('nw.1'), MAX);
+        await store.join('app1', 'g', member('nw.1'), LIMITS);
         expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
         expect(names(await peer.takeLapsed(T0 + 40_000, 10))).toEqual(['app1/g/nw.1', 'app1/g/nx.1']);
       });
@@ -273,9 +290,9 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       it('takes nothing of members that left already', async () => {
         const store = await make();
         await store.renew('nx', T0 + 5000);
-        await store.join('app1', 'g', member('nx.1'), MAX);
-        await store.join('app1', 'g', member('nx.2'), MAX);
-        await store.join('app1', 'h', member('nx.3'), MAX);
+        await store.join('app1', 'g', member('nx.1'), LIMITS);
+        await store.join('app1', 'g', member('nx.2'), LIMITS);
+        await store.join('app1', 'h', member('nx.3'), LIMITS);
         await store.leave('app1', 'g', 'nx.1');
         await store.leave('app1', 'h', 'nx.3');
         expect(names(await store.takeLapsed(T0 + 10_000, 10))).toEqual(['app1/g/nx.2']);
@@ -290,8 +307,8 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           // Dead pages of two nodes, some sharing a group, among live ones.
           const page = `${i % 3 ? 'nx' : 'ny'}.${i}`;
           const group = `g${i % 2}`;
-          await store.join('app1', group, member(page), MAX);
-          await store.join('app1', group, member(`na.${i}`), MAX);
+          await store.join('app1', group, member(page), LIMITS);
+          await store.join('app1', group, member(`na.${i}`), LIMITS);
           due.push(`app1/${group}/${page}`);
         }
         const now = T0 + 10_000;
@@ -316,7 +333,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         for (let i = 0; i < 30; i++) {
           const group = `g${i % 4}`;
           const page = i % 3 ? `nx.${i}` : `${i % 2 ? 'nb' : 'na'}.${i}`;
-          await (i % 2 ? peer : store).join('app1', group, member(page), 100);
+          await (i % 2 ? peer : store).join('app1', group, member(page), cap(100));
           if (i % 3) dead.push(`app1/${group}/${page}`);
         }
         const now = T0 + 10_000;
@@ -346,15 +363,174 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
     });
 
+    describe('unit mode', () => {
+      /** Joins pages `na.1` … `na.<count>` (from store and peer in turn) and answers each outcome. */
+      async function fill(
+        sides: { store: GroupStore; peer: GroupStore },
+        group: string,
+        count: number,
+        limits: GroupLimits,
+        from = 1,
+      ): Promise<(GroupJoin | 'full' | 'already')[]> {
+        const outcomes: (GroupJoin | 'full' | 'already')[] = [];
+        for (let i = from; i < from + count; i++) {
+          const side = i % 2 ? sides.store : sides.peer;
+          outcomes.push(await side.join('app1', group, member(`${i % 2 ? 'na' : 'nb'}.${i}`), limits));
+        }
+        return outcomes;
+      }
+
+      /** The mode parts of join outcomes, as `unit/switched` (m: mesh, U: unit; !: switched). */
+      const modes = (outcomes: readonly (GroupJoin | 'full' | 'already')[]) =>
+        outcomes.map((o) => (isJoin(o) ? `${o.unit ? 'U' : 'm'}${o.switched ? '!' : ''}` : o));
+
+      it('switches at exactly unitFrom pages, once; later joins are in unit mode', async () => {
+        const sides = await makeBoth();
+        const { store, peer } = sides;
+        const limits = { max: MAX, unitFrom: 3 };
+        expect(modes(await fill(sides, 'g', 2, limits))).toEqual(['m', 'm']);
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(false);
+        const third = await peer.join('app1', 'g', member('nb.3'), limits);
+        expect(third).toStrictEqual({ before: [member('na.1'), member('nb.2')], unit: true, switched: true });
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(true);
+        expect(modes(await fill(sides, 'g', 3, limits, 4))).toEqual(['U', 'U', 'U']);
+        expect(pages(await store.members('app1', 'g'))).toHaveLength(6);
+      });
+
+      it('stays in unit mode while pages leave, down to one, and does not switch again', async () => {
+        const sides = await makeBoth();
+        const { store, peer } = sides;
+        const limits = { max: MAX, unitFrom: 3 };
+        expect(modes(await fill(sides, 'g', 4, limits))).toEqual(['m', 'm', 'U!', 'U']);
+        await store.leave('app1', 'g', 'na.1');
+        await peer.leave('app1', 'g', 'nb.2');
+        await store.leave('app1', 'g', 'na.3');
+        expect(pages(await store.members('app1', 'g'))).toEqual(['nb.4']);
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(true);
+        // Back past the threshold: still the same switch, none again.
+        expect(modes(await fill(sides, 'g', 3, limits, 5))).toEqual(['U', 'U', 'U']);
+        expect(await store.unit('app1', 'g')).toBe(true);
+      });
+
+      it('starts again in mesh once its last page left, and can switch again', async () => {
+        const sides = await makeBoth();
+        const { store, peer } = sides;
+        const limits = { max: MAX, unitFrom: 2 };
+        expect(modes(await fill(sides, 'g', 2, limits))).toEqual(['m', 'U!']);
+        await peer.leave('app1', 'g', 'nb.2');
+        expect(await store.unit('app1', 'g')).toBe(true);
+        await store.leave('app1', 'g', 'na.1');
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(false);
+        expect(modes(await fill(sides, 'g', 3, limits, 3))).toEqual(['m', 'U!', 'U']);
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(true);
+      });
+
+      it('starts again in mesh once its last page went by takeLapsed; a group with a live page stays in unit mode', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('nx', T0 + 5000);
+        const limits = { max: MAX, unitFrom: 2 };
+        await store.join('app1', 'dead', member('nx.1'), limits);
+        expect(modes([await peer.join('app1', 'dead', member('nx.2'), limits)])).toEqual(['U!']);
+        await store.join('app1', 'mixed', member('nx.3'), limits);
+        expect(modes([await peer.join('app1', 'mixed', member('nb.1'), limits)])).toEqual(['U!']);
+        expect(names(await peer.takeLapsed(T0 + 10_000, 10))).toEqual([
+          'app1/dead/nx.1',
+          'app1/dead/nx.2',
+          'app1/mixed/nx.3',
+        ]);
+        for (const s of [store, peer]) {
+          expect(await s.unit('app1', 'dead')).toBe(false);
+          expect(await s.unit('app1', 'mixed')).toBe(true);
+        }
+        expect(await store.join('app1', 'dead', member('na.1'), limits)).toStrictEqual({
+          before: [],
+          unit: false,
+          switched: false,
+        });
+        expect(modes([await store.join('app1', 'mixed', member('na.2'), limits)])).toEqual(['U']);
+      });
+
+      it('switches at the first join when unitFrom is 1 or less (NaN as 0), never when Infinity', async () => {
+        const sides = await makeBoth();
+        const { store } = sides;
+        for (const [i, unitFrom] of [1, 0, -1, Number.NEGATIVE_INFINITY, Number.NaN, 0.5].entries()) {
+          expect(modes(await fill(sides, `low${i}`, 3, { max: MAX, unitFrom }))).toEqual(['U!', 'U', 'U']);
+          expect(await store.unit('app1', `low${i}`)).toBe(true);
+        }
+        // A threshold between whole numbers counts up: 2.5 switches at the third page.
+        expect(modes(await fill(sides, 'frac', 3, { max: MAX, unitFrom: 2.5 }))).toEqual(['m', 'm', 'U!']);
+        const never = await fill(sides, 'never', MAX, { max: MAX, unitFrom: Number.POSITIVE_INFINITY });
+        expect(modes(never)).toEqual(Array.from({ length: MAX }, () => 'm'));
+        expect(await store.unit('app1', 'never')).toBe(false);
+      });
+
+      it('switches nothing on full or already, even past the threshold', async () => {
+        const sides = await makeBoth();
+        const { store, peer } = sides;
+        expect(modes(await fill(sides, 'g', 2, { max: 2, unitFrom: 3 }))).toEqual(['m', 'm']);
+        // Turned away at max, with a threshold it would reach or has passed.
+        expect(await store.join('app1', 'g', member('na.9'), { max: 2, unitFrom: 3 })).toBe('full');
+        expect(await peer.join('app1', 'g', member('nb.9'), { max: 2, unitFrom: 1 })).toBe('full');
+        // A page in it already, with a threshold the group has reached.
+        expect(await store.join('app1', 'g', member('na.1'), { max: MAX, unitFrom: 2 })).toBe('already');
+        expect(await peer.join('app1', 'g', member('nb.2'), { max: MAX, unitFrom: 1 })).toBe('already');
+        for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(false);
+        // The next page let in, at or past the threshold, switches it.
+        expect(modes([await peer.join('app1', 'g', member('nb.3'), { max: MAX, unitFrom: 2 })])).toEqual(['U!']);
+        // And full or already on a group in unit mode change nothing either.
+        expect(await store.join('app1', 'g', member('na.4'), { max: 3, unitFrom: 1 })).toBe('full');
+        expect(await store.join('app1', 'g', member('na.1'), { max: MAX, unitFrom: 1 })).toBe('already');
+        expect(await store.unit('app1', 'g')).toBe(true);
+        expect(pages(await store.members('app1', 'g'))).toEqual(['na.1', 'nb.2', 'nb.3']);
+      });
+
+      it('answers false for a group never joined, and keeps the mode of each app and group apart', async () => {
+        const sides = await makeBoth();
+        const { store, peer } = sides;
+        expect(await store.unit('app1', 'no-such-group')).toBe(false);
+        expect(await peer.unit('app9', 'g')).toBe(false);
+        await fill(sides, 'g', 2, { max: MAX, unitFrom: 2 });
+        await store.join('app2', 'g', member('na.1'), { max: MAX, unitFrom: 2 });
+        await store.join('app1', 'h', member('na.1'), { max: MAX, unitFrom: 2 });
+        expect(await store.unit('app1', 'g')).toBe(true);
+        expect(await store.unit('app2', 'g')).toBe(false);
+        expect(await store.unit('app1', 'h')).toBe(false);
+        expect(await store.unit('app1', 'no-such-group')).toBe(false);
+      });
+
+      it('hands the switch to exactly one of many racing joins from two nodes, each time the group fills again', async () => {
+        const { store, peer } = await makeBoth();
+        for (let round = 0; round < 5; round++) {
+          const group = `g${round % 2}`;
+          const unitFrom = 2 + round;
+          const limits = { max: 12, unitFrom };
+          const joining = Array.from({ length: 16 }, (_, i) => member(`${i % 2 ? 'nb' : 'na'}.${round}-${i}`));
+          const outcomes = await Promise.all(
+            joining.map((m, i) => (i % 2 ? peer : store).join('app1', group, m, limits)),
+          );
+          const joins = outcomes.filter(isJoin);
+          expect(joins).toHaveLength(12);
+          const switches = joins.filter((o) => o.switched);
+          expect(switches).toHaveLength(1);
+          // The switch went to the join that made the group unitFrom pages; every later join saw unit mode.
+          expect(switches[0]?.before).toHaveLength(unitFrom - 1);
+          for (const o of joins) expect(o.unit).toBe(o.before.length >= unitFrom - 1);
+          // Everyone leaves at once from both nodes: the next round starts in mesh.
+          await Promise.all(joining.map((m, i) => (i % 2 ? store : peer).leave('app1', group, m.page)));
+          for (const s of [store, peer]) expect(await s.unit('app1', group)).toBe(false);
+        }
+      });
+    });
+
     describe('apps and groups', () => {
       it('keeps the groups of each app, and each group, apart', async () => {
         const store = await make();
         const one = member('na.1', 'ann');
         const two = member('na.1', 'ann', { media: ['video'], joinedAt: T0 + 7 });
         // The same page in a group of two apps, and in two groups of one app.
-        expect(await store.join('app1', 'g', one, 1)).toStrictEqual([]);
-        expect(await store.join('app2', 'g', two, 1)).toStrictEqual([]);
-        expect(await store.join('app1', 'h', two, 1)).toStrictEqual([]);
+        expect(beforeOf(await store.join('app1', 'g', one, cap(1)))).toStrictEqual([]);
+        expect(beforeOf(await store.join('app2', 'g', two, cap(1)))).toStrictEqual([]);
+        expect(beforeOf(await store.join('app1', 'h', two, cap(1)))).toStrictEqual([]);
         expect(await store.members('app1', 'g')).toStrictEqual([one]);
         expect(await store.members('app2', 'g')).toStrictEqual([two]);
         expect(await store.members('app1', 'h')).toStrictEqual([two]);
@@ -364,8 +540,8 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         expect(await store.leave('app1', 'g', 'na.1')).toStrictEqual(one);
         expect(await store.members('app1', 'h')).toStrictEqual([two]);
         // Each app's lapsed members come back with their app and group.
-        await store.join('app3', 'g', member('nz.1'), 1);
-        await store.join('app3', 'k', member('nz.2'), 1);
+        await store.join('app3', 'g', member('nz.1'), cap(1));
+        await store.join('app3', 'k', member('nz.2'), cap(1));
         expect(names(await store.takeLapsed(T0, 10))).toEqual(['app3/g/nz.1', 'app3/k/nz.2']);
         expect(await store.members('app1', 'h')).toStrictEqual([two]);
       });

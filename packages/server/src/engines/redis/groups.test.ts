@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { groupStoreContract } from '../contract/groups.contract.js';
 import { StoreError } from '../store-error.js';
-import type { GroupMember } from '../types.js';
+import type { GroupLimits, GroupMember } from '../types.js';
 import { RedisClient } from './client.js';
 import { RedisGroupStore } from './groups.js';
 
@@ -52,6 +52,8 @@ describe('RedisGroupStore keys', () => {
   }
 
   const member = (page: string): GroupMember => ({ page, user: `u-${page}`, media: ['audio'], joinedAt: T0 });
+  /** At most `max` pages, unit mode from `unitFrom`. */
+  const limits = (max: number, unitFrom = Number.POSITIVE_INFINITY): GroupLimits => ({ max, unitFrom });
 
   const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
   const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
@@ -59,18 +61,19 @@ describe('RedisGroupStore keys', () => {
   it('leaves no key of a group behind once its last member left, by leave or by the sweep', async () => {
     const { client, store } = await open();
     const before = (await keys(client)).sort();
-    await store.join('app1', 'g', member('na.1'), 4);
-    await store.join('app1', 'g', member('nb.2'), 4);
-    await store.join('app1', 'g', member('na.3'), 4);
-    expect((await keys(client)).length).toBeGreaterThan(before.length);
+    await store.join('app1', 'g', member('na.1'), limits(4, 2));
+    await store.join('app1', 'g', member('nb.2'), limits(4, 2));
+    await store.join('app1', 'g', member('na.3'), limits(4, 2));
+    expect(await client.call((r) => r.exists(client.key('group:{app1}:u:g')))).toBe(1);
     await store.leave('app1', 'g', 'na.1');
     await store.leave('app1', 'g', 'nb.2');
     // A node's set keeps the group while another of its pages is in it.
     expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
     await store.leave('app1', 'g', 'na.3');
     expect((await keys(client)).sort()).toEqual(before);
-    await store.join('app1', 'h', member('nz.1'), 4);
-    await store.join('app1', 'h', member('nz.2'), 4);
+    await store.join('app1', 'h', member('nz.1'), limits(4, 1));
+    await store.join('app1', 'h', member('nz.2'), limits(4, 1));
+    expect(await store.unit('app1', 'h')).toBe(true);
     expect((await store.takeLapsed(T0, 10)).length).toBe(2);
     expect((await keys(client)).sort()).toEqual(before);
   });
@@ -86,9 +89,10 @@ describe('RedisGroupStore keys', () => {
 
   it("lets a group's keys expire a week after its last join or leave", async () => {
     const { client, store } = await open();
-    const names = ['group:{app1}:m:g', 'group:{app1}:o:g'];
-    await store.join('app1', 'g', member('na.1'), 4);
-    await store.join('app1', 'g', member('na.2'), 4);
+    const names = ['group:{app1}:m:g', 'group:{app1}:o:g', 'group:{app1}:u:g'];
+    await store.join('app1', 'g', member('na.1'), limits(4, 2));
+    await store.join('app1', 'g', member('na.2'), limits(4, 2));
+    await store.join('app1', 'g', member('na.3'), limits(4, 2));
     for (const name of names) {
       // Shorten what is left, as if days passed: the next change sets a week again.
       await client.call((r) => r.pexpire(client.key(name), DAY));
@@ -103,15 +107,20 @@ describe('RedisGroupStore keys', () => {
 
   it('answers nothing for the members of a group that expired, and sweeps what it left in its indexes', async () => {
     const { client, store } = await open();
-    await store.join('app1', 'g', member('na.1'), 4);
-    await store.join('app1', 'h', member('na.2'), 4);
-    await store.join('app1', 'h', member('nx.1'), 4);
-    // The safety net fired (as if the groups outlived their keys).
+    await store.join('app1', 'g', member('na.1'), limits(4, 1));
+    await store.join('app1', 'h', member('na.2'), limits(4));
+    await store.join('app1', 'h', member('nx.1'), limits(4));
+    // The safety net fired (as if the groups outlived their keys); g's mode key outlived the others
+    // (it never should: all three expire together), and a new group of that name starts in mesh anyway.
     for (const name of ['group:{app1}:m:g', 'group:{app1}:o:g', 'group:{app1}:m:h', 'group:{app1}:o:h']) {
       await client.call((r) => r.del(client.key(name)));
     }
     expect(await store.members('app1', 'g')).toEqual([]);
-    expect(await store.join('app1', 'g', member('nb.1'), 1)).toEqual([]);
+    expect(await store.join('app1', 'g', member('nb.1'), limits(1))).toEqual({
+      before: [],
+      unit: false,
+      switched: false,
+    });
     expect(await store.leave('app1', 'h', 'na.2')).toBeUndefined();
     // The leave found no page of node na in h: its name went from na's set; g is nb's now.
     expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
@@ -127,9 +136,10 @@ describe('RedisGroupStore keys', () => {
   it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {
     const { client, store } = await open();
     await client.close();
-    await expect(store.join('app1', 'g', member('na.1'), 4)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.join('app1', 'g', member('na.1'), limits(4))).rejects.toBeInstanceOf(StoreError);
     await expect(store.leave('app1', 'g', 'na.1')).rejects.toBeInstanceOf(StoreError);
     await expect(store.members('app1', 'g')).rejects.toBeInstanceOf(StoreError);
+    await expect(store.unit('app1', 'g')).rejects.toBeInstanceOf(StoreError);
     await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
     await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
   });

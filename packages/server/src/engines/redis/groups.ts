@@ -1,4 +1,4 @@
-import type { GroupMember, GroupStore, LapsedMember } from '../types.js';
+import type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from '../types.js';
 import type { RedisClient, Script } from './client.js';
 
 /**
@@ -10,9 +10,11 @@ import type { RedisClient, Script } from './client.js';
  * - `group:{<app>}:m:<group>` hash of page -> the member's JSON (page, user, media, joinedAt);
  *   it decides who is in and how many;
  * - `group:{<app>}:o:<group>` list of the same pages in join order;
+ * - `group:{<app>}:u:<group>` '1' while the group is in unit mode: set by the join that brought it to
+ *   `unitFrom` pages, gone with its last member (so the next group of that name starts in mesh);
  * - `group:nodes` zset of nodes by lease end (renew); 0 for a node that holds a member and never renewed;
  * - `group:n:{<node>}` set of the groups (`<app>:<group>`; app keys hold no ':') with a page on the node.
- * A group's two keys go with its last member, and expire a week after its last join or leave: a
+ * A group's keys go with its last member, and expire a week after its last join or leave: a
  * safety net only, since every member leaves by `leave` or the sweep (its page's node died).
  * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  */
@@ -22,6 +24,7 @@ local NODES = P .. 'group:nodes'
 local KEEP_MS = 604800000
 local function mkey(app, group) return P .. 'group:{' .. app .. '}:m:' .. group end
 local function okey(app, group) return P .. 'group:{' .. app .. '}:o:' .. group end
+local function ukey(app, group) return P .. 'group:{' .. app .. '}:u:' .. group end
 local function nkey(node) return P .. 'group:n:{' .. node .. '}' end
 local function node_of(page)
   local dot = string.find(page, '.', 1, true)
@@ -54,36 +57,50 @@ end
 
 -- Takes the page out (it must be in); the group's keys go with its last member.
 local function remove(app, group, page)
-  local m, o = mkey(app, group), okey(app, group)
+  local m, o, u = mkey(app, group), okey(app, group), ukey(app, group)
   redis.call('hdel', m, page)
   redis.call('lrem', o, 1, page)
   local node = node_of(page)
   if not node_in(m, node) then redis.call('srem', nkey(node), app .. ':' .. group) end
   if redis.call('hlen', m) == 0 then
-    redis.call('del', m, o)
+    redis.call('del', m, o, u)
   else
     redis.call('pexpire', m, KEEP_MS)
     redis.call('pexpire', o, KEEP_MS)
+    redis.call('pexpire', u, KEEP_MS)
   end
 end
 `;
 
-// ARGV: prefix, app, group, page, max, member JSON. Answers 'already', 'full', or the JSON of the
-// members before, in join order (a table, so an empty group answers an empty array).
+// ARGV: prefix, app, group, page, max, member JSON, unitFrom. Answers 'already', 'full', or
+// {unit, switched, before}: 1 or 0 each, and the JSON of the members before, in join order (a
+// table, so an empty group answers an empty array).
 const JOIN_LUA = `${GROUPS_LUA}
 local app, group, page = ARGV[2], ARGV[3], ARGV[4]
-local m, o = mkey(app, group), okey(app, group)
+local m, o, u = mkey(app, group), okey(app, group), ukey(app, group)
 if redis.call('hexists', m, page) == 1 then return 'already' end
-if redis.call('hlen', m) >= tonumber(ARGV[5]) then return 'full' end
+local count = redis.call('hlen', m)
+if count >= tonumber(ARGV[5]) then return 'full' end
+-- A group with no member is a new one: no mode left from one whose keys expired apart.
+if count == 0 then redis.call('del', u) end
 local before = in_order(app, group)
 redis.call('hset', m, page, ARGV[6])
 redis.call('rpush', o, page)
+-- At or past the threshold, so a group whose threshold was lowered (another node's settings)
+-- switches at its next join; once, since the key stays until the group is empty.
+local switched = 0
+if redis.call('exists', u) == 0 and count + 1 >= tonumber(ARGV[7]) then
+  redis.call('set', u, '1')
+  switched = 1
+end
+local unit = redis.call('exists', u)
 redis.call('pexpire', m, KEEP_MS)
 redis.call('pexpire', o, KEEP_MS)
+redis.call('pexpire', u, KEEP_MS)
 local node = node_of(page)
 redis.call('sadd', nkey(node), app .. ':' .. group)
 redis.call('zadd', NODES, 'NX', 0, node)
-return before`;
+return {unit, switched, before}`;
 
 // ARGV: prefix, app, group, page. Answers the member's JSON to the one caller that took it out, else false.
 const LEAVE_LUA = `${GROUPS_LUA}
@@ -102,6 +119,10 @@ return json`;
 // ARGV: prefix, app, group. The members' JSON in join order.
 const MEMBERS_LUA = `${GROUPS_LUA}
 return in_order(ARGV[2], ARGV[3])`;
+
+// ARGV: prefix, app, group. 1 while the group is in unit mode, else 0.
+const UNIT_LUA = `${GROUPS_LUA}
+return redis.call('exists', ukey(ARGV[2], ARGV[3]))`;
 
 // ARGV: prefix, now, limit. Answers app, group, member JSON, app, group, ...: the members of nodes
 // whose lease ended, in each group's join order. Removes each member it answers, so each reaches
@@ -165,7 +186,7 @@ function toMember(json: unknown): GroupMember | undefined {
 const membersOf = (reply: unknown): GroupMember[] =>
   Array.isArray(reply) ? reply.map(toMember).filter((m): m is GroupMember => m !== undefined) : [];
 
-/** `max` as Lua compares it: a whole number (Infinity and NaN are no numbers there). */
+/** `max` or `unitFrom` as Lua compares it: a whole number (Infinity and NaN are no numbers there). */
 function capOf(max: number): number {
   if (Number.isNaN(max)) return 0;
   return Number.isFinite(max) ? Math.ceil(max) : max > 0 ? Number.MAX_SAFE_INTEGER : 0;
@@ -173,15 +194,16 @@ function capOf(max: number): number {
 
 /**
  * Group calls on Redis, shared by every node: each change is one script, so a group never holds more
- * than `max` pages however many nodes join at once, and a member that leaves (by `leave` or the sweep)
- * reaches one caller. Nodes hold leases (`renew`); `takeLapsed` claims the members of nodes whose
- * lease ended.
+ * than `max` pages however many nodes join at once, exactly one join switches it to unit mode, and a
+ * member that leaves (by `leave` or the sweep) reaches one caller. Nodes hold leases (`renew`);
+ * `takeLapsed` claims the members of nodes whose lease ended.
  */
 export class RedisGroupStore implements GroupStore {
   readonly #client: RedisClient;
   readonly #join: Script;
   readonly #leave: Script;
   readonly #members: Script;
+  readonly #unit: Script;
   readonly #take: Script;
 
   constructor(client: RedisClient) {
@@ -189,6 +211,7 @@ export class RedisGroupStore implements GroupStore {
     this.#join = client.script('rtGroupJoin', JOIN_LUA);
     this.#leave = client.script('rtGroupLeave', LEAVE_LUA);
     this.#members = client.script('rtGroupMembers', MEMBERS_LUA);
+    this.#unit = client.script('rtGroupUnit', UNIT_LUA);
     this.#take = client.script('rtGroupTake', TAKE_LUA);
   }
 
@@ -200,8 +223,8 @@ export class RedisGroupStore implements GroupStore {
     app: string,
     group: string,
     member: GroupMember,
-    max: number,
-  ): Promise<GroupMember[] | 'full' | 'already'> {
+    limits: GroupLimits,
+  ): Promise<GroupJoin | 'full' | 'already'> {
     // Only the member's own fields, so what comes back is what was given.
     const json = JSON.stringify({
       page: member.page,
@@ -209,9 +232,13 @@ export class RedisGroupStore implements GroupStore {
       media: member.media,
       joinedAt: member.joinedAt,
     });
-    const reply = await this.#join([], [this.#prefix, app, group, member.page, capOf(max), json]);
+    const reply = await this.#join(
+      [],
+      [this.#prefix, app, group, member.page, capOf(limits.max), json, capOf(limits.unitFrom)],
+    );
     if (reply === 'full' || reply === 'already') return reply;
-    return membersOf(reply);
+    const [unit, switched, before] = Array.isArray(reply) ? reply : [];
+    return { before: membersOf(before), unit: unit === 1, switched: switched === 1 };
   }
 
   async leave(app: string, group: string, page: string): Promise<GroupMember | undefined> {
@@ -220,6 +247,10 @@ export class RedisGroupStore implements GroupStore {
 
   async members(app: string, group: string): Promise<GroupMember[]> {
     return membersOf(await this.#members([], [this.#prefix, app, group]));
+  }
+
+  async unit(app: string, group: string): Promise<boolean> {
+    return (await this.#unit([], [this.#prefix, app, group])) === 1;
   }
 
   async renew(node: string, untilMs: number): Promise<void> {
