@@ -3,7 +3,7 @@
 // { id, op, args } -> { id, result } or { id, error }.
 import { performance } from 'node:perf_hooks';
 import { RTCRtpSender } from 'werift';
-import { ForwardingUnit } from '../../packages/server/dist/streams/forwarding-unit.js';
+import { ForwardingUnit } from '../../packages/server/dist/units/forwarding-unit.js';
 
 const LOOPBACK = '127.0.0.1';
 

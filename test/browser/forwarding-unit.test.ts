@@ -5,7 +5,7 @@ import {
   type PresenterSession,
   type SessionEnd,
   type ViewerSession,
-} from '../../packages/server/src/streams/forwarding-unit.js';
+} from '../../packages/server/src/units/forwarding-unit.js';
 import {
   launchMediaChromium,
   openPresenter,

@@ -10,7 +10,7 @@ import type {
   IceCandidateInit,
   PresenterSession,
   ViewerSession,
-} from '../../packages/server/src/streams/forwarding-unit.js';
+} from '../../packages/server/src/units/forwarding-unit.js';
 import { launchChromium, MEDIA_FLAGS } from './harness.js';
 
 /** Headless Chromium with fake media devices, allowed to use loopback for WebRTC. */

@@ -30,8 +30,11 @@ import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
 import type { StreamOptions } from './streams/options.js';
+import { STREAM_CONNECT_TIMEOUT_MS, unitMedia } from './streams/options.js';
 import { streamModule } from './streams/stream-module.js';
 import { StreamService } from './streams/stream-service.js';
+import { iceConfig } from './units/ice-settings.js';
+import { UnitHost } from './units/unit-host.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -222,7 +225,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await calls.start();
+  // One set of forwarding units per node, for live streams and group calls in unit mode.
+  const media = unitMedia(options.streams);
+  iceConfig(media); // a wrong address fails the start, not a page's first offer
+  const units = new UnitHost({
+    media,
+    connectTimeoutMs: options.streams?.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
+    log,
+  });
   const groups = new GroupService({
+    units,
     node: engine.node,
     groups: engine.groups,
     signals,
@@ -231,10 +243,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.calls?.groupMaxPages === undefined ? {} : { maxPages: options.calls.groupMaxPages }),
+    ...(options.calls?.groupUnitFrom === undefined ? {} : { unitFrom: options.calls.groupUnitFrom }),
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await groups.start();
   const streams = new StreamService({
+    units,
     node: engine.node,
     streams: engine.streams,
     signals,
@@ -375,6 +389,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await calls.close();
       await groups.close();
       await streams.close();
+      await units.close();
       await signals.close();
       users.close();
       lease.close();

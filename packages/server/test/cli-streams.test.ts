@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { candidateAddress, filterSdpCandidates } from '../src/streams/ice-settings.js';
+import { candidateAddress, filterSdpCandidates } from '../src/units/ice-settings.js';
 import { helloPage, type RawPage } from './pages.js';
 import { StreamPeer } from './stream-peers.js';
 

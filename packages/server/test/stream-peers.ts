@@ -4,8 +4,8 @@
  * ICE uses 127.0.0.1 only. Media connecting is what the service acts on; no packets need to flow.
  */
 import { RTCPeerConnection } from 'werift';
-import { iceConfig } from '../src/streams/ice-settings.js';
-import { mediaConfig } from '../src/streams/peer-sessions.js';
+import { iceConfig } from '../src/units/ice-settings.js';
+import { mediaConfig } from '../src/units/peer-sessions.js';
 
 export class StreamPeer {
   readonly pc = new RTCPeerConnection({

@@ -27,12 +27,7 @@ async function stored<T>(step: () => Promise<T>, ref: number | undefined, call: 
 }
 
 function noCall(ref: number | undefined, call: string): FrameError {
-  return new FrameError(
-    'no_call',
-    'no such call for this page: it ended, or it is not this page’s',
-    ref,
-    { call },
-  );
+  return new FrameError('no_call', 'no such call for this page: it ended, or it is not this page’s', ref, { call });
 }
 
 /** The page's user, once the app's plan and the page's identity allow calls. */
@@ -108,12 +103,9 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
       'call.signal': frame<CallSignalFrame>({ required: { call: 'string', data: 'object' } }, async (conn, f) => {
         const text = JSON.stringify(f.data);
         if (Buffer.byteLength(text) > SIGNAL_MAX_BYTES) {
-          throw new FrameError(
-            'too_large',
-            `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`,
-            undefined,
-            { call: f.call },
-          );
+          throw new FrameError('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, {
+            call: f.call,
+          });
         }
         const peer = await stored(() => calls.peerOf(conn.app.key, page(conn), f.call), undefined, f.call);
         if (peer === undefined) throw noCall(undefined, f.call);

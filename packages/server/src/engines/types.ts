@@ -507,7 +507,12 @@ export interface GroupStore {
    * Adds a page to a group call: the members there before it, `full` when it holds `max` already,
    * `already` when the page is in it (nothing changes then).
    */
-  join(app: string, group: string, member: GroupMember, limits: GroupLimits): MaybePromise<GroupJoin | 'full' | 'already'>;
+  join(
+    app: string,
+    group: string,
+    member: GroupMember,
+    limits: GroupLimits,
+  ): MaybePromise<GroupJoin | 'full' | 'already'>;
   /** Takes a page out; answers its member record to one caller only, undefined when it was not in. */
   leave(app: string, group: string, page: string): MaybePromise<GroupMember | undefined>;
   /** The members now, in the order they joined. */

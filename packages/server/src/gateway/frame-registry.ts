@@ -125,12 +125,10 @@ export class FrameRegistry {
     const type = value.t;
     const handler = typeof type === 'string' ? this.#handlers.get(type) : undefined;
     if (handler === undefined) {
-      throw new FrameError(
-        'bad_frame',
-        `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`,
-        ref,
-        { room, call },
-      );
+      throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`, ref, {
+        room,
+        call,
+      });
     }
     const fail = (message: string): never => {
       throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, { room, call });

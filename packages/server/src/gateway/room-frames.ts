@@ -116,7 +116,8 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
     if (error instanceof TokenError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
-  if (claims.room !== room) throw new FrameError('wrong_room', 'the room token was issued for another room', ref, { room });
+  if (claims.room !== room)
+    throw new FrameError('wrong_room', 'the room token was issued for another room', ref, { room });
   if (claims.sub !== undefined && claims.sub !== conn.user) {
     throw new FrameError('wrong_user', 'the room token was issued to another user', ref, { room });
   }

@@ -1,9 +1,11 @@
 import {
+  GROUPS_PER_PAGE,
   type GroupJoinFrame,
   type GroupLeaveFrame,
   type GroupSignalFrame,
   roomNameProblem,
   SIGNAL_MAX_BYTES,
+  type SocketErrorCode,
 } from '@realtime/protocol';
 import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
@@ -11,22 +13,27 @@ import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
+import { readUnitSignal } from '../units/unit-signal.js';
 import type { GroupService } from './group-service.js';
 
-/** An error frame naming the group (in `room`'s place there is none: the message names it). */
-function refused(code: ConstructorParameters<typeof FrameError>[0], message: string, ref?: number): FrameError {
-  return new FrameError(code, message, ref);
+/** An error frame naming the group. */
+function refused(code: SocketErrorCode, message: string, ref: number | undefined, group: string): FrameError {
+  return new FrameError(code, message, ref, { group });
 }
 
-async function stored<T>(step: () => Promise<T>, ref: number | undefined): Promise<T> {
+async function stored<T>(step: () => Promise<T>, ref: number | undefined, group: string): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    if (error instanceof StoreError)
-      throw refused('unavailable', 'the service could not reach its storage; try again', ref);
+    if (error instanceof StoreError) {
+      throw refused('unavailable', 'the service could not reach its storage; try again', ref, group);
+    }
     throw error;
   }
 }
+
+const isOffer = (sdp: unknown): boolean =>
+  typeof sdp === 'object' && sdp !== null && (sdp as { type?: unknown }).type === 'offer';
 
 /** Group calls: join by the token's name, leave, and signals between two pages of a group. */
 export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule {
@@ -36,21 +43,24 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
         { required: { ref: 'ref', group: 'string', token: 'string' } },
         async (conn, f) => {
           const problem = roomNameProblem(f.group);
-          if (problem) throw refused('bad_frame', `group.join: ${problem.replace('room name', 'group name')}`, f.ref);
+          if (problem)
+            throw refused('bad_frame', `group.join: ${problem.replace('room name', 'group name')}`, f.ref, f.group);
           const app = await refreshApp(deps, conn);
           if (!app) return;
           if (!app.features.includes('groups')) {
-            throw refused('not_included', "the app's plan does not include group calls", f.ref);
+            throw refused('not_included', "the app's plan does not include group calls", f.ref, f.group);
           }
-          if (conn.user === null) throw refused('wrong_user', 'group calls need a page signed in as a user', f.ref);
+          if (conn.user === null)
+            throw refused('wrong_user', 'group calls need a page signed in as a user', f.ref, f.group);
           let claims: Awaited<ReturnType<typeof verifyCallToken>>;
           try {
             claims = await verifyCallToken(f.token, app.secret, deps.now());
           } catch (error) {
-            if (error instanceof TokenError) throw refused(error.code, error.message, f.ref);
+            if (error instanceof TokenError) throw refused(error.code, error.message, f.ref, f.group);
             throw error;
           }
-          if (claims.sub !== conn.user) throw refused('wrong_user', 'the call token was issued to another user', f.ref);
+          if (claims.sub !== conn.user)
+            throw refused('wrong_user', 'the call token was issued to another user', f.ref, f.group);
           if (claims.group !== f.group) {
             throw refused(
               'wrong_call',
@@ -58,42 +68,68 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
                 ? 'the call token is for a call to one person, not a group call'
                 : 'the call token was issued for another group call',
               f.ref,
+              f.group,
             );
           }
+          if (groups.groupsOf(conn.id) >= GROUPS_PER_PAGE) {
+            throw refused('group_full', `a page is in at most ${GROUPS_PER_PAGE} group calls at once`, f.ref, f.group);
+          }
           const member = { page: conn.id, user: conn.user, media: [...claims.media], joinedAt: deps.now() };
-          const peers = await stored(() => groups.join(app.key, f.group, member), f.ref);
-          if (peers === 'already')
-            throw refused('bad_frame', 'group.join: this page is in that group call already', f.ref);
-          if (peers === 'full') throw refused('group_full', 'the group call has as many pages as it takes', f.ref);
+          const joined = await stored(() => groups.join(app.key, f.group, member), f.ref, f.group);
+          if (joined === 'already')
+            throw refused('bad_frame', 'group.join: this page is in that group call already', f.ref, f.group);
+          if (joined === 'full')
+            throw refused('group_full', 'the group call has as many pages as it takes', f.ref, f.group);
           conn.send({
             t: 'group.joined',
             ref: f.ref,
             group: f.group,
             page: conn.id,
-            peers,
+            peers: joined.peers,
             ice: groups.ice(conn.user),
+            mode: joined.mode,
           });
         },
       ),
       'group.leave': frame<GroupLeaveFrame>({ required: { ref: 'ref', group: 'string' } }, async (conn, f) => {
-        const left = await stored(() => groups.leave(conn.app.key, f.group, conn.id), f.ref);
-        if (!left) throw refused('not_in_group', 'this page is not in that group call', f.ref);
+        const left = await stored(() => groups.leave(conn.app.key, f.group, conn.id), f.ref, f.group);
+        if (!left) throw refused('not_in_group', 'this page is not in that group call', f.ref, f.group);
         conn.send({ t: 'group.left', ref: f.ref, group: f.group });
       }),
       'group.signal': frame<GroupSignalFrame>(
         { required: { group: 'string', to: 'string', data: 'object' } },
         async (conn, f) => {
           if (Buffer.byteLength(JSON.stringify(f.data)) > SIGNAL_MAX_BYTES) {
-            throw refused('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`);
+            throw refused('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, f.group);
           }
-          if (
-            !groups.isIn(conn.id, f.group) ||
-            !(await stored(() => groups.has(conn.app.key, f.group, f.to), undefined))
-          ) {
-            throw refused('not_in_group', 'this page, or the page it signals, is not in that group call');
+          const notIn = () =>
+            refused('not_in_group', 'this page, or the page it signals, is not in that group call', undefined, f.group);
+          if (!groups.isIn(conn.id, f.group)) throw notIn();
+          const route = await stored(() => groups.route(conn.app.key, f.group, f.to), undefined, f.group);
+          if (!route.present) throw notIn();
+          if (!route.unit) {
+            const signal = { t: 'group.signal', group: f.group, from: conn.id, data: f.data };
+            await stored(() => groups.signal(conn.app.key, f.to, signal), undefined, f.group);
+            return;
           }
-          const signal = { t: 'group.signal', group: f.group, from: conn.id, data: f.data };
-          await stored(() => groups.signal(conn.app.key, f.to, signal), undefined);
+          const own = f.to === conn.id;
+          // A page-to-page offer sent as the group switched to units: the page offers to its unit next.
+          if (!own && isOffer(f.data.sdp)) return;
+          const signal = readUnitSignal(f.data, own, own ? 'a page to its own unit' : "a page to another page's unit");
+          if (typeof signal === 'string') throw refused('bad_frame', `group.signal: ${signal}`, undefined, f.group);
+          try {
+            await stored(() => groups.unitSignal(conn.app.key, f.group, conn.id, f.to, signal), undefined, f.group);
+          } catch (error) {
+            if (error instanceof FrameError) throw error;
+            // werift could not take the description: the page's SDP is at fault, not the service.
+            deps.log.warn({ err: error, page: conn.id }, 'a group signal was refused by the forwarding unit');
+            throw refused(
+              'bad_frame',
+              'group.signal: the forwarding unit could not use this signal',
+              undefined,
+              f.group,
+            );
+          }
         },
       ),
     },

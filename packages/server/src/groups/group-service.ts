@@ -1,4 +1,11 @@
-import { GROUP_MAX_PAGES, type GroupPeer, type GroupPeerLeftFrame, type IceServer } from '@realtime/protocol';
+import {
+  GROUP_MAX_PAGES,
+  GROUP_UNIT_FROM,
+  type GroupMode,
+  type GroupPeer,
+  type GroupPeerLeftFrame,
+  type IceServer,
+} from '@realtime/protocol';
 import type { Logger } from 'pino';
 import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
@@ -6,6 +13,9 @@ import type { EventSink } from '../core/events.js';
 import type { PageSignals } from '../core/page-signals.js';
 import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import type { GroupMember, GroupStore } from '../engines/types.js';
+import type { UnitHost } from '../units/unit-host.js';
+import type { UnitSignal } from '../units/unit-signal.js';
+import { GroupUnits } from './group-units.js';
 
 /** A node that has not renewed for this long is dead: its pages leave their group calls. */
 export const GROUP_LEASE_MS = 15_000;
@@ -18,25 +28,44 @@ export interface GroupServiceDeps {
   log: Logger;
   now: () => number;
   ice?: IceConfig;
+  /** This node's forwarding units (shared with live streams), for groups in unit mode. */
+  units: UnitHost;
   /** Pages per group call; default GROUP_MAX_PAGES. */
   maxPages?: number;
+  /** The pages at which a group leaves the mesh for units; default GROUP_UNIT_FROM. */
+  unitFrom?: number;
   leaseMs?: number;
 }
 
 const peerOf = (member: GroupMember): GroupPeer => ({ page: member.page, user: member.user, media: member.media });
 
+/** Where a signal of a group page goes: its group's mode, and whether its target is in the group. */
+export interface GroupRoute {
+  unit: boolean;
+  /** The signal's target page is in the group now. */
+  present: boolean;
+}
+
 /**
- * Group calls, the same on every node: the store keeps who is in each group; joins and departures
- * are told to the other pages through PageSignals and reported once (`group.joined`, `group.left`).
+ * Group calls, the same on every node: the store keeps who is in each group and its mode; joins and
+ * departures are told to the other pages through PageSignals and reported once (`group.joined`,
+ * `group.left`). In unit mode the pages' media goes through GroupUnits.
  */
 export class GroupService {
   readonly #deps: GroupServiceDeps;
   /** The groups of the pages on this node, by page id: left when the page closes. */
   readonly #pageGroups = new Map<string, Set<string>>();
   readonly #lease: StoreLease;
+  readonly #units: GroupUnits;
 
   constructor(deps: GroupServiceDeps) {
     this.#deps = deps;
+    this.#units = new GroupUnits({
+      units: deps.units,
+      signals: deps.signals,
+      log: deps.log,
+      pages: async (app, group) => (await deps.groups.members(app, group)).map((member) => member.page),
+    });
     const leaseMs = deps.leaseMs ?? GROUP_LEASE_MS;
     this.#lease = new StoreLease({
       leaseMs,
@@ -55,6 +84,7 @@ export class GroupService {
 
   /** Takes this node's lease before any page here uses it, then renews it and sweeps on timers. */
   start(): Promise<void> {
+    this.#units.start();
     return this.#lease.start();
   }
 
@@ -62,23 +92,46 @@ export class GroupService {
     return iceServers(this.#deps.ice, user, this.#deps.now());
   }
 
+  /** How many group calls a page here is in. */
+  groupsOf(page: string): number {
+    return this.#pageGroups.get(page)?.size ?? 0;
+  }
+
   /** Whether a page here is in the group (frames of pages not in it are refused). */
   isIn(page: string, group: string): boolean {
     return this.#pageGroups.get(page)?.has(group) === true;
   }
 
-  /** Adds a page: the peers there before it, `full` or `already`. The others are told; `group.joined` is reported. */
-  async join(app: string, group: string, member: GroupMember): Promise<GroupPeer[] | 'full' | 'already'> {
-    const before = await this.#deps.groups.join(app, group, member, this.#deps.maxPages ?? GROUP_MAX_PAGES);
-    if (before === 'full' || before === 'already') return before;
+  /**
+   * Adds a page: the peers there before it and the group's mode, `full` or `already`. The others are
+   * told (of the switch to unit mode first, when this join made it); `group.joined` is reported.
+   */
+  async join(
+    app: string,
+    group: string,
+    member: GroupMember,
+  ): Promise<{ peers: GroupPeer[]; mode: GroupMode } | 'full' | 'already'> {
+    const limits = { max: this.#deps.maxPages ?? GROUP_MAX_PAGES, unitFrom: this.#deps.unitFrom ?? GROUP_UNIT_FROM };
+    const joined = await this.#deps.groups.join(app, group, member, limits);
+    if (joined === 'full' || joined === 'already') return joined;
+    const { before } = joined;
     let groups = this.#pageGroups.get(member.page);
     if (!groups) {
       groups = new Set();
       this.#pageGroups.set(member.page, groups);
     }
     groups.add(group);
-    const joined = { t: 'group.peer-joined', group, ...peerOf(member) };
-    await this.#tell(app, before, joined);
+    if (joined.switched) await this.#tell(app, before, { t: 'group.mode', group, mode: 'unit' });
+    await this.#tell(app, before, { t: 'group.peer-joined', group, ...peerOf(member) });
+    // Each page there offers the newcomer its media from its unit (those whose units are up; the others when they are).
+    if (joined.unit && !joined.switched) {
+      await this.#units.joined(
+        app,
+        group,
+        member.page,
+        before.map((m) => m.page),
+      );
+    }
     try {
       await this.#deps.events.record(app, {
         type: 'group.joined',
@@ -90,7 +143,7 @@ export class GroupService {
     } catch (error) {
       this.#deps.log.error({ err: error, app, group }, 'recording group.joined failed');
     }
-    return before.map(peerOf);
+    return { peers: before.map(peerOf), mode: joined.unit ? 'unit' : 'mesh' };
   }
 
   /** Takes a page out; false when it was not in. */
@@ -102,13 +155,23 @@ export class GroupService {
     return true;
   }
 
-  /** Whether `page` is in the group now, on any node (a signal's target). */
-  async has(app: string, group: string, page: string): Promise<boolean> {
-    return (await this.#deps.groups.members(app, group)).some((member) => member.page === page);
+  /** Where a signal to `to` goes: whether the group is in unit mode, and whether `to` is in it (on any node). */
+  async route(app: string, group: string, to: string): Promise<GroupRoute> {
+    const [members, unit] = await Promise.all([
+      this.#deps.groups.members(app, group),
+      this.#deps.groups.unit(app, group),
+    ]);
+    return { unit, present: members.some((member) => member.page === to) };
   }
 
+  /** A mesh signal: to the page itself. */
   signal(app: string, to: string, frame: object): Promise<void> {
     return this.#deps.signals.toPage(app, to, frame);
+  }
+
+  /** A unit-mode signal of page `from` here: to its own unit (`to` is itself), or to the unit of `to`. */
+  unitSignal(app: string, group: string, from: string, to: string, signal: UnitSignal): Promise<void> {
+    return from === to ? this.#units.send(app, group, from, signal) : this.#units.receive(app, group, to, from, signal);
   }
 
   /** A page closed: it leaves each of its group calls. */
@@ -137,7 +200,13 @@ export class GroupService {
   async #left(app: string, group: string, member: GroupMember, leftAt: number): Promise<void> {
     const frame: GroupPeerLeftFrame = { t: 'group.peer-left', group, page: member.page, user: member.user };
     try {
-      await this.#tell(app, await this.#deps.groups.members(app, group), frame);
+      const [members, unit] = await Promise.all([
+        this.#deps.groups.members(app, group),
+        this.#deps.groups.unit(app, group),
+      ]);
+      await this.#tell(app, members, frame);
+      // Its unit (if it had one here) ends with it; in unit mode its sessions on the others' units close.
+      await this.#units.left(app, group, member.page, unit ? members.map((m) => m.page) : []);
     } catch (error) {
       this.#deps.log.error({ err: error, app, group }, 'telling a group call a page left failed');
     }

@@ -1,3 +1,5 @@
+import type { IceSettings } from '../units/ice-settings.js';
+
 /**
  * How the service runs live streams (docs/calls.md, "Live streams"): the addresses its forwarding
  * units announce to browsers, and the bounds a stream has.
@@ -22,3 +24,13 @@ export const STREAM_CONNECT_TIMEOUT_MS = 30_000;
 
 /** Streams one page may be on at once. */
 export const STREAMS_PER_PAGE = 8;
+
+/** The media settings of this node's forwarding units (live streams' and group calls'), from the stream options. */
+export function unitMedia(options: StreamOptions = {}): IceSettings {
+  const allowed = options.remoteAddresses;
+  return {
+    hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
+    portRange: options.portRange,
+    allowRemoteAddress: allowed === undefined ? undefined : (address: string) => allowed.includes(address),
+  };
+}

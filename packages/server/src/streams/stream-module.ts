@@ -15,8 +15,9 @@ import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
+import { readUnitSignal } from '../units/unit-signal.js';
 import { STREAMS_PER_PAGE } from './options.js';
-import type { StreamService, StreamSignal } from './stream-service.js';
+import type { StreamService } from './stream-service.js';
 
 function refused(code: SocketErrorCode, message: string, ref: number | undefined, stream: string): FrameError {
   return new FrameError(code, message, ref, { stream });
@@ -31,36 +32,6 @@ async function stored<T>(step: () => Promise<T>, ref: number | undefined, stream
     }
     throw error;
   }
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** Reads a signal's data for a page of this role, or answers what is wrong with it. */
-export function readStreamSignal(data: Record<string, unknown>, role: StreamMember['role']): StreamSignal | string {
-  if (data.sdp !== undefined) {
-    const expected = role === 'presenter' ? 'offer' : 'answer';
-    if (!isObject(data.sdp) || data.sdp.type !== expected || typeof data.sdp.sdp !== 'string') {
-      return `data.sdp must be { "type": "${expected}", "sdp": <string> } from a ${role}`;
-    }
-    // werift takes an SDP without media and "connects" it at once: a presenter must send something.
-    if (role === 'presenter' && !/^m=(audio|video) /m.test(data.sdp.sdp)) {
-      return 'data.sdp: the offer has no audio or video to present';
-    }
-    return { sdp: data.sdp.sdp };
-  }
-  if (data.candidate !== undefined) {
-    const c = data.candidate;
-    if (!isObject(c) || typeof c.candidate !== 'string') return 'data.candidate must be { "candidate": <string>, ... }';
-    const candidate: { candidate: string; sdpMid?: string | null; sdpMLineIndex?: number | null } = {
-      candidate: c.candidate,
-    };
-    if (typeof c.sdpMid === 'string' || c.sdpMid === null) candidate.sdpMid = c.sdpMid;
-    if (typeof c.sdpMLineIndex === 'number' || c.sdpMLineIndex === null) candidate.sdpMLineIndex = c.sdpMLineIndex;
-    return { candidate };
-  }
-  if (data.restart === true && role === 'viewer') return { restart: true };
-  return role === 'viewer' ? 'data must hold sdp, candidate or restart: true' : 'data must hold sdp or candidate';
 }
 
 /** Live streams: present or watch by a stream grant, leave, and signals to the stream's forwarding unit. */
@@ -143,7 +114,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
         }
         const role = streams.roleOf(conn.id, conn.app.key, f.stream);
         if (role === undefined) throw refused('not_in_stream', 'this page is not on that stream', undefined, f.stream);
-        const signal = readStreamSignal(f.data, role);
+        const signal = readUnitSignal(f.data, role === 'presenter', `a ${role}`);
         if (typeof signal === 'string') throw refused('bad_frame', `stream.signal: ${signal}`, undefined, f.stream);
         try {
           await stored(() => streams.signal(conn.app.key, f.stream, conn.id, role, signal), undefined, f.stream);

@@ -8,10 +8,10 @@ import type { PageSignals } from '../core/page-signals.js';
 import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import { nodeOfPage } from '../engines/node-id.js';
 import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
-import type { IceCandidateInit } from './forwarding-unit.js';
-import { iceConfig } from './ice-settings.js';
-import { STREAM_CONNECT_TIMEOUT_MS, type StreamOptions } from './options.js';
-import { UnitHost } from './unit-host.js';
+import type { IceCandidateInit } from '../units/peer-sessions.js';
+import type { UnitHost } from '../units/unit-host.js';
+import type { UnitSignal } from '../units/unit-signal.js';
+import type { StreamOptions } from './options.js';
 
 /** A node that has not renewed for this long is dead: its pages leave their streams. */
 export const STREAM_LEASE_MS = 15_000;
@@ -25,6 +25,8 @@ export interface StreamServiceDeps {
   events: EventSink;
   log: Logger;
   now: () => number;
+  /** This node's forwarding units (shared with group calls). */
+  units: UnitHost;
   ice?: IceConfig;
   options?: StreamOptions;
   leaseMs?: number;
@@ -37,13 +39,12 @@ type UnitRequest =
   | { op: 'answer'; stream: string; page: string; sdp: string }
   | { op: 'candidate'; stream: string; page: string; candidate: IceCandidateInit };
 
-/** A page's signal, read: an SDP of the expected type, a candidate, or a restart request. */
-export type StreamSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
-
 /** Where a page is, per stream: its role there. */
 type PageStreams = Map<string, { app: string; stream: string; role: StreamMember['role'] }>;
 
 const keyOf = (app: string, stream: string) => `${app}\u0000${stream}`;
+/** The key of a stream's unit among the node's units (group calls' units have theirs). */
+const unitOf = (app: string, stream: string) => `stream\u0000${app}\u0000${stream}`;
 
 /**
  * Live streams, the same on every node. The store keeps who is on each stream and its live runs;
@@ -73,27 +74,7 @@ export class StreamService {
         }
       },
     });
-    const options = deps.options ?? {};
-    const allowed = options.remoteAddresses;
-    const media = {
-      hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
-      portRange: options.portRange,
-      allowRemoteAddress: allowed === undefined ? undefined : (address: string) => allowed.includes(address),
-    };
-    iceConfig(media); // a wrong address fails the start, not a presenter's first offer
-    this.#host = new UnitHost({
-      media,
-      connectTimeoutMs: options.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
-      log: deps.log,
-      toPage: (app, page, frame) => deps.signals.toPage(app, page, frame),
-      presenterConnected: (app, stream, page) => void this.#goLive(app, stream, page),
-      presenterFailed: (app, stream, page) => void this.#stopLive(app, stream, page, true),
-    });
-  }
-
-  /** Units and viewer sessions running on this node. */
-  get hosted(): { units: number; viewers: number } {
-    return this.#host.size;
+    this.#host = deps.units;
   }
 
   async start(): Promise<void> {
@@ -155,20 +136,23 @@ export class StreamService {
     stream: string,
     page: string,
     role: StreamMember['role'],
-    signal: StreamSignal,
+    signal: UnitSignal,
   ): Promise<void> {
     if (role === 'presenter') {
       if ('sdp' in signal) {
         // A new offer starts a new unit: a run of the old one ends first, so the new one goes live anew.
-        if (this.#host.hosts(app, stream, page)) await this.#stopLive(app, stream, page, false);
-        const answer = await this.#host.present(app, stream, page, signal.sdp);
+        if (this.#host.hosts(unitOf(app, stream), page)) await this.#stopLive(app, stream, page, false);
+        const answer = await this.#host.present(unitOf(app, stream), page, signal.sdp, {
+          connected: () => void this.#goLive(app, stream, page),
+          failed: () => void this.#stopLive(app, stream, page, true),
+        });
         await this.#deps.signals.toPage(app, page, {
           t: 'stream.signal',
           stream,
           data: { sdp: { type: 'answer', sdp: answer } },
         });
       } else if ('candidate' in signal) {
-        await this.#host.presenterCandidate(app, stream, page, signal.candidate);
+        await this.#host.presenterCandidate(unitOf(app, stream), page, signal.candidate);
       }
       return;
     }
@@ -204,14 +188,13 @@ export class StreamService {
 
   async close(): Promise<void> {
     this.#lease.close();
-    await this.#host.close();
   }
 
   /** A page is off the stream: report it; a presenter's unit ends, a viewer's session closes. */
   async #left(app: string, stream: string, member: StreamMember, change: StreamChange): Promise<void> {
     await this.#report(app, stream, change);
     if (member.role === 'presenter') {
-      await this.#host.end(app, stream);
+      await this.#host.end(unitOf(app, stream));
       if (change.ended) await this.#tellAll(app, stream, { t: 'stream.ended', stream });
       return;
     }
@@ -236,7 +219,7 @@ export class StreamService {
         members
           .filter((member) => member.role === 'viewer')
           .map((member) =>
-            this.#host.openViewer(app, stream, member.page, false).catch((error: unknown) => {
+            this.#openViewer(app, stream, member.page, false).catch((error: unknown) => {
               this.#deps.log.error({ err: error, app, stream }, 'opening a viewer session failed');
             }),
           ),
@@ -269,14 +252,22 @@ export class StreamService {
     try {
       const request = JSON.parse(data) as UnitRequest;
       const { stream, page } = request;
-      if (request.op === 'open') await this.#host.openViewer(app, stream, page, request.restart === true);
-      else if (request.op === 'close') await this.#host.closeViewer(app, stream, page);
-      else if (request.op === 'answer') await this.#host.viewerAnswer(app, stream, page, request.sdp);
-      else await this.#host.viewerCandidate(app, stream, page, request.candidate);
+      const unit = unitOf(app, stream);
+      if (request.op === 'open') await this.#openViewer(app, stream, page, request.restart === true);
+      else if (request.op === 'close') await this.#host.closeViewer(unit, page);
+      else if (request.op === 'answer') await this.#host.viewerAnswer(unit, page, request.sdp);
+      else await this.#host.viewerCandidate(unit, page, request.candidate);
     } catch (error) {
       // A page's bad answer or candidate fails its own session only.
       this.#deps.log.warn({ err: error, app }, 'a viewer request to a forwarding unit failed');
     }
+  }
+
+  /** A viewer session for a watching page, and the unit's offer to it. */
+  async #openViewer(app: string, stream: string, page: string, restart: boolean): Promise<void> {
+    const sdp = await this.#host.openViewer(unitOf(app, stream), page, restart);
+    if (sdp === undefined) return;
+    await this.#deps.signals.toPage(app, page, { t: 'stream.signal', stream, data: { sdp: { type: 'offer', sdp } } });
   }
 
   /** Records a change's webhook events in their order; a failure is logged, the rest still go. */

@@ -1,0 +1,152 @@
+/**
+ * The forwarding units of this node: one unit per sender's offer (a new offer starts a new unit),
+ * each with the viewer sessions of the pages receiving that sender's media, wherever those pages
+ * are. A live stream's presenter has one; in a group call in unit mode every page has one. The host
+ * speaks WebRTC only: which unit a key names, who may do what and where offers go are its callers'.
+ */
+import type { Logger } from 'pino';
+import { ForwardingUnit } from './forwarding-unit.js';
+import type { IceSettings } from './ice-settings.js';
+import type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
+
+export interface UnitHostDeps {
+  media: IceSettings;
+  /** A session whose media has not connected by then ends as failed. */
+  connectTimeoutMs: number;
+  log: Logger;
+}
+
+/** What one unit tells whoever started it. */
+export interface UnitEvents {
+  /** The sender's media reached the unit: viewers may be opened now. */
+  connected(): void;
+  /** The sender's media failed or never connected (not when the host ended the unit on purpose). */
+  failed(): void;
+}
+
+interface Hosted {
+  sender: string;
+  unit: ForwardingUnit;
+  presenter: PresenterSession;
+  connected: boolean;
+  viewers: Map<string, ViewerSession>;
+}
+
+export class UnitHost {
+  readonly #deps: UnitHostDeps;
+  /** By the caller's key: a stream's, or a group page's. */
+  readonly #hosted = new Map<string, Hosted>();
+
+  constructor(deps: UnitHostDeps) {
+    this.#deps = deps;
+  }
+
+  /** How many units run here, and how many viewer sessions they hold. */
+  get size(): { units: number; viewers: number } {
+    let viewers = 0;
+    for (const hosted of this.#hosted.values()) viewers += hosted.viewers.size;
+    return { units: this.#hosted.size, viewers };
+  }
+
+  /** Whether the unit of `key` runs here for this sending page. */
+  hosts(key: string, sender: string): boolean {
+    return this.#hosted.get(key)?.sender === sender;
+  }
+
+  /**
+   * The sender's offer: a new unit takes it (an earlier unit of the key ends, with its viewers:
+   * they get the new unit's offers once it connects). Answers the unit's answer.
+   */
+  async present(key: string, sender: string, offerSdp: string, events: UnitEvents): Promise<string> {
+    await this.end(key);
+    const unit = new ForwardingUnit(this.#deps.media);
+    const presenter = unit.createPresenter(sender);
+    const hosted: Hosted = { sender, unit, presenter, connected: false, viewers: new Map() };
+    this.#hosted.set(key, hosted);
+    const timer = setTimeout(() => void presenter.close(), this.#deps.connectTimeoutMs);
+    timer.unref();
+    presenter.onConnected(() => {
+      clearTimeout(timer);
+      hosted.connected = true;
+      events.connected();
+    });
+    presenter.onEnded((reason: SessionEnd) => {
+      clearTimeout(timer);
+      // Ended by the host (left, replaced, closed): the caller knows. Anything else is a failure.
+      if (this.#hosted.get(key) !== hosted) return;
+      this.#hosted.delete(key);
+      void unit.close();
+      if (reason !== 'unit-closed') events.failed();
+    });
+    try {
+      return await presenter.answer(offerSdp);
+    } catch (error) {
+      await this.end(key);
+      throw error;
+    }
+  }
+
+  async presenterCandidate(key: string, sender: string, candidate: IceCandidateInit): Promise<void> {
+    const hosted = this.#hosted.get(key);
+    if (hosted?.sender === sender) await hosted.presenter.addCandidate(candidate);
+  }
+
+  /**
+   * Opens a viewer session for a page on the unit of `key` and answers the unit's offer for it; the
+   * caller sends it to the page. Undefined when there is nothing to offer: no unit here, its sender's
+   * media has not connected yet (its `connected` opens the viewers then), or the page has a session
+   * and this is no `restart` (its media failed: a new session replaces it).
+   */
+  async openViewer(key: string, page: string, restart: boolean): Promise<string | undefined> {
+    const hosted = this.#hosted.get(key);
+    if (!hosted?.connected) return undefined;
+    const existing = hosted.viewers.get(page);
+    if (existing && !restart) return undefined;
+    const viewer = hosted.unit.createViewer(page);
+    hosted.viewers.set(page, viewer);
+    const timer = setTimeout(() => void viewer.close(), this.#deps.connectTimeoutMs);
+    timer.unref();
+    viewer.onConnected(() => clearTimeout(timer));
+    viewer.onEnded(() => {
+      clearTimeout(timer);
+      if (hosted.viewers.get(page) === viewer) hosted.viewers.delete(page);
+    });
+    const sdp = await viewer.offer();
+    // Replaced or closed while the offer was made: that offer is for nobody.
+    return viewer === hosted.viewers.get(page) ? sdp : undefined;
+  }
+
+  async viewerAnswer(key: string, page: string, sdp: string): Promise<void> {
+    await this.#viewer(key, page)?.accept(sdp);
+  }
+
+  async viewerCandidate(key: string, page: string, candidate: IceCandidateInit): Promise<void> {
+    await this.#viewer(key, page)?.addCandidate(candidate);
+  }
+
+  async closeViewer(key: string, page: string): Promise<void> {
+    const hosted = this.#hosted.get(key);
+    const viewer = hosted?.viewers.get(page);
+    if (!hosted || !viewer) return;
+    hosted.viewers.delete(page);
+    await viewer.close();
+  }
+
+  /** Ends the unit of `key` here, with every session of it (its sender left or offered anew). */
+  async end(key: string): Promise<void> {
+    const hosted = this.#hosted.get(key);
+    if (!hosted) return;
+    this.#hosted.delete(key);
+    await hosted.unit.close();
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#hosted.values()];
+    this.#hosted.clear();
+    await Promise.all(all.map((hosted) => hosted.unit.close()));
+  }
+
+  #viewer(key: string, page: string): ViewerSession | undefined {
+    return this.#hosted.get(key)?.viewers.get(page);
+  }
+}

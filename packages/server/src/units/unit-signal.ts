@@ -1,0 +1,34 @@
+import type { IceCandidateInit } from './peer-sessions.js';
+
+/** A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, or a restart request. */
+export type UnitSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Reads a page's signal for a unit, or answers what is wrong with it. A sending page (`sends`) offers
+ * its media; a receiving one answers the unit's offer and may ask for a fresh one. `who` names the
+ * page in the problem ("a presenter", "a viewer").
+ */
+export function readUnitSignal(data: Record<string, unknown>, sends: boolean, who: string): UnitSignal | string {
+  if (data.sdp !== undefined) {
+    const expected = sends ? 'offer' : 'answer';
+    if (!isObject(data.sdp) || data.sdp.type !== expected || typeof data.sdp.sdp !== 'string') {
+      return `data.sdp must be { "type": "${expected}", "sdp": <string> } from ${who}`;
+    }
+    // werift takes an SDP without media and "connects" it at once: a sender must send something.
+    if (sends && !/^m=(audio|video) /m.test(data.sdp.sdp)) return 'data.sdp: the offer has no audio or video to send';
+    return { sdp: data.sdp.sdp };
+  }
+  if (data.candidate !== undefined) {
+    const c = data.candidate;
+    if (!isObject(c) || typeof c.candidate !== 'string') return 'data.candidate must be { "candidate": <string>, ... }';
+    const candidate: IceCandidateInit = { candidate: c.candidate };
+    if (typeof c.sdpMid === 'string' || c.sdpMid === null) candidate.sdpMid = c.sdpMid;
+    if (typeof c.sdpMLineIndex === 'number' || c.sdpMLineIndex === null) candidate.sdpMLineIndex = c.sdpMLineIndex;
+    return { candidate };
+  }
+  if (data.restart === true && !sends) return { restart: true };
+  return sends ? 'data must hold sdp or candidate' : 'data must hold sdp, candidate or restart: true';
+}
