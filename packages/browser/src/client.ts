@@ -326,8 +326,9 @@ export class RealtimeClient {
   }
 
   /**
-   * Joins a group call (a mesh of up to 8 pages): the page sends its media (default `{ audio: true }`,
-   * with `getUserMedia`) to each other page and gets theirs. Returns the {@link Group} at once; it gets
+   * Joins a group call: the page sends its media (default `{ audio: true }`, with `getUserMedia`) to
+   * each other page and gets theirs, page to page in a small group, through the service's forwarding
+   * units from its unit size on ({@link Group.mode}). Returns the {@link Group} at once; it gets
    * the media and the call token, then joins once connected. Joining a group the page is in gives the
    * same Group. Throws a TypeError for a bad name or options, or where there is no WebRTC.
    *

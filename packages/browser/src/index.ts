@@ -40,7 +40,15 @@ export type {
 export { type LocalErrorCode, RealtimeSocketError, type RealtimeSocketErrorCode } from './errors.js';
 export { GroupError } from './groups/errors.js';
 export { Group, type GroupEvents } from './groups/group.js';
-export type { GroupEnd, GroupEndReason, GroupOptions, GroupPeer, GroupPeerState, GroupState } from './groups/types.js';
+export type {
+  GroupEnd,
+  GroupEndReason,
+  GroupMode,
+  GroupOptions,
+  GroupPeer,
+  GroupPeerState,
+  GroupState,
+} from './groups/types.js';
 export type { OutboxLimits } from './outbox.js';
 export {
   type JoinedInfo,

@@ -1,5 +1,7 @@
 import type {
   GroupJoinedFrame,
+  GroupMode,
+  GroupModeFrame,
   GroupPeer as GroupPeerInfo,
   GroupPeerJoinedFrame,
   GroupPeerLeftFrame,
@@ -15,14 +17,15 @@ import type { RealtimeSocketError } from '../errors.js';
 import type { TokenSource } from '../room.js';
 import { GroupError } from './errors.js';
 import type { GroupLink, GroupParty } from './link.js';
-import { MeshPeer } from './mesh-peer.js';
+import { type PeerNet, RemotePeer } from './remote-peer.js';
 import type { GroupEnd, GroupPeer, GroupPeerState, GroupState } from './types.js';
+import { UnitUplink } from './unit-uplink.js';
 
 /** Signals kept for a page not yet heard of (its `group.peer-joined` still on the way), per page and pages. */
 const EARLY_SIGNALS = 64;
 const EARLY_PAGES = 16;
 
-type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupSignalInFrame;
+type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupModeFrame | GroupSignalInFrame;
 
 /**
  * Listeners of a {@link Group}, by event name.
@@ -30,11 +33,19 @@ type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupSignalInFrame
  * @example
  * group.on('peer-joined', (peer) => addTile(peer.page, peer.user, peer.stream));
  * group.on('peer-left', (peer) => removeTile(peer.page));
+ * group.on('mode', (mode) => (badge.textContent = mode)); // 'unit': through the service from now on
  * group.on('ended', ({ reason, error }) => showEnded(reason, error?.code));
  */
 export interface GroupEvents {
   /** The group call moved to another {@link GroupState}. */
   state: (state: GroupState, previous: GroupState) => void;
+  /**
+   * The group call switched to another {@link GroupMode} while this page was in it (it grew to the
+   * service's unit size): the peers stay, each `peer.stream` too; their media reconnects through
+   * the service (`peer-state` goes `connecting`, then `connected`). A page that joins a group
+   * already in unit mode hears no `mode`: {@link Group.mode} says `unit` from its `joined` state on.
+   */
+  mode: (mode: GroupMode) => void;
   /** This page's media is here ({@link Group.localStream}): for a preview, before the join is even sent. */
   local: (stream: MediaStream) => void;
   /**
@@ -53,9 +64,13 @@ export interface GroupEvents {
 }
 
 /**
- * This page in a group call, from `client.group`: a mesh, where the page sends its media to each
- * other page and gets theirs. The page that joins offers to each page already there and answers
- * the offers of those who join after it; candidates trickle through the service.
+ * This page in a group call, from `client.group`. A group starts as a mesh, where the page sends
+ * its media to each other page and gets theirs: the page that joins offers to each page already
+ * there and answers the offers of those who join after it; candidates trickle through the service.
+ * From the service's unit size on (5 pages unless configured) the group goes through forwarding
+ * units until it empties ({@link Group.mode} `unit`): the page sends its media once, to the unit
+ * the service runs for it ({@link Group.uplink}), and receives each other page's media from that
+ * page's unit. The switch keeps the peers and their streams: only the connections change.
  *
  * Leaving stops the page's media and connections at once (state `left`); `ended` settles with
  * `left` once the service confirmed it. A group call that ends by an error has reason `failed` and
@@ -68,6 +83,10 @@ export interface GroupEvents {
  * group.on('peer-joined', (peer) => addTile(peer.page, peer.stream));
  * group.on('peer-left', (peer) => removeTile(peer.page));
  * leaveButton.onclick = () => group.leave();
+ *
+ * @example
+ * // What the page sends to its unit, in unit mode.
+ * const stats = await group.uplink?.getStats();
  */
 export class Group {
   /** The group call's name (the call token's `group`, the webhook's `call`). */
@@ -78,8 +97,11 @@ export class Group {
   readonly #link: GroupLink;
   readonly #emitter = new Emitter();
   readonly #party: GroupParty;
-  readonly #peers = new Map<string, MeshPeer>();
+  readonly #peers = new Map<string, RemotePeer>();
   #state: GroupState = 'joining';
+  #mode: GroupMode = 'mesh';
+  /** In unit mode, the page's media to its own unit. */
+  #uplink: UnitUplink | undefined;
   #settle: (end: GroupEnd) => void = () => {};
   #settled = false;
   #page: string | undefined;
@@ -110,7 +132,9 @@ export class Group {
       left: () => this.#over({ reason: 'left' }),
       peerJoined: (frame) => this.#frame(frame),
       peerLeft: (frame) => this.#frame(frame),
+      mode: (frame) => this.#frame(frame),
       signal: (frame) => this.#frame(frame),
+      signalRefused: (error) => this.#signalRefused(error),
       refused: (error, ref) => this.#refused(error, ref),
       lost: (error, final) => this.#lost(error, final),
       leave: () => void this.leave(),
@@ -127,6 +151,26 @@ export class Group {
   /** This page's id in the group (what the other pages know it by), once joined. */
   get page(): string | undefined {
     return this.#page;
+  }
+
+  /**
+   * How the media flows: `mesh` (page to page) or `unit` (through the service's forwarding units).
+   * Set when the page has joined (state `joined`); the `mode` event tells a switch.
+   */
+  get mode(): GroupMode {
+    return this.#mode;
+  }
+
+  /**
+   * In unit mode, the connection sending this page's media to its forwarding unit (for `getStats`);
+   * a new one after each fresh offer. Undefined in a mesh, where each peer's `peerConnection` sends.
+   *
+   * @example
+   * const stats = await group.uplink?.getStats();
+   * stats?.forEach((s) => s.type === 'outbound-rtp' && console.log(s.kind, s.bytesSent));
+   */
+  get uplink(): RTCPeerConnection | undefined {
+    return this.#uplink?.connection;
   }
 
   /** What this page sends, once it has it. */
@@ -158,23 +202,28 @@ export class Group {
   leave(): Promise<GroupEnd> {
     if (this.#state === 'left') return this.ended;
     this.#teardown();
+    this.#sendLeave();
+    return this.ended;
+  }
+
+  /** Tells the service the page is out, when it is in the group; else the end is now. */
+  #sendLeave(): void {
     // In the group, or its join on the way (the service takes frames in order: the leave follows the join).
     const inGroup = this.#session !== undefined && this.#session === this.#link.session;
     if (!inGroup) {
       this.#over({ reason: 'left' });
-      return this.ended;
+      return;
     }
     const ref = this.#link.nextRef();
     this.#link.claim(ref, this.#party);
     if (!this.#link.send({ t: 'group.leave', ref, group: this.name })) {
       this.#link.release(ref, this.#party);
       this.#over({ reason: 'left' });
-      return this.ended;
+      return;
     }
     this.#leaveRef = ref;
     // Out of the group already as far as this page goes; the service's word settles `ended`.
     this.#confirmTimer = setTimeout(() => this.#over({ reason: 'left' }), CONFIRM_MS);
-    return this.ended;
   }
 
   async #join(token: TokenSource, source: CallMediaSource): Promise<void> {
@@ -214,10 +263,44 @@ export class Group {
     if (this.#state !== 'joining') return;
     this.#page = typeof frame.page === 'string' ? frame.page : undefined;
     this.#ice = Array.isArray(frame.ice) ? frame.ice : [];
+    if (frame.mode === 'unit') this.#mode = 'unit';
     this.#move('joined');
-    // This page came later than each page there: it offers.
+    // In unit mode the page offers to its own unit only (unless a listener left); each peer's unit offers to it.
+    if (this.#mode === 'unit' && !this.#isLeft()) this.#startUplink();
+    // In a mesh, this page came later than each page there: it offers.
     for (const info of Array.isArray(frame.peers) ? frame.peers : []) this.#add(info, true);
     for (const queued of this.#queued.splice(0)) this.#frame(queued);
+  }
+
+  /** The group went through units: every page-to-page connection closes, and the page offers to its unit. */
+  #toUnit(): void {
+    if (this.#mode === 'unit') return;
+    this.#mode = 'unit';
+    // Signals kept for pages not yet heard of were of the mesh.
+    this.#early.clear();
+    this.#emitter.emit('mode', this.#mode);
+    // A listener may have left the group.
+    if (this.#isLeft()) return;
+    for (const peer of this.#peers.values()) peer.viaUnit();
+    this.#startUplink();
+  }
+
+  #startUplink(): void {
+    const to = this.#page;
+    if (this.#uplink || to === undefined) return;
+    this.#uplink = new UnitUplink(this.name, this.#net(), this.#media?.stream ?? new MediaStream(), {
+      signal: (data) => {
+        if (this.#state === 'joined' && this.#session === this.#link.session) {
+          this.#link.send({ t: 'group.signal', group: this.name, to, data });
+        }
+      },
+      failed: (error) => this.#quit(error),
+    });
+    this.#uplink.start();
+  }
+
+  #net(): PeerNet {
+    return { ice: this.#ice, rtc: this.#link.rtc };
   }
 
   /** A frame about the group's other pages; kept until the join is answered. */
@@ -230,6 +313,8 @@ export class Group {
     if (frame.t === 'group.peer-joined') {
       // A newcomer: it offers, this page answers.
       if (!this.#gone.has(frame.page)) this.#add(frame, false);
+    } else if (frame.t === 'group.mode') {
+      if (frame.mode === 'unit') this.#toUnit();
     } else if (frame.t === 'group.peer-left') {
       this.#gone.add(frame.page);
       this.#early.delete(frame.page);
@@ -239,6 +324,11 @@ export class Group {
       peer.close();
       this.#emitter.emit('peer-left', peer);
     } else if (typeof frame.data === 'object' && frame.data !== null && typeof frame.from === 'string') {
+      if (frame.from === this.#page) {
+        // The page's own unit (unit mode only).
+        this.#uplink?.receive(frame.data);
+        return;
+      }
       const peer = this.#peers.get(frame.from);
       if (peer) peer.receive(frame.data);
       else if (!this.#gone.has(frame.from)) this.#keepEarly(frame.from, frame.data);
@@ -248,7 +338,7 @@ export class Group {
   #add(info: GroupPeerInfo, offer: boolean): void {
     if (typeof info.page !== 'string' || info.page === this.#page || this.#peers.has(info.page)) return;
     const to = info.page;
-    const peer = new MeshPeer(info, this.name, {
+    const peer = new RemotePeer(info, this.name, this.#net(), {
       signal: (data) => {
         if (this.#state === 'joined' && this.#session === this.#link.session) {
           this.#link.send({ t: 'group.signal', group: this.name, to, data });
@@ -261,7 +351,9 @@ export class Group {
     this.#emitter.emit('peer-joined', peer);
     // A listener may have left the group.
     if (this.#state !== 'joined') return;
-    peer.connect(this.#ice, this.#link.rtc, this.#media?.stream ?? new MediaStream(), offer);
+    // In unit mode the peer's unit offers (its offer may be among the early signals).
+    if (this.#mode === 'unit') peer.viaUnit();
+    else peer.connect(this.#media?.stream ?? new MediaStream(), offer);
     for (const data of this.#early.get(to) ?? []) peer.receive(data);
     this.#early.delete(to);
   }
@@ -288,6 +380,14 @@ export class Group {
     this.#fail(GroupError.of(error, this.name));
   }
 
+  /**
+   * A signal of this group the service refused (no ref): `not_in_group` is the page it went to
+   * having left as it was sent, a race `peer-left` ends. True when that is all it is.
+   */
+  #signalRefused(error: RealtimeSocketError): boolean {
+    return error.code === 'not_in_group';
+  }
+
   #lost(error: RealtimeSocketError, final: boolean): void {
     if (this.#state === 'left') {
       // The service takes a page out when its socket goes: the leave is done.
@@ -306,10 +406,19 @@ export class Group {
     this.#over({ reason: 'failed', error });
   }
 
+  /** Out by an error while in the group (the page's media cannot reach its unit): ends failed, and leaves. */
+  #quit(error: GroupError): void {
+    if (this.#state === 'left') return;
+    this.#teardown();
+    this.#settleWith({ reason: 'failed', error });
+    this.#sendLeave();
+  }
+
   /** Stops media and every connection; state `left`. */
   #teardown(): void {
     if (this.#state === 'left') return;
     for (const peer of this.#peers.values()) peer.close();
+    this.#uplink?.close();
     releaseMedia(this.#media);
     this.#queued = [];
     this.#early.clear();
@@ -318,11 +427,7 @@ export class Group {
 
   /** The end: settled (if not yet) and no longer routed. */
   #over(end: GroupEnd): void {
-    if (!this.#settled) {
-      this.#settled = true;
-      this.#settle(end);
-      this.#emitter.emit('ended', end);
-    }
+    this.#settleWith(end);
     this.#forgetJoinRef();
     if (this.#leaveRef !== undefined) this.#link.release(this.#leaveRef, this.#party);
     this.#leaveRef = undefined;
@@ -330,6 +435,13 @@ export class Group {
     this.#link.live(this.#party, false);
     if (this.#confirmTimer !== undefined) clearTimeout(this.#confirmTimer);
     this.#confirmTimer = undefined;
+  }
+
+  #settleWith(end: GroupEnd): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#settle(end);
+    this.#emitter.emit('ended', end);
   }
 
   #forgetJoinRef(): void {

@@ -102,6 +102,7 @@ export class Groups {
       'group.peer-left': (frame) => {
         if (typeof frame.page === 'string') byName(frame.group)?.peerLeft(frame);
       },
+      'group.mode': (frame) => byName(frame.group)?.mode(frame),
       'group.signal': (frame) => byName(frame.group)?.signal(frame),
     };
   }
@@ -116,6 +117,9 @@ export class Groups {
       }
       return this.#done.has(frame.ref);
     }
+    // A refused signal (no ref) names its group: that group says whether it is a race it ends itself.
+    const party = typeof frame.group === 'string' ? this.#routes.get(frame.group) : undefined;
+    if (party) return party.signalRefused(error);
     // A signal (no ref) to a page that left as it was sent: the race ends with `peer-left`, not an error.
     return frame.code === 'not_in_group' && (this.#live.size > 0 || this.#done.size > 0);
   }

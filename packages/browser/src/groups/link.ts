@@ -1,6 +1,7 @@
 import type {
   GroupClientFrame,
   GroupJoinedFrame,
+  GroupModeFrame,
   GroupPeerJoinedFrame,
   GroupPeerLeftFrame,
   GroupSignalInFrame,
@@ -15,9 +16,13 @@ export interface GroupParty {
   left(): void;
   peerJoined(frame: GroupPeerJoinedFrame): void;
   peerLeft(frame: GroupPeerLeftFrame): void;
+  /** The group switched mode (to `unit`). */
+  mode(frame: GroupModeFrame): void;
   signal(frame: GroupSignalInFrame): void;
   /** An error frame with the ref of its join or leave. */
   refused(error: RealtimeSocketError, ref: number): void;
+  /** An error frame without ref naming this group (a refused signal): true when the group takes it quietly. */
+  signalRefused(error: RealtimeSocketError): boolean;
   /** The socket was lost (`final`: the client is closed for good). */
   lost(error: RealtimeSocketError, final: boolean): void;
   /** The page goes away or the client closes: leave. */

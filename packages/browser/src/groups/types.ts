@@ -1,6 +1,13 @@
+import type { GroupMode } from '@realtime/protocol';
 import type { CallMediaKind, CallMediaSource } from '../calls/types.js';
 import type { TokenSource } from '../room.js';
 import type { GroupError } from './errors.js';
+
+/**
+ * How a group call's media flows ({@link Group.mode}): `mesh`, page to page (a small group), or
+ * `unit`, each page sending once to a forwarding unit of the service, which sends it on to the others.
+ */
+export type { GroupMode };
 
 /**
  * Where a {@link Group} is:
@@ -33,7 +40,8 @@ export interface GroupEnd {
 /**
  * Where the media with one other page of the group is: `connecting`, `connected`, `failed`
  * (ICE failed, or no media within `rtc.connectTimeoutMs`: {@link GroupPeer.error} says why), or
- * `left` (the peer left, or this page did).
+ * `left` (the peer left, or this page did). In unit mode a failed peer asks its unit for a fresh
+ * offer, and goes back to `connecting` when it comes; a mesh's `failed` is final.
  */
 export type GroupPeerState = 'connecting' | 'connected' | 'failed' | 'left';
 
@@ -48,12 +56,20 @@ export interface GroupPeer {
   readonly user: string;
   /** What the page's call token allows it to send: `['audio']` or `['audio', 'video']`. */
   readonly media: readonly CallMediaKind[];
-  /** The page's media: a stream that receives its tracks as they arrive (give it to a `<video>` at once). */
+  /**
+   * The page's media: a stream that receives its tracks as they arrive (give it to a `<video>` at
+   * once). The same stream for as long as the peer is there: when the media reconnects (the group
+   * switched to unit mode, or the peer's unit offered anew) its old tracks leave it and the new come.
+   */
   readonly stream: MediaStream;
   readonly state: GroupPeerState;
   /** Why the media with this page failed, when {@link GroupPeer.state} is `failed`. */
   readonly error: GroupError | undefined;
-  /** The WebRTC connection with this page (for `getStats`, or `replaceTrack`): closed once the peer left or failed. */
+  /**
+   * The WebRTC connection with this page in a mesh (for `getStats`, or `replaceTrack`), or, in unit
+   * mode, the receive-only one from the page's forwarding unit (new with each of its offers; undefined
+   * until the first). Closed once the peer left or failed.
+   */
   readonly peerConnection: RTCPeerConnection | undefined;
 }
 
