@@ -89,6 +89,8 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
             ice: groups.ice(conn.user),
             mode: joined.mode,
           });
+          // The units' offers follow the answer (a group that this join switched has no units up yet).
+          if (joined.mode === 'unit') await groups.offerPeers(app.key, f.group, conn.id, joined.peers);
         },
       ),
       'group.leave': frame<GroupLeaveFrame>({ required: { ref: 'ref', group: 'string' } }, async (conn, f) => {

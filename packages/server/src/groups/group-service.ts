@@ -123,15 +123,7 @@ export class GroupService {
     groups.add(group);
     if (joined.switched) await this.#tell(app, before, { t: 'group.mode', group, mode: 'unit' });
     await this.#tell(app, before, { t: 'group.peer-joined', group, ...peerOf(member) });
-    // Each page there offers the newcomer its media from its unit (those whose units are up; the others when they are).
-    if (joined.unit && !joined.switched) {
-      await this.#units.joined(
-        app,
-        group,
-        member.page,
-        before.map((m) => m.page),
-      );
-    }
+
     try {
       await this.#deps.events.record(app, {
         type: 'group.joined',
@@ -144,6 +136,19 @@ export class GroupService {
       this.#deps.log.error({ err: error, app, group }, 'recording group.joined failed');
     }
     return { peers: before.map(peerOf), mode: joined.unit ? 'unit' : 'mesh' };
+  }
+
+  /**
+   * After `group.joined` of a page in a unit-mode group: each page there offers it its media from its
+   * unit (those whose units are up now; the others once theirs are).
+   */
+  offerPeers(app: string, group: string, page: string, peers: readonly GroupPeer[]): Promise<void> {
+    return this.#units.joined(
+      app,
+      group,
+      page,
+      peers.map((peer) => peer.page),
+    );
   }
 
   /** Takes a page out; false when it was not in. */
