@@ -13,7 +13,7 @@ import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
-import { readUnitSignal } from '../units/unit-signal.js';
+import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
 import type { GroupService } from './group-service.js';
 
 /** An error frame naming the group. */
@@ -123,14 +123,11 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
             await stored(() => groups.unitSignal(conn.app.key, f.group, conn.id, f.to, signal), undefined, f.group);
           } catch (error) {
             if (error instanceof FrameError) throw error;
-            // werift could not take the description: the page's SDP is at fault, not the service.
-            deps.log.warn({ err: error, page: conn.id }, 'a group signal was refused by the forwarding unit');
-            throw refused(
-              'bad_frame',
-              'group.signal: the forwarding unit could not use this signal',
-              undefined,
-              f.group,
-            );
+            const refusal = unitRefusal(error);
+            if (refusal.operator)
+              deps.log.error({ err: error, page: conn.id }, 'a forwarding unit could not start a session');
+            else deps.log.warn({ err: error, page: conn.id }, 'a group signal was refused by the forwarding unit');
+            throw refused(refusal.code, `group.signal: ${refusal.message}`, undefined, f.group);
           }
         },
       ),

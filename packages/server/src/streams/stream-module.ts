@@ -15,7 +15,7 @@ import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
-import { readUnitSignal } from '../units/unit-signal.js';
+import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
 import { STREAMS_PER_PAGE } from './options.js';
 import type { StreamService } from './stream-service.js';
 
@@ -120,14 +120,11 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
           await stored(() => streams.signal(conn.app.key, f.stream, conn.id, role, signal), undefined, f.stream);
         } catch (error) {
           if (error instanceof FrameError) throw error;
-          // werift could not take the description: the page's SDP is at fault, not the service.
-          deps.log.warn({ err: error, page: conn.id }, 'a stream signal was refused by the forwarding unit');
-          throw refused(
-            'bad_frame',
-            'stream.signal: the forwarding unit could not use this signal',
-            undefined,
-            f.stream,
-          );
+          const refusal = unitRefusal(error);
+          if (refusal.operator)
+            deps.log.error({ err: error, page: conn.id }, 'a forwarding unit could not start a session');
+          else deps.log.warn({ err: error, page: conn.id }, 'a stream signal was refused by the forwarding unit');
+          throw refused(refusal.code, `stream.signal: ${refusal.message}`, undefined, f.stream);
         }
       }),
     },

@@ -79,6 +79,14 @@ export function mediaConfig(): RTCPeerConnectionConfig {
 }
 
 /** What both kinds share: the peer connection, candidate intake and the end. */
+/** No UDP port was free for a new session (the media port range is used up): the node is full, not the page wrong. */
+export class NoMediaPortError extends Error {
+  constructor() {
+    super('no free UDP port for media on this node (the media port range is used up)');
+    this.name = 'NoMediaPortError';
+  }
+}
+
 export abstract class PeerSession implements Session {
   protected readonly pc: RTCPeerConnection;
   private readonly listeners: Array<(reason: SessionEnd) => void> = [];
@@ -137,6 +145,9 @@ export abstract class PeerSession implements Session {
   protected sdp(): string {
     const local = this.pc.localDescription;
     if (!local) throw new Error('no local description after setLocalDescription');
+    // werift gathers nothing when every port of the range is taken, and answers anyway: a page
+    // given that SDP would wait for a connection that cannot come.
+    if (!/^a=candidate:/m.test(local.sdp)) throw new NoMediaPortError();
     return local.sdp;
   }
 

@@ -111,7 +111,13 @@ export class UnitHost {
       clearTimeout(timer);
       if (hosted.viewers.get(page) === viewer) hosted.viewers.delete(page);
     });
-    const sdp = await viewer.offer();
+    let sdp: string;
+    try {
+      sdp = await viewer.offer();
+    } catch (error) {
+      await viewer.close();
+      throw error;
+    }
     // Replaced or closed while the offer was made: that offer is for nobody.
     return viewer === hosted.viewers.get(page) ? sdp : undefined;
   }
