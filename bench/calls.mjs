@@ -1,4 +1,4 @@
-// npm run bench:calls — calls and live streams, three parts (BUILD first: npm run build):
+// npm run bench:calls — calls and live streams, four parts (BUILD first: npm run build):
 // 1. signalling: call.invite on the caller's page -> call.ring on the callee's page, p50/p99 over
 //    BENCH_CALLS (500) calls, one pair at a time and BENCH_CONCURRENCY (10) pairs at once, against
 //    the service and, in the same run, a bare `ws` relay of the same frames (bench/calls/relay.mjs).
@@ -6,11 +6,17 @@
 //    forwarding unit (werift, a node process of its own) to N viewers (pages of a second Chromium),
 //    N from BENCH_VIEWERS (1,5,10,20): the unit's CPU, what it forwards, frames decoded per viewer.
 // 3. mesh: k pages of one Chromium (BENCH_MESH: 2,3,4,6), each sending its camera to the k - 1
-//    others: Chromium CPU per page and upload per page, beside the forwarding unit's figures.
+//    others: Chromium CPU per page, upload and download per page.
+// 4. group: a group call of k pages of one Chromium through forwarding units (BENCH_GROUP: 3,4,5,6),
+//    as the service runs one from GROUP_UNIT_FROM pages on: each page sends once to a unit of its own
+//    and receives each other page's media from that page's unit (the k units in one node process).
+//    Chromium CPU per page, upload (one stream's worth at any k) and download per page, fps per
+//    incoming video, the units' CPU and µs per packet; with mesh in the same run, mesh vs units per k.
 // Every socket and every ICE candidate is on 127.0.0.1. Media parts measure BENCH_SECONDS (10)
-// after BENCH_WARMUP (5) seconds. BENCH_ONLY: signalling | streams | mesh.
+// after BENCH_WARMUP (5) seconds. BENCH_ONLY: one part or a comma list (signalling,streams,mesh,group).
 import { cpus } from 'node:os';
 import { startPageServer } from './calls/chromium.mjs';
+import { group } from './calls/group.mjs';
 import { mesh } from './calls/mesh.mjs';
 import { signalling } from './calls/signalling.mjs';
 import { streams } from './calls/streams.mjs';
@@ -20,9 +26,15 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const VIEWERS = list(process.env.BENCH_VIEWERS, '1,5,10,20');
 const MESH = list(process.env.BENCH_MESH, '2,3,4,6');
+const GROUP = list(process.env.BENCH_GROUP, '3,4,5,6');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
-const ONLY = process.env.BENCH_ONLY;
+const PARTS = ['signalling', 'streams', 'mesh', 'group'];
+const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((part) => part.trim()) : PARTS;
+for (const part of ONLY) {
+  if (!PARTS.includes(part)) throw new Error(`BENCH_ONLY: no part ${part} (parts: ${PARTS.join(', ')})`);
+}
+const runs = (part) => ONLY.includes(part);
 
 const progress = (row) => process.stderr.write(`  ... ${JSON.stringify(row)}\n`);
 
@@ -35,12 +47,12 @@ function table(columns, rows) {
 const f = (digits) => (value) => value.toFixed(digits);
 
 const results = {};
-if (!ONLY || ONLY === 'signalling') {
+if (runs('signalling')) {
   results.signalling = await signalling({ calls: CALLS, concurrencies: [1, CONCURRENCY], log: progress });
 }
-const pages = await startPageServer();
+const pages = runs('streams') || runs('mesh') || runs('group') ? await startPageServer() : undefined;
 try {
-  if (!ONLY || ONLY === 'streams') {
+  if (runs('streams')) {
     results.streams = await streams({
       url: pages.url,
       viewerCounts: VIEWERS,
@@ -49,11 +61,20 @@ try {
       log: progress,
     });
   }
-  if (!ONLY || ONLY === 'mesh') {
+  if (runs('mesh')) {
     results.mesh = await mesh({ url: pages.url, sizes: MESH, seconds: SECONDS, warmupSeconds: WARMUP, log: progress });
   }
+  if (runs('group')) {
+    results.group = await group({
+      url: pages.url,
+      sizes: GROUP,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP,
+      log: progress,
+    });
+  }
 } finally {
-  await pages.close();
+  await pages?.close();
 }
 
 console.log(`bench:calls  node ${process.version}, ${cpus().length} cores, everything on 127.0.0.1`);
@@ -112,9 +133,42 @@ if (results.mesh) {
       ['% per page', (r) => f(1)(r.cpuPerPage)],
       ['up kbit/s per page', (r) => f(0)(r.uplinkKbit)],
       ['per outgoing', (r) => f(0)(r.uplinkKbit / (r.pages - 1))],
+      ['down kbit/s per page', (r) => f(0)(r.downlinkKbit)],
       ['fps per incoming video', (r) => f(1)(r.fpsPerStream)],
       ['encoded fps per outgoing', (r) => f(1)(r.encodedPerStream)],
     ],
     results.mesh,
   );
+}
+if (results.group) {
+  console.log(
+    `\nGroup call through units: k pages in one Chromium, each sending once to its unit and receiving k - 1 from the others' units, ${SECONDS} s per row`,
+  );
+  table(
+    [
+      ['pages k', (r) => String(r.pages)],
+      ['Chromium CPU %', (r) => f(0)(r.cpuTotal)],
+      ['% per page', (r) => f(1)(r.cpuPerPage)],
+      ['up kbit/s per page', (r) => f(0)(r.uplinkKbit)],
+      ['down kbit/s per page', (r) => f(0)(r.downlinkKbit)],
+      ['fps per incoming video', (r) => f(1)(r.fpsMean)],
+      ['fps min', (r) => f(1)(r.fpsMin)],
+      ['decoding', (r) => `${r.decoding}/${r.videos}`],
+      ['encoded fps per page', (r) => f(1)(r.encodedFps)],
+      ['units CPU %', (r) => f(1)(r.unitCpu)],
+      ['µs/packet', (r) => f(1)(r.cpuPerPacket)],
+      ['units packets out/s', (r) => f(0)(r.packetsPerSecond)],
+    ],
+    results.group,
+  );
+}
+if (results.mesh && results.group) {
+  console.log('\nMesh vs units, same k (Chromium CPU % per page; upload kbit/s per page; units CPU % of a core):');
+  for (const units of results.group) {
+    const meshRow = results.mesh.find((r) => r.pages === units.pages);
+    if (!meshRow) continue;
+    console.log(
+      `  k=${units.pages}: CPU per page mesh ${f(1)(meshRow.cpuPerPage)} vs units ${f(1)(units.cpuPerPage)} (${f(2)(units.cpuPerPage / meshRow.cpuPerPage)}x), upload per page mesh ${f(0)(meshRow.uplinkKbit)} vs units ${f(0)(units.uplinkKbit)} (${f(2)(units.uplinkKbit / meshRow.uplinkKbit)}x), units' process ${f(1)(units.unitCpu)}%`,
+    );
+  }
 }

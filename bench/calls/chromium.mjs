@@ -60,23 +60,25 @@ function play(e) {
 function peer(id, trickle) {
   const pc = new RTCPeerConnection({ iceServers: [] });
   if (trickle) pc.onicecandidate = (e) => {
-    if (e.candidate && e.candidate.address === LOOPBACK) window.toUnit(JSON.stringify(e.candidate.toJSON()));
+    if (e.candidate && e.candidate.address === LOOPBACK) window.toUnit(id, JSON.stringify(e.candidate.toJSON()));
   };
   pc.ontrack = play;
   pcs.set(id, pc);
   return pc;
 }
 // Forwarding unit: the presenter offers (sendonly), a viewer answers the unit's offer; candidates trickle.
-window.present = async () => {
-  const pc = peer('unit', true);
+// A page of a group call through units has one of each per other page: its uplink to its own unit
+// and a downlink from each other page's unit, each under an id of its own.
+window.present = async (id = 'unit') => {
+  const pc = peer(id, true);
   for (const track of (await camera()).getTracks()) pc.addTransceiver(track, { direction: 'sendonly', streams: [media] });
   const offer = await pc.createOffer();
   await pc.setLocalDescription(offer);
   return offer.sdp;
 };
-window.presented = (sdp) => pcs.get('unit').setRemoteDescription({ type: 'answer', sdp });
-window.view = async (sdp) => {
-  const pc = peer('unit', true);
+window.presented = (sdp, id = 'unit') => pcs.get(id).setRemoteDescription({ type: 'answer', sdp });
+window.view = async (sdp, id = 'unit') => {
+  const pc = peer(id, true);
   await pc.setRemoteDescription({ type: 'offer', sdp });
   const answer = await pc.createAnswer();
   await pc.setLocalDescription(answer);
@@ -106,14 +108,20 @@ window.meshAnswer = async (id, sdp) => {
   return loopbackOnly(pc.localDescription.sdp);
 };
 window.meshAccept = (id, sdp) => pcs.get(id).setRemoteDescription({ type: 'answer', sdp });
-// Totals over every connection of the page.
+// Totals over every connection of the page; 'decoded' has the video frames decoded per connection id.
 window.rtpStats = async () => {
-  const out = { framesDecoded: 0, videoIn: 0, bytesSent: 0, packetsSent: 0, framesEncoded: 0, pairs: [], connected: 0 };
-  for (const pc of pcs.values()) {
+  const out = { framesDecoded: 0, videoIn: 0, bytesSent: 0, bytesReceived: 0, packetsSent: 0, framesEncoded: 0 };
+  Object.assign(out, { decoded: {}, pairs: [], connected: 0 });
+  for (const [id, pc] of pcs) {
     if (pc.connectionState === 'connected') out.connected++;
     const report = await pc.getStats();
     report.forEach((s) => {
-      if (s.type === 'inbound-rtp' && s.kind === 'video') { out.framesDecoded += s.framesDecoded || 0; out.videoIn++; }
+      if (s.type === 'inbound-rtp') out.bytesReceived += s.bytesReceived || 0;
+      if (s.type === 'inbound-rtp' && s.kind === 'video') {
+        out.framesDecoded += s.framesDecoded || 0;
+        out.videoIn++;
+        out.decoded[id] = (out.decoded[id] || 0) + (s.framesDecoded || 0);
+      }
       if (s.type === 'outbound-rtp') { out.bytesSent += s.bytesSent || 0; out.packetsSent += s.packetsSent || 0; }
       if (s.type === 'outbound-rtp' && s.kind === 'video') out.framesEncoded += s.framesEncoded || 0;
       if (s.type === 'candidate-pair' && s.state === 'succeeded') {
@@ -146,10 +154,13 @@ export async function startPageServer() {
   };
 }
 
-/** A new page with the script loaded; `toUnit` gets the page's trickled loopback candidates. */
+/**
+ * A new page with the script loaded; `toUnit(candidate, id)` gets the page's trickled loopback
+ * candidates, with the id of the page's connection they are for.
+ */
 export async function openPage(browser, url, toUnit = () => {}) {
   const page = await browser.newPage();
-  await page.exposeFunction('toUnit', (json) => toUnit(JSON.parse(json)));
+  await page.exposeFunction('toUnit', (id, json) => toUnit(JSON.parse(json), id));
   await page.goto(url);
   await page.waitForFunction(() => window.ready === true);
   return page;

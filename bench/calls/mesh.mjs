@@ -43,6 +43,7 @@ export async function mesh({ url, sizes, seconds, warmupSeconds, log }) {
         cpuTotal: ((b.cpu - a.cpu) / wall) * 100,
         cpuPerPage: ((b.cpu - a.cpu) / wall / k) * 100,
         uplinkKbit: mean(uplink),
+        downlinkKbit: (mean(per('bytesReceived')) * 8) / 1000,
         // Frames decoded per second of each incoming video (k - 1 of them per page).
         fpsPerStream: mean(per('framesDecoded')) / (k - 1),
         encodedPerStream: mean(per('framesEncoded')) / (k - 1),

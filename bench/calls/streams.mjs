@@ -4,6 +4,9 @@
 import { assertLocal, launchBrowser, openPage, rtpStats, until } from './chromium.mjs';
 import { forkRpc } from './rpc.mjs';
 
+// The stream's unit, by its name in the unit process.
+const UNIT = 'stream';
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }) {
@@ -12,10 +15,10 @@ export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }
   const viewerBrowser = await launchBrowser();
   const rows = [];
   try {
-    const presenter = await openPage(presenterBrowser.browser, url, (c) => unit.call('candidate', 'host', c));
-    await unit.call('presenter', 'host');
+    const presenter = await openPage(presenterBrowser.browser, url, (c) => unit.call('candidate', UNIT, 'host', c));
+    await unit.call('presenter', UNIT, 'host');
     const offer = await presenter.evaluate(() => window.present());
-    const answer = await unit.call('answer', 'host', offer);
+    const answer = await unit.call('answer', UNIT, 'host', offer);
     await presenter.evaluate((sdp) => window.presented(sdp), answer);
     await until(async () => (await rtpStats(presenter)).connected === 1, 'the presenter connected', 60_000);
 
@@ -23,10 +26,10 @@ export async function streams({ url, viewerCounts, seconds, warmupSeconds, log }
     for (const count of viewerCounts) {
       while (viewers.length < count) {
         const id = `viewer-${viewers.length + 1}`;
-        await unit.call('viewer', id);
-        const page = await openPage(viewerBrowser.browser, url, (c) => unit.call('candidate', id, c));
-        const sdp = await unit.call('offer', id);
-        await unit.call('accept', id, await page.evaluate((s) => window.view(s), sdp));
+        await unit.call('viewer', UNIT, id);
+        const page = await openPage(viewerBrowser.browser, url, (c) => unit.call('candidate', UNIT, id, c));
+        const sdp = await unit.call('offer', UNIT, id);
+        await unit.call('accept', UNIT, id, await page.evaluate((s) => window.view(s), sdp));
         viewers.push(page);
       }
       // On a loaded machine some viewers may not decode in time: the row says how many did.

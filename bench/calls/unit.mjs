@@ -1,13 +1,15 @@
-// The forwarding unit of bench:calls in a process of its own, so process.cpuUsage() here is the
-// unit's CPU alone (werift: ICE, DTLS, SRTP decrypt once, encrypt per viewer). Driven over IPC:
-// { id, op, args } -> { id, result } or { id, error }.
+// The forwarding units of bench:calls in a process of their own, so process.cpuUsage() here is the
+// units' CPU alone (werift: ICE, DTLS, SRTP decrypt once, encrypt per viewer). Several named units
+// (a live stream has one; a group call through units has one per page, as the service runs them),
+// each made at its first session. Driven over IPC: { id, op, args } -> { id, result } or { id, error };
+// session ops take the unit's name, then the session's id.
 import { performance } from 'node:perf_hooks';
 import { RTCRtpSender } from 'werift';
 import { ForwardingUnit } from '../../packages/server/dist/units/forwarding-unit.js';
 
 const LOOPBACK = '127.0.0.1';
 
-// Packets and bytes the unit sent to viewers: counted where werift sends RTP (a bench-only wrap;
+// Packets and bytes the units sent to viewers: counted where werift sends RTP (a bench-only wrap;
 // a sender whose DTLS is not up yet drops the packet, so those are not counted).
 const sent = { packets: 0, bytes: 0 };
 const sendRtp = RTCRtpSender.prototype.sendRtp;
@@ -19,23 +21,45 @@ RTCRtpSender.prototype.sendRtp = function (rtp) {
   return sendRtp.call(this, rtp);
 };
 
-const unit = new ForwardingUnit({ hostAddresses: [LOOPBACK], allowRemoteAddress: (a) => a === LOOPBACK });
+const units = new Map();
 const sessions = new Map();
+const unitNamed = (name) => {
+  let unit = units.get(name);
+  if (!unit) {
+    unit = new ForwardingUnit({ hostAddresses: [LOOPBACK], allowRemoteAddress: (a) => a === LOOPBACK });
+    units.set(name, unit);
+  }
+  return unit;
+};
+const key = (unit, id) => `${unit}\u0000${id}`;
+const session = (unit, id) => {
+  const found = sessions.get(key(unit, id));
+  if (!found) throw new Error(`no session ${id} on unit ${unit}`);
+  return found;
+};
 
 const ops = {
-  presenter: (id) => sessions.set(id, unit.createPresenter(id)) && null,
-  viewer: (id) => sessions.set(id, unit.createViewer(id)) && null,
-  answer: (id, sdp) => sessions.get(id).answer(sdp),
-  offer: (id) => sessions.get(id).offer(),
-  accept: (id, sdp) => sessions.get(id).accept(sdp),
-  candidate: (id, candidate) => sessions.get(id).addCandidate(candidate),
-  /** CPU µs (user + system) and wall ms so far, and what was sent. */
+  presenter: (unit, id) => sessions.set(key(unit, id), unitNamed(unit).createPresenter(id)) && null,
+  viewer: (unit, id) => sessions.set(key(unit, id), unitNamed(unit).createViewer(id)) && null,
+  answer: (unit, id, sdp) => session(unit, id).answer(sdp),
+  offer: (unit, id) => session(unit, id).offer(),
+  accept: (unit, id, sdp) => session(unit, id).accept(sdp),
+  candidate: (unit, id, candidate) => session(unit, id).addCandidate(candidate),
+  /** CPU µs (user + system) and wall ms so far, what was sent, and the units' sessions (all units). */
   sample: () => {
     const { user, system } = process.cpuUsage();
-    return { cpu: user + system, wall: performance.now(), ...sent, viewers: unit.viewerCount, live: unit.live };
+    const all = [...units.values()];
+    return {
+      cpu: user + system,
+      wall: performance.now(),
+      ...sent,
+      units: all.length,
+      viewers: all.reduce((n, unit) => n + unit.viewerCount, 0),
+      live: all.filter((unit) => unit.live).length,
+    };
   },
   close: async () => {
-    await unit.close();
+    await Promise.all([...units.values()].map((unit) => unit.close()));
     setImmediate(() => process.exit(0));
     return null;
   },
