@@ -3,7 +3,7 @@
  * send-only audio and video as a presenter, or answers the forwarding unit's offer as a viewer. Its
  * ICE uses 127.0.0.1 only. Media connecting is what the service acts on; no packets need to flow.
  */
-import { RTCPeerConnection } from 'werift';
+import { RTCPeerConnection, RtpHeader, RtpPacket } from 'werift';
 import { iceConfig } from '../src/units/ice-settings.js';
 import { mediaConfig } from '../src/units/peer-sessions.js';
 
@@ -51,5 +51,49 @@ export class StreamPeer {
     const sdp = this.pc.localDescription?.sdp;
     if (!sdp) throw new Error('no local description');
     return sdp;
+  }
+}
+
+/**
+ * A StreamPeer whose media flows: once sending (`send()`), it writes a small RTP packet on each of
+ * its send-only tracks every 20 ms; it counts the RTP packets it receives per kind.
+ */
+export class MediaPeer extends StreamPeer {
+  readonly received = { audio: 0, video: 0 };
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor() {
+    super();
+    this.pc.ontrack = ({ track }) => {
+      const kind = track.kind === 'audio' ? 'audio' : 'video';
+      track.onReceiveRtp.subscribe(() => this.received[kind]++);
+    };
+  }
+
+  /** Starts sending on the peer's send-only transceivers (after its offer was answered). */
+  send(): void {
+    if (this.#timer) return;
+    // Payloads a decoder would not take, but the unit forwards packets without looking inside.
+    const payloads = { audio: Buffer.from([0xfc, 0xff, 0xfe]), video: Buffer.from([0x10, 0x00, 0x9d, 0x01, 0x2a]) };
+    let sequenceNumber = 0;
+    this.#timer = setInterval(() => {
+      sequenceNumber = (sequenceNumber + 1) & 0xffff;
+      for (const transceiver of this.pc.getTransceivers()) {
+        if (transceiver.direction !== 'sendonly') continue;
+        const kind = transceiver.kind === 'audio' ? 'audio' : 'video';
+        const header = new RtpHeader({ sequenceNumber, timestamp: sequenceNumber * 960, marker: true });
+        transceiver.sender.sendRtp(new RtpPacket(header, payloads[kind])).catch(() => undefined);
+      }
+    }, 20);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  override close(): Promise<void> {
+    this.stop();
+    return super.close();
   }
 }
