@@ -167,7 +167,8 @@ async function unitGroup(group: string, users: [string, string, string]): Promis
 beforeAll(async () => {
   server = await startTestServer({
     calls: { groupUnitFrom: 3, groupMaxPages: 4 },
-    streams: { remoteAddresses: ['127.0.0.1'] },
+    // A sender's media that never connects fails within this (ms); connections here take well under a second.
+    streams: { remoteAddresses: ['127.0.0.1'], connectTimeoutMs: 4000 },
     events: new MemoryEventSink(),
   });
 });
@@ -229,6 +230,23 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
           .sort(),
       );
     }
+
+    // `restart` to ben asks ben's unit for a fresh offer to ann: a new session replaces the old one.
+    const beforeRestart = ann.page.frames.length;
+    const oldSession = ann.from.get(ben.id) as MediaPeer;
+    ann.page.send({ t: 'group.signal', group, to: ben.id, data: { restart: true } });
+    await receive(ann, ben, beforeRestart);
+    await flowing(ann.from.get(ben.id) as MediaPeer, 'ben to ann, after the restart');
+    await stopped(oldSession, 'ben to ann on the replaced session');
+
+    // cid offers anew (its old peer still sending): a new unit, whose offers reach ann and ben once
+    // cid's media connects to it; the old unit ends with its sessions.
+    const beforeOffer = new Map([ann, ben].map((m) => [m, m.page.frames.length]));
+    const oldSessions = [ann, ben].map((m) => m.from.get(cid.id) as MediaPeer);
+    await sendMedia(cid);
+    await Promise.all([ann, ben].map((m) => receive(m, cid, beforeOffer.get(m))));
+    for (const m of [ann, ben]) await flowing(m.from.get(cid.id) as MediaPeer, `cid's new unit to ${m.user}`);
+    for (const peer of oldSessions) await stopped(peer, "cid's old unit");
     for (const m of [ann, ben, cid]) await m.page.close();
   }, 30_000);
 
@@ -278,6 +296,7 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     // Once every page is out, the group starts as a mesh again.
     await leave(ann);
     await cid.page.close();
+    await stopped(dan.from.get(cid.id) as MediaPeer, "cid's unit to dan, after cid's page closed");
     await leave(dan);
     const eve = await join('eve', group);
     expect(eve.joined).toMatchObject({ mode: 'mesh', peers: [] });
@@ -377,4 +396,29 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     expect(recorded('group.joined', 'many-8')).toHaveLength(1);
     expect(recorded('group.left', 'many-0')).toHaveLength(1);
   }, 30_000);
+
+  it('a unit whose sender’s media never connects asks its page to offer again', async () => {
+    const group = 'never-connects';
+    const members = [await join('h1', group), await join('h2', group), await join('h3', group)];
+    const h1 = members[0] as Member;
+    // h1 offers to its unit but never takes the answer: its media cannot connect.
+    const peer = new MediaPeer();
+    peers.push(peer);
+    h1.page.send({ t: 'group.signal', group, to: h1.id, data: { sdp: { type: 'offer', sdp: await peer.offer() } } });
+    await frameOf(h1.page, (f) => f.t === 'group.signal' && f.from === h1.id && sdpOf(f)?.type === 'answer', 'answer');
+    expect(
+      await frameOf(
+        h1.page,
+        (f) => f.t === 'group.signal' && f.from === h1.id && f.data !== undefined && (f.data as Frame).restart === true,
+        'restart',
+      ),
+    ).toEqual({ t: 'group.signal', group, from: h1.id, data: { restart: true } });
+    // The page offers again and its media reaches the others.
+    await sendMedia(h1);
+    for (const m of members.slice(1)) {
+      await receive(m, h1);
+      await flowing(m.from.get(h1.id) as MediaPeer, `h1 to ${m.user}`);
+    }
+    for (const m of members) await m.page.close();
+  }, 20_000);
 });
