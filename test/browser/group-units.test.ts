@@ -1,3 +1,4 @@
+import { createSocket } from 'node:dgram';
 import { Realtime } from '@realtime/node';
 import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
@@ -55,6 +56,34 @@ interface PageMedia {
 const MEDIA = { audio: true, video: { width: 320, height: 240, frameRate: 15 } };
 const UNIT_FROM = 3;
 const MAX_PAGES = 4;
+interface Service {
+  server: Awaited<ReturnType<typeof startTestServer>>;
+  sdk: Realtime;
+}
+
+/**
+ * A range of two UDP ports on 127.0.0.1 of which only the first is free: the test holds the second
+ * (werift takes no range of one port).
+ */
+async function onePortFree(): Promise<{ range: [number, number]; release(): Promise<void> }> {
+  const bind = (port: number) =>
+    new Promise<ReturnType<typeof createSocket> | undefined>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => socket.close(() => resolve(undefined)));
+      socket.bind(port, '127.0.0.1', () => resolve(socket));
+    });
+  const close = (socket: ReturnType<typeof createSocket>) => new Promise<void>((resolve) => socket.close(resolve));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 42_000 + Math.floor(Math.random() * 8000);
+    const probe = await bind(first);
+    if (!probe) continue;
+    await close(probe);
+    const held = await bind(first + 1);
+    if (held) return { range: [first, first + 1], release: () => close(held) };
+  }
+  throw new Error('no two free neighbouring UDP ports found');
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('group calls in unit mode in headless Chromium, units and ICE on loopback', { timeout: 90_000 }, () => {
@@ -92,11 +121,11 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     await receiver?.close();
   });
 
-  /** A connected page of `user`, logging its group's events. ICE candidates it sends stay on 127.0.0.1. */
-  async function phone(user: string): Promise<Page> {
+  /** A connected page of `user` (of `on`, default the service of the suite), logging its group's events. ICE candidates it sends stay on 127.0.0.1. */
+  async function phone(user: string, on: Service = { server, sdk }): Promise<Page> {
     const page = await openSdkPage(browser, pages.url);
     opened.push(page);
-    const identity = await sdk.identityToken(user);
+    const identity = await on.sdk.identityToken(user);
     await page.evaluate(
       ({ url, site, identity }) => {
         const w = window as unknown as UnitWindow;
@@ -113,15 +142,15 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
         w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: loopback }, WebSocket: Kept });
         w.client.on('$error', (error) => w.log.push(['$error', error.code, error.message]));
       },
-      { url: server.url, site: server.app.key, identity },
+      { url: on.server.url, site: on.server.app.key, identity },
     );
     await page.waitForFunction(() => (window as unknown as UnitWindow).client.state === 'connected');
     return page;
   }
 
   /** The page joins `group`, logging what the group does (its mode with `joined`). */
-  async function join(page: Page, user: string, group: string): Promise<void> {
-    const token = await sdk.callToken(user, { group, media: ['audio', 'video'] });
+  async function join(page: Page, user: string, group: string, on: Service = { server, sdk }): Promise<void> {
+    const token = await on.sdk.callToken(user, { group, media: ['audio', 'video'] });
     await page.evaluate(
       ({ group, token, media }) => {
         const w = window as unknown as UnitWindow;
@@ -425,5 +454,40 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
         .sort(),
     ).toEqual(['dan', 'eve', 'fay']);
     for (const page of Object.values(all)) expect(await errors(page)).toEqual([]);
+  });
+
+  it('an offer to the unit the service refuses (no media port free) ends the group failed with its code', async () => {
+    // A service whose units have one media port free: the first page's media takes it.
+    const ports = await onePortFree();
+    const small = await startTestServer({
+      calls: { groupUnitFrom: 1 },
+      streams: { remoteAddresses: ['127.0.0.1'], portRange: ports.range },
+    });
+    const on = { server: small, sdk: new Realtime({ url: small.url, key: small.app.key, secret: small.app.secret }) };
+    try {
+      const group = 'one-port';
+      const [hal, ivy] = (await Promise.all([phone('hal', on), phone('ivy', on)])) as [Page, Page];
+      await join(hal, 'hal', group, on);
+      expect(await seen(hal, 'state', 'joined')).toEqual(['state', 'joined', 'unit']);
+      await sending(hal);
+      await join(ivy, 'ivy', group, on);
+      expect(await seen(ivy, 'ended')).toEqual(['ended', 'failed', 'unavailable']);
+      const ivyEnd = await ivy.evaluate(async () => {
+        const w = window as unknown as UnitWindow;
+        const end = await w.group?.ended;
+        return [end?.error?.group, end?.error instanceof w.RT.GroupError, w.group?.uplink?.connectionState];
+      });
+      expect(ivyEnd).toEqual([group, true, 'closed']);
+      // It left the group: the first page hears it go, and keeps sending.
+      expect((await seen(hal, 'peer-left', 'ivy'))[1]).toBe('ivy');
+      expect((await log(ivy)).filter((e) => e[0] === '$error')).toEqual([]);
+      expect(await errors(hal)).toEqual([]);
+      const before = await sending(hal);
+      await sending(hal, before.video[0]?.bytesSent ?? 0);
+    } finally {
+      await on.sdk.close();
+      await small.close();
+      await ports.release();
+    }
   });
 });

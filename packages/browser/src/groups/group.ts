@@ -381,11 +381,20 @@ export class Group {
   }
 
   /**
-   * A signal of this group the service refused (no ref): `not_in_group` is the page it went to
-   * having left as it was sent, a race `peer-left` ends. True when that is all it is.
+   * A signal of this group the service refused (no ref); true when the group takes it. `not_in_group`
+   * is the page it went to having left as it was sent, a race `peer-left` ends. While the page's offer
+   * to its own unit waits for an answer, the refusal is of that offer (`unavailable`: no media port
+   * free on the node; `bad_frame`: the unit could not use it): the page's media cannot go, and the
+   * group call fails with the service's code.
    */
   #signalRefused(error: RealtimeSocketError): boolean {
-    return error.code === 'not_in_group';
+    if (error.code === 'not_in_group') return true;
+    if (this.#uplink?.offering) {
+      this.#quit(GroupError.of(error, this.name));
+      return true;
+    }
+    // The refusal of a last signal of a page out of the group: it is out already.
+    return this.#isLeft();
   }
 
   #lost(error: RealtimeSocketError, final: boolean): void {

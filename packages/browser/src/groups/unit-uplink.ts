@@ -31,6 +31,8 @@ export class UnitUplink {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #restarts = 0;
   #closed = false;
+  /** The unit answered the latest offer. */
+  #answered = false;
 
   constructor(group: string, net: PeerNet, local: MediaStream, hooks: UnitUplinkHooks) {
     this.#group = group;
@@ -44,6 +46,11 @@ export class UnitUplink {
     return this.#rtc?.connection;
   }
 
+  /** An offer is out and its answer has not come: a refused signal of the page is that offer. */
+  get offering(): boolean {
+    return this.#rtc !== undefined && !this.#closed && !this.#answered;
+  }
+
   /** Offers the page's media to its unit. */
   start(): void {
     if (this.#closed || this.#rtc) return;
@@ -53,8 +60,12 @@ export class UnitUplink {
   /** A `group.signal` from the page's own id: the unit's answer, a candidate, or `{ restart: true }`. */
   receive(data: Record<string, unknown>): void {
     if (this.#closed) return;
-    if (data.restart === true) this.#again('the forwarding unit lost the media of this page');
-    else this.#rtc?.receive(data);
+    if (data.restart === true) {
+      this.#again('the forwarding unit lost the media of this page');
+      return;
+    }
+    if (isAnswer(data.sdp)) this.#answered = true;
+    this.#rtc?.receive(data);
   }
 
   close(): void {
@@ -64,6 +75,7 @@ export class UnitUplink {
   }
 
   #offer(): void {
+    this.#answered = false;
     let rtc: Peer;
     try {
       rtc = new Peer(
@@ -125,4 +137,8 @@ export class UnitUplink {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
   }
+}
+
+function isAnswer(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'answer';
 }
