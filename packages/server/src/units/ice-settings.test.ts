@@ -28,6 +28,22 @@ describe('the forwarding unit ICE settings', () => {
     expect(() => iceConfig({ hostAddresses: ['localhost'] })).toThrow(TypeError);
   });
 
+  it('refuse a port range of one port, upside down, or out of the port numbers', () => {
+    const hostAddresses = ['127.0.0.1'];
+    for (const portRange of [
+      [40000, 40000],
+      [40001, 40000],
+      [0, 10],
+      [65000, 70000],
+      [1.5, 10],
+    ] as const) {
+      expect(() => iceConfig({ hostAddresses, portRange })).toThrow(
+        'portRange must be two ports from 1 to 65535, the first below the second',
+      );
+    }
+    expect(iceConfig({ hostAddresses, portRange: [40000, 40001] }).icePortRange).toEqual([40000, 40001]);
+  });
+
   it('drop mDNS names always, and addresses outside the caller rule', () => {
     const any = remoteAddressRule({ hostAddresses: ['127.0.0.1'] });
     expect(any('203.0.113.7')).toBe(true);

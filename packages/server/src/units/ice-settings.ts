@@ -57,6 +57,20 @@ export function iceConfig(settings: IceSettings): RTCPeerConnectionConfig {
   if (hosts.length === 0 || hosts.some((h) => isIP(h) === 0)) {
     throw new TypeError('hostAddresses must be one or more IP addresses');
   }
+  const range = settings.portRange;
+  // werift takes no range of one port (and none upside down): refused at the start, not at the first offer.
+  if (
+    range &&
+    !(
+      Number.isInteger(range[0]) &&
+      Number.isInteger(range[1]) &&
+      range[0] >= 1 &&
+      range[0] < range[1] &&
+      range[1] <= 65_535
+    )
+  ) {
+    throw new TypeError('portRange must be two ports from 1 to 65535, the first below the second');
+  }
   const allowed = remoteAddressRule(settings);
   return {
     // werift's default is a public STUN server: never contacted.
