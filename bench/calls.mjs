@@ -5,7 +5,7 @@
 // 2. streams: one presenter (Chromium, fake camera 640x480 30 fps, VP8 + Opus) through the
 //    forwarding unit (werift, a node process of its own) to N viewers (pages of a second Chromium),
 //    N from BENCH_VIEWERS (1,5,10,20): the unit's CPU, what it forwards, frames decoded per viewer.
-// 3. mesh: k pages of one Chromium (BENCH_MESH: 2,3,4,6), each sending its camera to the k - 1
+// 3. mesh: k pages of one Chromium (BENCH_MESH: 2,3,4,5,6), each sending its camera to the k - 1
 //    others: Chromium CPU per page, upload and download per page.
 // 4. group: a group call of k pages of one Chromium through forwarding units (BENCH_GROUP: 3,4,5,6),
 //    as the service runs one from GROUP_UNIT_FROM pages on: each page sends once to a unit of its own
@@ -25,7 +25,7 @@ const list = (value, fallback) => (value ?? fallback).split(',').map(Number);
 const CALLS = Number(process.env.BENCH_CALLS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const VIEWERS = list(process.env.BENCH_VIEWERS, '1,5,10,20');
-const MESH = list(process.env.BENCH_MESH, '2,3,4,6');
+const MESH = list(process.env.BENCH_MESH, '2,3,4,5,6');
 const GROUP = list(process.env.BENCH_GROUP, '3,4,5,6');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
