@@ -12,6 +12,7 @@ import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js'
 import { streamOptions, unreachableStreamsWarning } from './config/streams-config.js';
 import { UsageError } from './config/usage-error.js';
 import { checkWebhookUrl } from './config/webhook-url.js';
+import { hashDashboardPassword, parsePasswordHash } from './dashboard/password.js';
 import { type AppStoreChoice, type OpenedApps, openAppStore } from './engines/open-apps.js';
 import type { EngineChoice } from './engines/open-engine.js';
 import { RedisConfigRefused } from './engines/redis/config-check.js';
@@ -23,12 +24,14 @@ import type { LogLevel } from './log.js';
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [STORE] [--config FILE] [--allow-private-webhooks] [--log-level L]
                 [--stun URL] [--turn URL --turn-secret S] [--media-address IP] [--media-ports MIN-MAX]
+                [--dashboard-password-hash HASH]
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
   realtime apps rotate-secret KEY [STORE]
   realtime apps set-webhook KEY URL|"" [STORE] [--allow-private-webhooks]
   realtime keygen
+  realtime dashboard-password   (reads the password on stdin, prints its hash for --dashboard-password-hash)
 
 STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
 DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis).
@@ -43,7 +46,8 @@ bind (ports 1024 to 65535; open them to browsers in the firewall).
 
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
 REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
-REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET, REALTIME_MEDIA_ADDRESS, REALTIME_MEDIA_PORTS.
+REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET, REALTIME_MEDIA_ADDRESS, REALTIME_MEDIA_PORTS,
+REALTIME_DASHBOARD_PASSWORD_HASH.
 The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
@@ -144,6 +148,7 @@ const SERVE_FLAGS: Flags = {
   'turn-secret': { type: 'string' },
   'media-address': { type: 'string', multiple: true },
   'media-ports': { type: 'string' },
+  'dashboard-password-hash': { type: 'string' },
 };
 
 function list(values: Values, name: string): string[] | undefined {
@@ -192,6 +197,14 @@ async function serve(args: string[]): Promise<void> {
   );
   const host = str(values, 'host') ?? '127.0.0.1';
   const dir = dataDir(values);
+  const dashboardHash = str(values, 'dashboard-password-hash') ?? config.dashboardPasswordHash;
+  if (dashboardHash !== undefined && str(values, 'dashboard-password-hash') !== undefined) {
+    try {
+      parsePasswordHash(dashboardHash);
+    } catch (error) {
+      throw new UsageError(`${source('dashboard-password-hash')}: ${(error as Error).message}`);
+    }
+  }
 
   // The config's apps are in place before the port opens, so no early request meets a missing app.
   // The store stays open until the server listens: a development app is made only then, so a start
@@ -222,6 +235,7 @@ async function serve(args: string[]): Promise<void> {
       ...(config.limits === undefined ? {} : { limits: config.limits }),
       ...(calls === undefined ? {} : { calls }),
       ...(streams === undefined ? {} : { streams }),
+      ...(dashboardHash === undefined ? {} : { dashboard: { passwordHash: dashboardHash } }),
     });
     created = noApps ? await createDevelopmentApp(store.apps, server) : undefined;
   } finally {
@@ -468,6 +482,18 @@ async function apps(args: string[]): Promise<void> {
   }
 }
 
+/** Prints the scrypt hash of the password on standard input (one trailing newline is not part of it). */
+async function dashboardPassword(args: string[]): Promise<void> {
+  parse(args, {}, 0);
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const password = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+  if (password === '') throw new UsageError('the dashboard password is read from standard input, and it was empty');
+  process.stdout.write(`${await hashDashboardPassword(password)}\n`);
+}
+
 function keygen(args: string[]): void {
   parse(args, {}, 0);
   // 32 random bytes: the app's local sealing key. The service never sees it.
@@ -488,6 +514,8 @@ async function main(argv: string[]): Promise<void> {
       return apps(rest);
     case 'keygen':
       return keygen(rest);
+    case 'dashboard-password':
+      return dashboardPassword(rest);
     case 'help':
     case '--help':
     case '-h':

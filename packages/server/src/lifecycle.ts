@@ -13,6 +13,9 @@ import { Hub } from './core/hub.js';
 import { NodeLease } from './core/node-lease.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
+import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
+import { parsePasswordHash } from './dashboard/password.js';
+import { SessionKeys } from './dashboard/session.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
 import type { App, AppStore } from './engines/types.js';
@@ -22,6 +25,7 @@ import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { groupModule } from './groups/group-module.js';
 import { GroupService } from './groups/group-service.js';
 import { Admission, type ConnectionLimits } from './http/admission.js';
+import { TrustedProxies } from './http/client-address.js';
 import type { ApiDeps } from './http/context.js';
 import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeContinue } from './http/guards.js';
 import { handleOpsRequest } from './http/ops.js';
@@ -70,6 +74,8 @@ export interface ServerOptions {
   events?: EventSink;
   /** Bearer token that GET /metrics asks for; none: metrics are open (bind to a private address). */
   metricsToken?: string;
+  /** The dashboard (docs/dashboard.md): on with the operator password's scrypt hash, off without. */
+  dashboard?: { passwordHash: string };
   /** How long a node that died stays counted before others sweep its pages (default 15 s). */
   nodeLeaseMs?: number;
   /** On stop, how long /ready answers 503 before pages are closed and the port stops listening. */
@@ -119,6 +125,8 @@ function rawAnswer(status: number, reason: string, code: string, message: string
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.logger ?? createLogger(options.logLevel ?? 'info');
   const now = options.now ?? Date.now;
+  // A wrong hash stops the start before anything is opened.
+  const dashboardHash = options.dashboard === undefined ? undefined : parsePasswordHash(options.dashboard.passwordHash);
   const engine = await openEngine(options.engine ?? { kind: 'embedded' }, {
     dataDir: options.dataDir,
     log,
@@ -306,11 +314,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     draining: () => draining,
     checkStores: () => engine.check(),
   };
+  const admission = new Admission(options.limits, log);
+  const dashboard: DashboardDeps | undefined =
+    dashboardHash === undefined
+      ? undefined
+      : {
+          password: dashboardHash,
+          keys: new SessionKeys(dashboardHash.text),
+          apps,
+          limits: engine.limits,
+          trusted: new TrustedProxies(admission.limits.trustProxy),
+          log,
+          now,
+        };
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
+    if (handleDashboardRequest(req, res, dashboard)) return;
     void handleApiRequest(req, res, deps);
   };
-  const admission = new Admission(options.limits, log);
   const server: Server = createServer(
     { keepAliveTimeout: 30_000, requireHostHeader: false, ...guardedServerOptions(admission.limits.headersTimeoutMs) },
     onRequest,

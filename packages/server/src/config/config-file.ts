@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type Feature, isFeature } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
+import { parsePasswordHash } from '../dashboard/password.js';
 import type { App, RateLimit } from '../engines/types.js';
 import { TrustedProxies } from '../http/client-address.js';
 import type { ServerLimits } from '../lifecycle.js';
@@ -20,6 +21,7 @@ const TOP_FIELDS = new Set([
   'limits',
   'calls',
   'streams',
+  'dashboard',
 ]);
 const LIMIT_FIELDS = new Set([
   'maxPages',
@@ -106,6 +108,8 @@ export interface ConfigFile {
   calls?: CallsFileConfig;
   /** Media addresses and ports of the forwarding units, stream bounds (flags may replace addresses and ports). */
   streams?: StreamsFileConfig;
+  /** The dashboard's operator password hash (docs/dashboard.md); the flag or variable replaces it. */
+  dashboardPasswordHash?: string;
 }
 
 function positiveWhole(value: unknown, where: string): number {
@@ -128,6 +132,20 @@ function timings(value: unknown, where: string): Partial<WebhookTimings> {
     out.retryDelaysMs = value.retryDelaysMs.map((d, i) => positiveWhole(d, `${where}.retryDelaysMs[${i}]`));
   }
   return out;
+}
+
+/** `"dashboard": { "passwordHash": "scrypt$..." }`, checked as the service will read it. */
+function dashboardHash(value: unknown, where: string): string {
+  if (!isObject(value) || typeof value.passwordHash !== 'string') {
+    throw new UsageError(`${where} must be { "passwordHash": "<what realtime dashboard-password prints>" }`);
+  }
+  unknownField(value, new Set(['passwordHash']), where);
+  try {
+    parsePasswordHash(value.passwordHash);
+  } catch (error) {
+    throw new UsageError(`${where}.passwordHash: ${(error as Error).message}`);
+  }
+  return value.passwordHash;
 }
 
 /** `"metrics": { "token": "..." }`: a token short enough to guess would make the bearer check moot. */
@@ -190,6 +208,9 @@ export function readConfig(path: string, allowPrivateWebhooks: boolean): ConfigF
   if (value.limits !== undefined) config.limits = limits(value.limits, `config ${path}: limits`);
   if (value.calls !== undefined) config.calls = parseCallsConfig(value.calls, `config ${path}: calls`);
   if (value.streams !== undefined) config.streams = parseStreamsConfig(value.streams, `config ${path}: streams`);
+  if (value.dashboard !== undefined) {
+    config.dashboardPasswordHash = dashboardHash(value.dashboard, `config ${path}: dashboard`);
+  }
   return config;
 }
 
