@@ -30,6 +30,10 @@ function failingLimits(stores: EmbeddedStores): EmbeddedStores {
         check('take');
         return real.take(...args);
       },
+      peek: (...args) => {
+        check('peek');
+        return real.peek(...args);
+      },
       acquire: (...args) => {
         check('acquire');
         return real.acquire(...args);

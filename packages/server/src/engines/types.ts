@@ -396,6 +396,11 @@ export interface LimitStore {
    */
   take(key: string, perSecond: number, burst: number, nowMs: number): MaybePromise<number>;
   /**
+   * The token bucket of `take`, read without taking: 0 when a token is there now, else the
+   * milliseconds until one is back (at least 1; Infinity when it never refills). Changes nothing.
+   */
+  peek(key: string, perSecond: number, burst: number, nowMs: number): MaybePromise<number>;
+  /**
    * Holds `slot` (the caller's unique name for it) among at most `max` held at once under `key`;
    * false when `max` others are held. A slot ends at `release` or after `ttlMs`, so the slots of a
    * node that died come back. Acquiring a slot already held keeps one slot, with the new end.

@@ -28,22 +28,40 @@ class ExactBucket {
   #at = 0;
 
   take(perSecond: number, burst: number, nowMs: number): number {
-    if (this.#tokens === undefined) {
-      this.#tokens = burst;
-      this.#at = nowMs;
-    } else if (nowMs > this.#at) {
-      this.#tokens = Math.min(burst, this.#tokens + ((nowMs - this.#at) / 1000) * perSecond);
-      this.#at = nowMs;
-    } else {
-      this.#tokens = Math.min(burst, this.#tokens);
-    }
-    if (this.#tokens >= 1) {
-      this.#tokens -= 1;
-      return 0;
-    }
-    if (perSecond <= 0) return Number.POSITIVE_INFINITY;
-    return Math.max(1, Math.ceil(this.#at - nowMs + ((1 - this.#tokens) * 1000) / perSecond));
+    const now = this.#refilled(perSecond, burst, nowMs);
+    const wait = ExactBucket.#wait(now, perSecond, nowMs);
+    this.#tokens = wait === 0 ? now.tokens - 1 : now.tokens;
+    this.#at = now.at;
+    return wait;
   }
+
+  /** What `take` would answer now, nothing taken nor stored. */
+  peek(perSecond: number, burst: number, nowMs: number): number {
+    return ExactBucket.#wait(this.#refilled(perSecond, burst, nowMs), perSecond, nowMs);
+  }
+
+  #refilled(perSecond: number, burst: number, nowMs: number): { tokens: number; at: number } {
+    if (this.#tokens === undefined) return { tokens: burst, at: nowMs };
+    if (nowMs > this.#at) {
+      return { tokens: Math.min(burst, this.#tokens + ((nowMs - this.#at) / 1000) * perSecond), at: nowMs };
+    }
+    return { tokens: Math.min(burst, this.#tokens), at: this.#at };
+  }
+
+  static #wait(bucket: { tokens: number; at: number }, perSecond: number, nowMs: number): number {
+    if (bucket.tokens >= 1) return 0;
+    if (perSecond <= 0) return Number.POSITIVE_INFINITY;
+    return Math.max(1, Math.ceil(bucket.at - nowMs + ((1 - bucket.tokens) * 1000) / perSecond));
+  }
+}
+
+/** The same uneven calls every run: a linear congruential generator, in [0, 1). */
+function seeded(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state / 2_147_483_648;
+  };
 }
 
 export function limitsContract(name: string, makeStore: () => Promise<LimitsHarness>): void {
@@ -149,11 +167,7 @@ export function limitsContract(name: string, makeStore: () => Promise<LimitsHarn
 
       it('answers what an exact bucket answers, over a long run of uneven calls', async () => {
         const model = new ExactBucket();
-        let seed = 7;
-        const next = () => {
-          seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-          return seed / 2_147_483_648;
-        };
+        const next = seeded(7);
         let now = T0;
         for (let i = 0; i < 300; i++) {
           now += Math.floor(next() * 400);
@@ -178,6 +192,137 @@ export function limitsContract(name: string, makeStore: () => Promise<LimitsHarn
           Array.from({ length: 60 }, (_, i) => (i % 2 ? peer : store).take('race', 1, 25, T0)),
         );
         expect(waits.filter((wait) => wait === 0)).toHaveLength(25);
+      });
+    });
+
+    describe('peek (the bucket read, nothing taken)', () => {
+      it('answers 0 for a full bucket, a key never taken from included', async () => {
+        expect(await store.peek('fresh', 10, 5, T0)).toBe(0);
+        expect(await store.peek('one', 1, 1, T0)).toBe(0);
+        expect(await store.take('a', 10, 5, T0)).toBe(0);
+        expect(await store.peek('a', 10, 5, T0)).toBe(0);
+        // A burst under one token: a missing bucket holds that much, as take finds it.
+        expect(await store.peek('half', 2, 0.5, T0)).toBe(250);
+        expect(await store.take('half', 2, 0.5, T0)).toBe(250);
+      });
+
+      it('never takes: the whole burst is there after many peeks', async () => {
+        for (let i = 0; i < 50; i++) expect(await store.peek('a', 1, 5, T0)).toBe(0);
+        expect(await takeMany(store, 'a', 1, 5, 5, T0)).toEqual([0, 0, 0, 0, 0]);
+        for (let i = 0; i < 50; i++) expect(await store.peek('a', 1, 5, T0)).toBe(1000);
+        expect(await store.take('a', 1, 5, T0)).toBe(1000);
+        // Nor refills for good: a peek later on leaves the bucket where take left it.
+        expect(await store.peek('a', 1, 5, T0 + 2500)).toBe(0);
+        expect(await store.peek('a', 1, 5, T0 + 500)).toBe(500);
+      });
+
+      it('answers the wait take would, as time moves', async () => {
+        await takeMany(store, 'a', 10, 5, 5, T0);
+        for (const [at, wait] of [
+          [T0, 100],
+          [T0 + 40, 60],
+          [T0 + 50, 50],
+          [T0 + 100, 0],
+        ] as const) {
+          expect(await store.peek('a', 10, 5, at)).toBe(wait);
+          expect(await store.peek('a', 10, 5, at)).toBe(wait);
+          expect(await store.take('a', 10, 5, at)).toBe(wait);
+        }
+        // That last take spent the token that came back.
+        expect(await store.peek('a', 10, 5, T0 + 100)).toBe(100);
+        expect(await store.peek('a', 10, 5, T0 + 150)).toBe(50);
+      });
+
+      it('answers whole ms, at least 1', async () => {
+        expect(await store.take('fast', 1_000_000, 1, T0)).toBe(0);
+        expect(await store.peek('fast', 1_000_000, 1, T0)).toBe(1);
+        expect(await store.take('third', 3, 1, T0)).toBe(0);
+        expect(await store.peek('third', 3, 1, T0)).toBe(334);
+        expect(await store.peek('third', 3, 1, T0 + 333)).toBe(1);
+        expect(await store.peek('third', 3, 1, T0 + 334)).toBe(0);
+      });
+
+      it('answers Infinity when the rate is 0 and the burst is spent', async () => {
+        expect(await store.peek('a', 0, 2, T0)).toBe(0);
+        await takeMany(store, 'a', 0, 2, 2, T0);
+        expect(await store.peek('a', 0, 2, T0)).toBe(Number.POSITIVE_INFINITY);
+        expect(await store.peek('a', 0, 2, T0 + 3_600_000)).toBe(Number.POSITIVE_INFINITY);
+        expect(await store.peek('none', 0, 0, T0)).toBe(Number.POSITIVE_INFINITY);
+        expect(await store.take('none', 0, 0, T0)).toBe(Number.POSITIVE_INFINITY);
+      });
+
+      it('refills nothing and takes nothing away for a clock behind the bucket', async () => {
+        expect(await store.take('a', 1, 3, T0)).toBe(0);
+        expect(await peer.peek('a', 1, 3, T0 - 10_000)).toBe(0);
+        expect(await takeMany(peer, 'a', 1, 3, 2, T0 - 10_000)).toEqual([0, 0]);
+        expect(await peer.peek('a', 1, 3, T0 - 10_000)).toBe(11_000);
+        expect(await peer.peek('a', 1, 3, T0 - 9000)).toBe(10_000);
+        expect(await peer.take('a', 1, 3, T0 - 9000)).toBe(10_000);
+        expect(await store.peek('a', 1, 3, T0 + 500)).toBe(500);
+        expect(await store.peek('a', 1, 3, T0 + 1000)).toBe(0);
+        expect(await store.take('a', 1, 3, T0 + 1000)).toBe(0);
+        expect(await store.peek('a', 1, 3, T0 + 1000)).toBe(1000);
+      });
+
+      it('applies the limit given now without keeping it: a smaller burst caps only that answer', async () => {
+        expect(await takeMany(store, 'a', 1, 3, 2, T0)).toEqual([0, 0]);
+        expect(await store.peek('a', 1, 0.5, T0)).toBe(500);
+        // The token left is still there for the limit take gives.
+        expect(await store.take('a', 1, 3, T0)).toBe(0);
+      });
+
+      it('keeps keys apart, and apart from slots of the same key', async () => {
+        expect(await takeMany(store, 'a', 1, 2, 2, T0)).toEqual([0, 0]);
+        expect(await store.peek('a', 1, 2, T0)).toBe(1000);
+        expect(await store.peek('b', 1, 2, T0)).toBe(0);
+        expect(await store.acquire('c', 's1', 1, 10_000, T0)).toBe(true);
+        expect(await store.peek('c', 1, 1, T0)).toBe(0);
+        expect(await store.acquire('c', 's2', 1, 10_000, T0)).toBe(false);
+      });
+
+      it('sees what the peer took, and the peer sees what the store took', async () => {
+        expect(await store.take('a', 1, 2, T0)).toBe(0);
+        expect(await peer.peek('a', 1, 2, T0)).toBe(0);
+        expect(await peer.take('a', 1, 2, T0)).toBe(0);
+        expect(await store.peek('a', 1, 2, T0)).toBe(1000);
+        expect(await peer.peek('a', 1, 2, T0 + 400)).toBe(600);
+        expect(await store.take('a', 1, 2, T0 + 400)).toBe(600);
+      });
+
+      it('answers what take would next, over a long run of uneven calls and clocks', async () => {
+        const model = new ExactBucket();
+        const next = seeded(11);
+        let newest = T0;
+        for (let i = 0; i < 400; i++) {
+          newest += Math.floor(next() * 300);
+          // One call in five from a clock up to half a second behind.
+          const now = next() < 0.2 ? newest - Math.floor(next() * 500) : newest;
+          const limit = i < 200 ? { perSecond: 5.7, burst: 3 } : { perSecond: 1 / 7, burst: 1.5 };
+          const s = next() < 0.5 ? peer : store;
+          const expected = model.peek(limit.perSecond, limit.burst, now);
+          expect(await s.peek('run', limit.perSecond, limit.burst, now)).toBe(expected);
+          if (next() < 0.6) {
+            expect(await s.take('run', limit.perSecond, limit.burst, now)).toBe(
+              model.take(limit.perSecond, limit.burst, now),
+            );
+          }
+        }
+      });
+
+      it('takes nothing from takes racing it: the burst is given out once, whole', async () => {
+        // Two takes to a peek, on the store and its peer in turn.
+        const calls = await Promise.all(
+          Array.from({ length: 60 }, async (_, i) => {
+            const s = i % 2 ? peer : store;
+            const took = i % 3 !== 0;
+            const wait = await (took ? s.take('race', 1, 25, T0) : s.peek('race', 1, 25, T0));
+            return { took, wait };
+          }),
+        );
+        const takes = calls.filter((call) => call.took);
+        expect(takes).toHaveLength(40);
+        expect(takes.filter((call) => call.wait === 0)).toHaveLength(25);
+        expect(await store.peek('race', 1, 25, T0)).toBe(1000);
       });
     });
 

@@ -6,6 +6,23 @@ interface Bucket {
   at: number;
 }
 
+/** The bucket as of `nowMs`, a new object (`take` stores it, `peek` drops it). A missing one is full. */
+function refilled(bucket: Bucket | undefined, perSecond: number, burst: number, nowMs: number): Bucket {
+  if (!bucket) return { tokens: burst, at: nowMs };
+  if (nowMs > bucket.at) {
+    return { tokens: Math.min(burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * perSecond), at: nowMs };
+  }
+  // A clock behind the bucket's (stepped back, or another node's): no refill, nothing taken away.
+  return { tokens: Math.min(burst, bucket.tokens), at: bucket.at };
+}
+
+/** 0 when the bucket holds a token, else the whole ms until it does (Infinity when it never refills). */
+function waitFor(bucket: Bucket, perSecond: number, nowMs: number): number {
+  if (bucket.tokens >= 1) return 0;
+  if (perSecond <= 0) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.ceil(bucket.at - nowMs + ((1 - bucket.tokens) * 1000) / perSecond));
+}
+
 /**
  * Limits in this process's memory: the embedded engine's, where one process is every node. Answers
  * at once (no promise): the rate limit is on every API request's path.
@@ -16,23 +33,15 @@ export class MemoryLimitStore implements LimitStore {
   readonly #slots = new Map<string, Map<string, number>>();
 
   take(key: string, perSecond: number, burst: number, nowMs: number): number {
-    let bucket = this.#buckets.get(key);
-    if (!bucket) {
-      bucket = { tokens: burst, at: nowMs };
-      this.#buckets.set(key, bucket);
-    } else if (nowMs > bucket.at) {
-      bucket.tokens = Math.min(burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * perSecond);
-      bucket.at = nowMs;
-    } else {
-      // A clock behind the bucket's (stepped back, or another node's): no refill, nothing taken away.
-      bucket.tokens = Math.min(burst, bucket.tokens);
-    }
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return 0;
-    }
-    if (perSecond <= 0) return Number.POSITIVE_INFINITY;
-    return Math.max(1, Math.ceil(bucket.at - nowMs + ((1 - bucket.tokens) * 1000) / perSecond));
+    const bucket = refilled(this.#buckets.get(key), perSecond, burst, nowMs);
+    const wait = waitFor(bucket, perSecond, nowMs);
+    if (wait === 0) bucket.tokens -= 1;
+    this.#buckets.set(key, bucket);
+    return wait;
+  }
+
+  peek(key: string, perSecond: number, burst: number, nowMs: number): number {
+    return waitFor(refilled(this.#buckets.get(key), perSecond, burst, nowMs), perSecond, nowMs);
   }
 
   acquire(key: string, slot: string, max: number, ttlMs: number, nowMs: number): boolean {

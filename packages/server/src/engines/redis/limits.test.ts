@@ -61,6 +61,20 @@ describe('RedisLimitStore keys', () => {
     expect(spent).toBeLessThanOrEqual(1500);
   });
 
+  it('writes nothing for a peek: no key for a bucket never taken from, no longer life for one taken', async () => {
+    const { client, store } = await open();
+    expect(await store.peek('app1', 10, 5, T0)).toBe(0);
+    expect(await pttl(client, 'lim:t:app1')).toBe(-2);
+    await store.take('app1', 10, 5, T0);
+    const ttl = await pttl(client, 'lim:t:app1');
+    const state = await client.call((r) => r.hgetall(client.key('lim:t:app1')));
+    // Far later, and from a clock behind: neither moves the bucket nor its end.
+    expect(await store.peek('app1', 10, 5, T0 + 60_000)).toBe(0);
+    expect(await store.peek('app1', 10, 5, T0 - 60_000)).toBe(0);
+    expect(await client.call((r) => r.hgetall(client.key('lim:t:app1')))).toEqual(state);
+    expect(await pttl(client, 'lim:t:app1')).toBeLessThanOrEqual(ttl);
+  });
+
   it('keeps a bucket that never refills', async () => {
     const { client, store } = await open();
     await store.take('none', 0, 2, T0);
@@ -89,6 +103,7 @@ describe('RedisLimitStore keys', () => {
     const { client, store } = await open();
     await client.close();
     await expect(store.take('app1', 1, 1, T0)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.peek('app1', 1, 1, T0)).rejects.toBeInstanceOf(StoreError);
     await expect(store.acquire('u', 's', 1, 1000, T0)).rejects.toBeInstanceOf(StoreError);
     await expect(store.release('u', 's')).rejects.toBeInstanceOf(StoreError);
   });
