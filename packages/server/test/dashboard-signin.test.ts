@@ -1,0 +1,513 @@
+import { hashDashboardPassword, newApp } from '@realtime/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RawAnswer, send, startTestServer, type TestServer } from './helpers.js';
+import { startRedis, type TestRedis, uniquePrefix } from './redis-server.js';
+
+/**
+ * The dashboard's sign-in over raw HTTP, as docs/dashboard.md promises it: the session cookie and its
+ * flags, the CSRF token and Origin check, the lockout per client address (counted in the rate-limit
+ * store, so across the nodes of one Redis), stateless sessions bound to the password hash, and the
+ * error codes. Every request goes to 127.0.0.1; client addresses other than the peer's come through
+ * a trusted proxy's X-Forwarded-For.
+ */
+
+const PASSWORD = 'correct horse battery staple';
+const SESSION = '/dashboard/api/session';
+const APPS = '/dashboard/api/apps';
+const TWELVE_HOURS_S = 43_200;
+const HASH_FORM = /^scrypt\$16384\$8\$1\$[^$]+\$[^$]+$/;
+
+let hash: string;
+let otherHash: string;
+beforeAll(async () => {
+  [hash, otherHash] = await Promise.all([hashDashboardPassword(PASSWORD), hashDashboardPassword('another password')]);
+});
+
+/** A fresh client address per use, so one test's wrong passwords never lock another's. */
+let addresses = 0;
+function newAddress(): string {
+  addresses++;
+  return `198.51.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
+}
+
+interface Ask {
+  method: string;
+  path?: string;
+  body?: string;
+  /** The value of the rt_dashboard cookie to send. */
+  cookie?: string;
+  csrf?: string;
+  origin?: string;
+  /** X-Forwarded-For: the client address, when the server trusts 127.0.0.1 as its proxy. */
+  from?: string;
+  headers?: [string, string][];
+}
+
+/** An unsigned request as a browser (or curl) sends it to the dashboard. */
+function ask(server: TestServer, a: Ask): Promise<RawAnswer> {
+  const headers: [string, string][] = [];
+  if (a.cookie !== undefined) headers.push(['Cookie', `rt_dashboard=${a.cookie}`]);
+  if (a.csrf !== undefined) headers.push(['X-CSRF-Token', a.csrf]);
+  if (a.origin !== undefined) headers.push(['Origin', a.origin]);
+  if (a.from !== undefined) headers.push(['X-Forwarded-For', a.from]);
+  headers.push(...(a.headers ?? []));
+  return send(server, {
+    method: a.method,
+    path: a.path ?? SESSION,
+    unsigned: true,
+    headers,
+    ...(a.body === undefined ? {} : { body: a.body }),
+  });
+}
+
+function signIn(server: TestServer, password: unknown, extra: Partial<Ask> = {}): Promise<RawAnswer> {
+  return ask(server, { method: 'POST', body: JSON.stringify({ password }), ...extra });
+}
+
+interface SetCookie {
+  value: string;
+  /** Attribute names, lower case, in order. */
+  names: string[];
+  attrs: Map<string, string>;
+}
+
+/** The rt_dashboard cookies an answer sets (a well-behaved answer sets at most one). */
+function setCookies(answer: RawAnswer): SetCookie[] {
+  const raw = answer.headers['set-cookie'] ?? [];
+  return (Array.isArray(raw) ? raw : [raw])
+    .filter((line) => line.startsWith('rt_dashboard='))
+    .map((line) => {
+      const [pair = '', ...parts] = line.split(';').map((part) => part.trim());
+      const attrs = new Map<string, string>();
+      for (const part of parts) {
+        const at = part.indexOf('=');
+        attrs.set((at < 0 ? part : part.slice(0, at)).toLowerCase(), at < 0 ? '' : part.slice(at + 1));
+      }
+      return { value: pair.slice('rt_dashboard='.length), names: [...attrs.keys()], attrs };
+    });
+}
+
+/** The one session cookie of a sign-in. */
+function sessionCookie(answer: RawAnswer): SetCookie {
+  const cookies = setCookies(answer);
+  expect(cookies, JSON.stringify(answer.headers['set-cookie'])).toHaveLength(1);
+  return cookies[0] as SetCookie;
+}
+
+/** The API's error shape: exactly ok, error and a one-line message; JSON; no cookie set. */
+function expectError(answer: RawAnswer, status: number, code: string): void {
+  expect(answer.status, answer.text).toBe(status);
+  expect(answer.headers['content-type']).toMatch(/^application\/json/);
+  expect(answer.json).toEqual({ ok: false, error: code, message: expect.any(String) });
+  const message = answer.json.message as string;
+  expect(message.length).toBeGreaterThan(0);
+  expect(message).not.toMatch(/[\r\n]/);
+  expect(setCookies(answer)).toEqual([]);
+}
+
+/** Signs in (as `from`, if given) and returns the cookie value and CSRF token. */
+async function session(server: TestServer, from?: string): Promise<{ cookie: string; csrf: string }> {
+  const answer = await signIn(server, PASSWORD, from === undefined ? {} : { from });
+  expect(answer.status, answer.text).toBe(200);
+  return { cookie: sessionCookie(answer).value, csrf: answer.json.csrf as string };
+}
+
+/** The cookie value with one character changed, at a place where every bit of it counts. */
+function tampered(value: string, at: number): string {
+  const base64url = /[A-Za-z0-9_-]/;
+  // The last character of a base64 run may carry unused bits: pick one followed by another of its run.
+  let i = at;
+  while (i < value.length - 1 && !(base64url.test(value[i] ?? '') && base64url.test(value[i + 1] ?? ''))) i++;
+  const old = value[i] ?? 'A';
+  const changed = old === 'A' ? 'B' : 'A';
+  return `${value.slice(0, i)}${changed}${value.slice(i + 1)}`;
+}
+
+describe('hashDashboardPassword', () => {
+  it('makes scrypt$16384$8$1$<salt>$<hash>, with a new salt each time', async () => {
+    expect(hash).toMatch(HASH_FORM);
+    const again = await hashDashboardPassword(PASSWORD);
+    expect(again).toMatch(HASH_FORM);
+    expect(again).not.toBe(hash);
+    expect(again).not.toContain(PASSWORD);
+  });
+});
+
+describe('the dashboard without a password hash', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server?.close());
+
+  it('answers 404 not_found at every /dashboard/ address, sign-in included', async () => {
+    expectError(await ask(server, { method: 'GET' }), 404, 'not_found');
+    expectError(await signIn(server, PASSWORD), 404, 'not_found');
+    expectError(await ask(server, { method: 'DELETE' }), 404, 'not_found');
+    expectError(await ask(server, { method: 'GET', path: APPS }), 404, 'not_found');
+    expectError(await ask(server, { method: 'GET', path: '/dashboard/' }), 404, 'not_found');
+  });
+});
+
+describe('signing in', () => {
+  let server: TestServer;
+  let plain: TestServer;
+  beforeAll(async () => {
+    [server, plain] = await Promise.all([
+      startTestServer({ dashboard: { passwordHash: hash }, limits: { trustProxy: ['127.0.0.1'] } }),
+      // No trusted proxy: its X-Forwarded-* headers are anyone's.
+      startTestServer({ dashboard: { passwordHash: hash } }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.close(), plain?.close()]);
+  });
+
+  it('the right password: 200 { ok, csrf } and the session cookie, HttpOnly, SameSite=Strict, 12 h, not Secure over http', async () => {
+    const answer = await signIn(server, PASSWORD, { from: newAddress() });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.headers['content-type']).toMatch(/^application\/json/);
+    expect(answer.json).toEqual({ ok: true, csrf: expect.any(String) });
+    expect((answer.json.csrf as string).length).toBeGreaterThan(0);
+    const cookie = sessionCookie(answer);
+    expect(cookie.value.length).toBeGreaterThan(0);
+    expect(cookie.value).not.toContain(PASSWORD);
+    expect([...cookie.names].sort()).toEqual(['httponly', 'max-age', 'path', 'samesite']);
+    expect(cookie.attrs.get('path')).toBe('/dashboard');
+    expect(cookie.attrs.get('samesite')?.toLowerCase()).toBe('strict');
+    expect(cookie.attrs.get('max-age')).toBe(String(TWELVE_HOURS_S));
+    expect(cookie.names).not.toContain('secure');
+  });
+
+  it('from a browser on the same origin (Origin matches Host): 200', async () => {
+    const answer = await signIn(server, PASSWORD, { from: newAddress(), origin: server.url });
+    expect(answer.status, answer.text).toBe(200);
+    sessionCookie(answer);
+  });
+
+  it('is Secure when X-Forwarded-Proto: https comes from a trusted proxy', async () => {
+    const answer = await signIn(server, PASSWORD, {
+      from: newAddress(),
+      origin: server.url.replace('http:', 'https:'),
+      headers: [['X-Forwarded-Proto', 'https']],
+    });
+    expect(answer.status, answer.text).toBe(200);
+    const cookie = sessionCookie(answer);
+    expect([...cookie.names].sort()).toEqual(['httponly', 'max-age', 'path', 'samesite', 'secure']);
+  });
+
+  it('is not Secure when X-Forwarded-Proto: https comes from a peer that is no trusted proxy', async () => {
+    const answer = await signIn(plain, PASSWORD, { headers: [['X-Forwarded-Proto', 'https']] });
+    expect(answer.status, answer.text).toBe(200);
+    expect(sessionCookie(answer).names).not.toContain('secure');
+  });
+
+  it('from another origin: 403 bad_csrf and no cookie, so another site cannot sign a browser in', async () => {
+    const port = new URL(server.url).port;
+    for (const origin of ['http://evil.example', `http://evil.example:${port}`, 'http://127.0.0.1:1', 'null']) {
+      const answer = await signIn(server, PASSWORD, { from: newAddress(), origin });
+      expectError(answer, 403, 'bad_csrf');
+    }
+  });
+
+  it('a wrong or empty password: 401 wrong_password and no cookie', async () => {
+    expectError(await signIn(server, 'Correct horse battery staple', { from: newAddress() }), 401, 'wrong_password');
+    expectError(await signIn(server, `${PASSWORD} `, { from: newAddress() }), 401, 'wrong_password');
+    expectError(await signIn(server, '', { from: newAddress() }), 401, 'wrong_password');
+  });
+
+  it('a body without a password: 401 wrong_password, as docs/dashboard.md says ("or is missing")', async () => {
+    expectError(await ask(server, { method: 'POST', body: '{}', from: newAddress() }), 401, 'wrong_password');
+  });
+
+  it('a body that is not JSON { "password": <string> } of at most 4 KB: 400 bad_request', async () => {
+    const bodies = [
+      'not json',
+      '',
+      '{"password":',
+      '[]',
+      'null',
+      '"correct horse battery staple"',
+      JSON.stringify({ password: 12345 }),
+      JSON.stringify({ password: null }),
+      JSON.stringify({ password: [PASSWORD] }),
+      JSON.stringify({ password: 'x'.repeat(5000) }),
+      // The right password, padded past 4 KB: refused for its size, not checked.
+      JSON.stringify({ password: PASSWORD, pad: ' '.repeat(4200) }),
+    ];
+    for (const body of bodies) {
+      const answer = await ask(server, { method: 'POST', body, from: newAddress() });
+      expect(answer.status, `${body.slice(0, 40)}: ${answer.text}`).toBe(400);
+      expectError(answer, 400, 'bad_request');
+    }
+  });
+});
+
+describe('a signed-in session', () => {
+  let server: TestServer;
+  let sameHash: TestServer;
+  let otherPassword: TestServer;
+  const second = newApp({
+    name: 'second',
+    webhook: 'https://hooks.example.com/realtime',
+    features: ['ask'],
+    rateLimit: { perSecond: 10, burst: 10 },
+  });
+  beforeAll(async () => {
+    [server, sameHash, otherPassword] = await Promise.all([
+      startTestServer({ dashboard: { passwordHash: hash }, apps: [second], limits: { trustProxy: ['127.0.0.1'] } }),
+      startTestServer({ dashboard: { passwordHash: hash } }),
+      startTestServer({ dashboard: { passwordHash: otherHash } }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.close(), sameHash?.close(), otherPassword?.close()]);
+  });
+
+  it('GET session with the cookie: 200 and the same csrf, among the other cookies of the site too', async () => {
+    const { cookie, csrf } = await session(server, newAddress());
+    const answer = await ask(server, { method: 'GET', cookie });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.json).toEqual({ ok: true, csrf });
+    const among = await ask(server, {
+      method: 'GET',
+      headers: [['Cookie', `theme=dark; rt_dashboard=${cookie}; other=1`]],
+    });
+    expect(among.json).toEqual({ ok: true, csrf });
+  });
+
+  it('GET session without a cookie, with a tampered or made-up one: 401 signed_out', async () => {
+    const { cookie } = await session(server, newAddress());
+    expectError(await ask(server, { method: 'GET' }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', cookie: '' }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', cookie: 'made-up' }), 401, 'signed_out');
+    for (const at of [0, 0.25, 0.5, 0.75, 0.95].map((share) => Math.floor(cookie.length * share))) {
+      const forged = tampered(cookie, at);
+      expect(forged).not.toBe(cookie);
+      expectError(await ask(server, { method: 'GET', cookie: forged }), 401, 'signed_out');
+    }
+    expectError(await ask(server, { method: 'GET', cookie: `${cookie}A` }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', cookie: cookie.slice(0, -2) }), 401, 'signed_out');
+    // The cookie under another name is no session.
+    const renamed = await ask(server, { method: 'GET', headers: [['Cookie', `rt_other=${cookie}`]] });
+    expectError(renamed, 401, 'signed_out');
+  });
+
+  it('GET apps with the cookie lists every app without its secret; without the cookie 401 signed_out', async () => {
+    const { cookie } = await session(server, newAddress());
+    const answer = await ask(server, { method: 'GET', path: APPS, cookie });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.json.ok).toBe(true);
+    const apps = answer.json.apps as Record<string, unknown>[];
+    expect(Array.isArray(apps)).toBe(true);
+    const find = (key: string) => apps.find((app) => app.key === key);
+    for (const app of [server.app, second]) {
+      expect(find(app.key)).toEqual({ key: app.key, name: app.name, features: app.features, webhook: app.webhook });
+      expect(answer.text).not.toContain(app.secret);
+    }
+    expect(answer.text).not.toMatch(/secret/i);
+    expectError(await ask(server, { method: 'GET', path: APPS }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', path: APPS, cookie: tampered(cookie, 0) }), 401, 'signed_out');
+  });
+
+  it('signing out needs the X-CSRF-Token of the session and, when Origin is sent, the same host: else 403 bad_csrf', async () => {
+    const { cookie, csrf } = await session(server, newAddress());
+    const other = await session(server, newAddress());
+    expectError(await ask(server, { method: 'DELETE', cookie }), 403, 'bad_csrf');
+    expectError(await ask(server, { method: 'DELETE', cookie, csrf: '' }), 403, 'bad_csrf');
+    expectError(await ask(server, { method: 'DELETE', cookie, csrf: `${csrf}x` }), 403, 'bad_csrf');
+    expectError(await ask(server, { method: 'DELETE', cookie, csrf: csrf.slice(1) }), 403, 'bad_csrf');
+    if (other.csrf !== csrf) {
+      expectError(await ask(server, { method: 'DELETE', cookie, csrf: other.csrf }), 403, 'bad_csrf');
+    }
+    expectError(await ask(server, { method: 'DELETE', cookie, csrf, origin: 'http://evil.example' }), 403, 'bad_csrf');
+    expectError(await ask(server, { method: 'DELETE', cookie, csrf, origin: 'null' }), 403, 'bad_csrf');
+    // Still signed in after every refusal.
+    expect((await ask(server, { method: 'GET', cookie })).json).toEqual({ ok: true, csrf });
+
+    const out = await ask(server, { method: 'DELETE', cookie, csrf, origin: server.url });
+    expect(out.status, out.text).toBe(200);
+    expect(out.json).toEqual({ ok: true });
+    const cleared = sessionCookie(out);
+    expect(cleared.attrs.get('max-age')).toBe('0');
+    expect(cleared.attrs.get('path')).toBe('/dashboard');
+  });
+
+  it('signing out without Origin (not a browser) with the right token: 200 and the cookie cleared', async () => {
+    const { cookie, csrf } = await session(server, newAddress());
+    const out = await ask(server, { method: 'DELETE', cookie, csrf });
+    expect(out.status, out.text).toBe(200);
+    expect(out.json).toEqual({ ok: true });
+    expect(sessionCookie(out).attrs.get('max-age')).toBe('0');
+    // Stateless, as documented: a copy of the cookie taken before stays valid until it expires.
+    expect((await ask(server, { method: 'GET', cookie })).json).toEqual({ ok: true, csrf });
+  });
+
+  it('is accepted by another server with the same password hash, refused by one with another (signed_out)', async () => {
+    const { cookie, csrf } = await session(server, newAddress());
+    const elsewhere = await ask(sameHash, { method: 'GET', cookie });
+    expect(elsewhere.status, elsewhere.text).toBe(200);
+    expect(elsewhere.json).toEqual({ ok: true, csrf });
+    expectError(await ask(otherPassword, { method: 'GET', cookie }), 401, 'signed_out');
+    expectError(await ask(otherPassword, { method: 'GET', path: APPS, cookie }), 401, 'signed_out');
+    expectError(await ask(otherPassword, { method: 'DELETE', cookie, csrf }), 401, 'signed_out');
+    // And the other way round.
+    const theirs = await signIn(otherPassword, 'another password');
+    expect(theirs.status, theirs.text).toBe(200);
+    expectError(await ask(server, { method: 'GET', cookie: sessionCookie(theirs).value }), 401, 'signed_out');
+  });
+
+  it('a method an address does not take: 405 bad_method with Allow; another /dashboard/api/ address: 404', async () => {
+    const { cookie, csrf } = await session(server, newAddress());
+    const put = await ask(server, { method: 'PUT', cookie, csrf, body: JSON.stringify({ password: PASSWORD }) });
+    expectError(put, 405, 'bad_method');
+    const allowSession = String(put.headers.allow ?? '')
+      .split(',')
+      .map((m) => m.trim().toUpperCase());
+    expect(allowSession).toEqual(expect.arrayContaining(['GET', 'POST', 'DELETE']));
+    expect(allowSession).not.toContain('PUT');
+
+    const postApps = await ask(server, { method: 'POST', path: APPS, cookie, csrf, body: '{}' });
+    expectError(postApps, 405, 'bad_method');
+    const allowApps = String(postApps.headers.allow ?? '')
+      .split(',')
+      .map((m) => m.trim().toUpperCase());
+    expect(allowApps).toContain('GET');
+    expect(allowApps).not.toContain('POST');
+
+    expectError(await ask(server, { method: 'GET', path: '/dashboard/api/x', cookie }), 404, 'not_found');
+    expectError(await ask(server, { method: 'GET', path: '/dashboard/api/sessions', cookie }), 404, 'not_found');
+  });
+});
+
+describe('session expiry, on the server clock', () => {
+  let server: TestServer;
+  let clock = Date.now();
+  beforeAll(async () => {
+    server = await startTestServer({ dashboard: { passwordHash: hash }, now: () => clock });
+  });
+  afterAll(() => server?.close());
+
+  it('a cookie is taken for 12 hours, then 401 signed_out', async () => {
+    const { cookie, csrf } = await session(server);
+    clock += (TWELVE_HOURS_S - 60) * 1000;
+    expect((await ask(server, { method: 'GET', cookie })).json).toEqual({ ok: true, csrf });
+    clock += 61 * 1000;
+    expectError(await ask(server, { method: 'GET', cookie }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', path: APPS, cookie }), 401, 'signed_out');
+  });
+});
+
+describe('the lockout per client address', () => {
+  let server: TestServer;
+  let untrusting: TestServer;
+  let clocked: TestServer;
+  let clock = Date.now();
+  beforeAll(async () => {
+    [server, untrusting, clocked] = await Promise.all([
+      startTestServer({ dashboard: { passwordHash: hash }, limits: { trustProxy: ['127.0.0.1'] } }),
+      startTestServer({ dashboard: { passwordHash: hash } }),
+      startTestServer({ dashboard: { passwordHash: hash }, limits: { trustProxy: ['127.0.0.1'] }, now: () => clock }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([server?.close(), untrusting?.close(), clocked?.close()]);
+  });
+
+  function expectLocked(answer: RawAnswer, atMost = 180): number {
+    expectError(answer, 429, 'locked');
+    const retry = String(answer.headers['retry-after']);
+    expect(retry).toMatch(/^[1-9]\d*$/);
+    expect(Number(retry)).toBeLessThanOrEqual(atMost);
+    return Number(retry);
+  }
+
+  it('5 wrong passwords, then even the right one: 429 locked with Retry-After; another address still signs in', async () => {
+    const [locked, neighbour] = [newAddress(), newAddress()];
+    // Signing in right takes no try; the session it opens outlives the lockout (which is on signing in).
+    const before = await session(server, locked);
+    for (let i = 0; i < 5; i++) {
+      expectError(await signIn(server, `wrong ${i}`, { from: locked }), 401, 'wrong_password');
+    }
+    expectLocked(await signIn(server, PASSWORD, { from: locked }));
+    expectLocked(await signIn(server, 'wrong again', { from: locked }));
+    // Another client address behind the same proxy is not locked.
+    await session(server, neighbour);
+    expect((await ask(server, { method: 'GET', cookie: before.cookie, from: locked })).json).toEqual({
+      ok: true,
+      csrf: before.csrf,
+    });
+  });
+
+  it('wrong passwords sent all at once still get 5 tries at most: the rest are 429 locked', async () => {
+    const from = newAddress();
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => signIn(server, `parallel guess ${i}`, { from })),
+    );
+    const codes = answers.map((answer) => answer.json.error);
+    expect(codes.filter((code) => code === 'wrong_password').length, codes.join(' ')).toBeLessThanOrEqual(5);
+    for (const answer of answers.filter((a) => a.json.error !== 'wrong_password')) expectLocked(answer);
+    expectLocked(await signIn(server, PASSWORD, { from }));
+  });
+
+  it('X-Forwarded-For from a peer that is no trusted proxy does not make a new address', async () => {
+    for (let i = 0; i < 5; i++) {
+      expectError(await signIn(untrusting, `wrong ${i}`, { from: newAddress() }), 401, 'wrong_password');
+    }
+    expectLocked(await signIn(untrusting, PASSWORD, { from: newAddress() }));
+    expectLocked(await signIn(untrusting, PASSWORD));
+  });
+
+  it('a try comes back every 3 minutes', async () => {
+    const from = newAddress();
+    for (let i = 0; i < 5; i++) {
+      expectError(await signIn(clocked, `wrong ${i}`, { from }), 401, 'wrong_password');
+    }
+    expect(expectLocked(await signIn(clocked, PASSWORD, { from }))).toBeGreaterThanOrEqual(179);
+    clock += 120_000;
+    const later = expectLocked(await signIn(clocked, PASSWORD, { from }), 60);
+    expect(later).toBeGreaterThanOrEqual(59);
+    clock += 61_000;
+    // One try is back: the right password signs in and takes none of it.
+    await session(clocked, from);
+    expectError(await signIn(clocked, 'wrong again', { from }), 401, 'wrong_password');
+    expectLocked(await signIn(clocked, PASSWORD, { from }));
+  });
+});
+
+describe('the lockout on two nodes of one Redis', () => {
+  let redis: TestRedis;
+  let nodes: TestServer[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+    const engine = { kind: 'redis' as const, url: redis.url, prefix: uniquePrefix('dashboard') };
+    const app = newApp({ name: 'cluster', rateLimit: { perSecond: 100_000, burst: 100_000 } });
+    nodes = await Promise.all(
+      [0, 1].map(() =>
+        startTestServer({ dashboard: { passwordHash: hash }, limits: { trustProxy: ['127.0.0.1'] }, engine, app }),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all(nodes.map((node) => node.close()));
+    await redis?.close();
+  });
+
+  it('counts the tries of an address over every node; a session of one node is taken by the other', async () => {
+    const [a, b] = nodes as [TestServer, TestServer];
+    const from = newAddress();
+    for (let i = 0; i < 5; i++) {
+      const node = i % 2 === 0 ? a : b;
+      expectError(await signIn(node, `wrong ${i}`, { from }), 401, 'wrong_password');
+    }
+    for (const node of nodes) {
+      const answer = await signIn(node, PASSWORD, { from });
+      expectError(answer, 429, 'locked');
+      expect(String(answer.headers['retry-after'])).toMatch(/^[1-9]\d*$/);
+    }
+    const { cookie, csrf } = await session(a, newAddress());
+    expect((await ask(b, { method: 'GET', cookie })).json).toEqual({ ok: true, csrf });
+    const out = await ask(b, { method: 'DELETE', cookie, csrf, origin: b.url });
+    expect(out.json).toEqual({ ok: true });
+  });
+});
