@@ -38,6 +38,7 @@ export default defineConfig({
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
             'packages/server/test/cli-streams.test.ts',
+            'packages/server/test/cli-dashboard.test.ts',
             'packages/server/test/cluster/**',
             // The forwarding unit stands alone: no engine under it.
             'test/browser/forwarding-unit.test.ts',
@@ -59,6 +60,7 @@ export default defineConfig({
             'packages/server/test/ops-cli.test.ts',
             'packages/server/test/cli-calls.test.ts',
             'packages/server/test/cli-streams.test.ts',
+            'packages/server/test/cli-dashboard.test.ts',
             'test/browser/forwarding-unit.test.ts',
             'test/browser/demo-media.test.ts',
             'packages/server/test/storage-full.test.ts',

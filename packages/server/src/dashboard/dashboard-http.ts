@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * The dashboard's HTTP side (docs/dashboard.md): `/dashboard/api/...` with a signed-in operator's
  * session. It answers every `/dashboard` address, `not_found` when the dashboard is off, so no
@@ -18,6 +19,8 @@ export const DASHBOARD_PATH = '/dashboard';
 const BODY_BYTES = 4096;
 /** Wrong passwords one address may try: 5, and one more every 3 minutes. */
 const TRIES = { burst: 5, perSecond: 1 / 180 } as const;
+/** A sign-in check of one address holds its slot this long at most (scrypt takes about 50 ms). */
+const CHECK_MS = 10_000;
 
 export interface DashboardDeps {
   password: PasswordHash;
@@ -132,7 +135,7 @@ function checkOrigin(req: IncomingMessage): void {
   } catch {
     host = undefined;
   }
-  if (host === undefined || host !== req.headers.host) {
+  if (host === undefined || host !== req.headers.host?.toLowerCase()) {
     throw new Refusal(403, 'bad_csrf', 'the request came from another origin than the dashboard');
   }
 }
@@ -171,10 +174,13 @@ async function readPassword(req: IncomingMessage): Promise<string> {
   } catch {
     throw new Refusal(400, 'bad_request', 'the body is not JSON');
   }
-  const password = (value as { password?: unknown } | null)?.password;
-  if (typeof value !== 'object' || value === null || typeof password !== 'string') {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Refusal(400, 'bad_request', 'the body must be JSON { "password": <string> }');
   }
+  const password = (value as { password?: unknown }).password;
+  // A missing password is a wrong one: it takes the same path, and a try.
+  if (password === undefined) return '';
+  if (typeof password !== 'string') throw new Refusal(400, 'bad_request', 'the password must be a string');
   return password;
 }
 
@@ -186,12 +192,29 @@ const signIn: Handler = async (req, res, deps) => {
     new Refusal(429, 'locked', 'too many wrong passwords from this address: wait before trying again', {
       'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
     });
-  const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
-  if (wait > 0) throw locked(wait);
-  if (!(await passwordMatches(deps.password, password))) {
-    await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
-    deps.log.warn({ address: key }, 'a wrong dashboard password');
-    throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
+  // One check at a time per address, on every node: a burst of guesses cannot all pass the count
+  // before the first wrong one is taken from it.
+  const slot = randomUUID();
+  if (!(await deps.limits.acquire(`${key}:checking`, slot, 1, CHECK_MS, deps.now()))) {
+    throw new Refusal(429, 'locked', 'another sign-in from this address is being checked: try again in a second', {
+      'Retry-After': '1',
+    });
+  }
+  try {
+    const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
+    if (wait > 0) throw locked(wait);
+    if (!(await passwordMatches(deps.password, password))) {
+      await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
+      deps.log.warn({ address: key }, 'a wrong dashboard password');
+      throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
+    }
+  } finally {
+    // A release that fails leaves the slot to lapse after CHECK_MS.
+    try {
+      await deps.limits.release(`${key}:checking`, slot);
+    } catch (error) {
+      deps.log.warn({ err: error }, 'releasing a dashboard sign-in check failed');
+    }
   }
   const { cookie, csrf } = deps.keys.issue(deps.now());
   ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
