@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { CliProcesses } from './cli-process.js';
 import { helloPage, type RawPage } from './pages.js';
 
 /**
@@ -14,19 +13,15 @@ import { helloPage, type RawPage } from './pages.js';
  * pages of a call get them, with TURN credentials of their own user.
  */
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const APP = { key: 'callapp', secret: 'secret-calls-0123456789-abcdefghijkl' };
 const TURN_SECRET = 'turn-shared-secret-0123456789';
 
-const temps: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'realtime-cli-calls-'));
-  temps.push(dir);
-  return dir;
-}
+const cli = new CliProcesses('realtime-cli-calls-');
+const tempDir = () => cli.tempDir();
+const writeConfig = (value: unknown) => cli.writeConfig(value);
+const start = (args: string[], env: Record<string, string> = {}) => cli.start(args, env);
+const kill = (which: Iterable<ChildProcess>, signal: NodeJS.Signals) => cli.kill(which, signal);
 
-/** Every child still running, and its end. */
-const children = new Map<ChildProcess, Promise<Exit>>();
 /** Servers of the current test (refused commands end by themselves, and may run concurrently). */
 const servers = new Set<ChildProcess>();
 const pages: RawPage[] = [];
@@ -37,78 +32,7 @@ afterEach(async () => {
   await kill(servers, 'SIGKILL');
   servers.clear();
 });
-afterAll(async () => {
-  await kill(children.keys(), 'SIGKILL');
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
-
-async function kill(which: Iterable<ChildProcess>, signal: NodeJS.Signals): Promise<Exit[]> {
-  const ends: Promise<Exit>[] = [];
-  for (const child of [...which]) {
-    const end = children.get(child);
-    if (!end) continue;
-    child.kill(signal);
-    ends.push(end);
-  }
-  return Promise.all(ends);
-}
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI with this environment less any REALTIME_* variable of the machine, in a temp folder. */
-function start(
-  args: string[],
-  env: Record<string, string> = {},
-): { child: ChildProcess; exited: Promise<Exit>; url: Promise<string> } {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: tempDir(),
-    env: { ...clean, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let listening: (url: string) => void = () => undefined;
-  const url = new Promise<string>((resolve) => {
-    listening = resolve;
-  });
-  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
-    stdout += text;
-    const found = /"msg":"listening on (http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout);
-    if (found?.[1]) listening(found[1]);
-  });
-  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
-    stderr += text;
-  });
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('close', (code) => {
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  children.set(child, exited);
-  const listeningUrl = Promise.race([
-    url,
-    exited.then((exit) => Promise.reject(new Error(`the CLI ended: ${exit.stderr}`))),
-  ]);
-  // A refused start is awaited through `exited` only.
-  listeningUrl.catch(() => undefined);
-  return {
-    child,
-    exited,
-    url: listeningUrl,
-  };
-}
-
-function writeConfig(value: unknown): string {
-  const path = join(tempDir(), 'realtime.json');
-  writeFileSync(path, JSON.stringify(value));
-  return path;
-}
+afterAll(() => cli.cleanup());
 
 /** What coturn computes for a TURN REST username under the shared secret. */
 function turnPassword(username: string): string {

@@ -1,10 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { hashDashboardPassword } from '@realtime/server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type CliExit, CliProcesses } from './cli-process.js';
 import { type RawAnswer, send, startTestServer } from './helpers.js';
 
 /**
@@ -15,91 +13,20 @@ import { type RawAnswer, send, startTestServer } from './helpers.js';
  * without one the dashboard answers 404, and a hash not of the form stops the start in one line.
  */
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
 const HASH_FORM = /^scrypt\$16384\$8\$1\$[^$]+\$[^$]+$/;
 const SESSION = '/dashboard/api/session';
 
-const temps: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'realtime-cli-dashboard-'));
-  temps.push(dir);
-  return dir;
-}
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Every child still running, and its end. */
-const running = new Map<ChildProcess, Promise<Exit>>();
-afterEach(async () => {
-  const ends = [...running.entries()].map(([child, end]) => {
-    child.kill('SIGKILL');
-    return end;
-  });
-  await Promise.all(ends);
-});
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
-
-interface Child {
-  exited: Promise<Exit>;
-  /** The port once the server logs "listening"; rejects if the CLI ends first. */
-  port: Promise<number>;
-}
-
-/** The CLI with this environment less any REALTIME_* variable of the machine, in a temp folder. */
-function start(args: string[], env: Record<string, string> = {}, stdin?: string): Child {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: tempDir(),
-    env: { ...clean, ...env },
-    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-  });
-  if (stdin !== undefined) child.stdin?.end(stdin);
-  let stdout = '';
-  let stderr = '';
-  let listening: (port: number) => void = () => undefined;
-  const port = new Promise<number>((resolve) => {
-    listening = resolve;
-  });
-  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
-    stdout += text;
-    const found = /"msg":"listening on http:\/\/127\.0\.0\.1:(\d+)"/.exec(stdout);
-    if (found?.[1]) listening(Number(found[1]));
-  });
-  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
-    stderr += text;
-  });
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('close', (code) => {
-      running.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  running.set(child, exited);
-  const listeningPort = Promise.race([
-    port,
-    exited.then((exit) => Promise.reject(new Error(`the CLI ended: ${exit.stderr}`))),
-  ]);
-  listeningPort.catch(() => undefined);
-  return { exited, port: listeningPort };
-}
+const cli = new CliProcesses('realtime-cli-dashboard-');
+const tempDir = () => cli.tempDir();
+const writeConfig = (value: unknown) => cli.writeConfig(value);
+const start = (args: string[], env: Record<string, string> = {}, stdin?: string) => cli.start(args, env, stdin);
+afterEach(() => cli.killAll());
+afterAll(() => cli.cleanup());
 
 /** `realtime serve` on a free port of 127.0.0.1 in a fresh data folder; its URL once it listens. */
-async function serve(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const port = await start(['serve', '--port', '0', '--data', tempDir(), ...args], env).port;
-  return `http://127.0.0.1:${port}`;
-}
-
-function writeConfig(value: unknown): string {
-  const path = join(tempDir(), 'realtime.json');
-  writeFileSync(path, JSON.stringify(value));
-  return path;
+function serve(args: string[], env: Record<string, string> = {}): Promise<string> {
+  return start(['serve', '--port', '0', '--data', tempDir(), ...args], env).url;
 }
 
 /** Only `url` is used by an unsigned request. */
@@ -125,7 +52,7 @@ async function expectWrongPassword(url: string, password: string): Promise<void>
 }
 
 /** A refused start: exit 2, exactly one `realtime: ` line on stderr naming `includes`, no stack trace. */
-function expectOneLine(exit: Exit, includes: string): void {
+function expectOneLine(exit: CliExit, includes: string): void {
   expect(exit.code, exit.stderr).toBe(2);
   expect(exit.stderr.endsWith('\n'), exit.stderr).toBe(true);
   const lines = exit.stderr.slice(0, -1).split('\n');

@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { candidateAddress, filterSdpCandidates } from '../src/units/ice-settings.js';
+import { CliProcesses } from './cli-process.js';
 import { helloPage, type RawPage } from './pages.js';
 import { StreamPeer } from './stream-peers.js';
 
@@ -16,19 +15,15 @@ import { StreamPeer } from './stream-peers.js';
  * configured number of pages, and a presenter whose media never connects ends at the set timeout.
  */
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const APP = { key: 'streamapp', secret: 'secret-streams-0123456789-abcdefghij' };
 const WARNING = 'remote browsers cannot reach live streams until --media-address';
 
-const temps: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'realtime-cli-streams-'));
-  temps.push(dir);
-  return dir;
-}
+const cli = new CliProcesses('realtime-cli-streams-');
+const tempDir = () => cli.tempDir();
+const writeConfig = (value: unknown) => cli.writeConfig(value);
+const start = (args: string[], env: Record<string, string> = {}) => cli.start(args, env);
+const kill = (which: Iterable<ChildProcess>, signal: NodeJS.Signals) => cli.kill(which, signal);
 
-/** Every child still running, and its end. */
-const children = new Map<ChildProcess, Promise<Exit>>();
 const pages: RawPage[] = [];
 const peers: StreamPeer[] = [];
 const clients: Realtime[] = [];
@@ -37,74 +32,7 @@ afterEach(async () => {
   await Promise.all(peers.splice(0).map((peer) => peer.close().catch(() => undefined)));
   await Promise.all(clients.splice(0).map((client) => client.close()));
 });
-afterAll(async () => {
-  await kill(children.keys(), 'SIGKILL');
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
-
-async function kill(which: Iterable<ChildProcess>, signal: NodeJS.Signals): Promise<Exit[]> {
-  const ends: Promise<Exit>[] = [];
-  for (const child of [...which]) {
-    const end = children.get(child);
-    if (!end) continue;
-    child.kill(signal);
-    ends.push(end);
-  }
-  return Promise.all(ends);
-}
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI with this environment less any REALTIME_* variable of the machine, in a temp folder. */
-function start(
-  args: string[],
-  env: Record<string, string> = {},
-): { child: ChildProcess; exited: Promise<Exit>; port: Promise<number> } {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: tempDir(),
-    env: { ...clean, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let listening: (port: number) => void = () => undefined;
-  const port = new Promise<number>((resolve) => {
-    listening = resolve;
-  });
-  child.stdout?.setEncoding('utf8').on('data', (text: string) => {
-    stdout += text;
-    const found = /"msg":"listening on http:\/\/[^"]+:(\d+)"/.exec(stdout);
-    if (found?.[1]) listening(Number(found[1]));
-  });
-  child.stderr?.setEncoding('utf8').on('data', (text: string) => {
-    stderr += text;
-  });
-  const exited = new Promise<Exit>((resolve) => {
-    child.once('close', (code) => {
-      children.delete(child);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  children.set(child, exited);
-  const listeningPort = Promise.race([
-    port,
-    exited.then((exit) => Promise.reject(new Error(`the CLI ended: ${exit.stderr}`))),
-  ]);
-  // A refused start is awaited through `exited` only.
-  listeningPort.catch(() => undefined);
-  return { child, exited, port: listeningPort };
-}
-
-function writeConfig(value: unknown): string {
-  const path = join(tempDir(), 'realtime.json');
-  writeFileSync(path, JSON.stringify(value));
-  return path;
-}
+afterAll(() => cli.cleanup());
 
 /** Address and port of every candidate line of an SDP. */
 function candidates(sdp: string): { address: string | undefined; port: number }[] {
