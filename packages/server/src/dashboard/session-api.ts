@@ -1,0 +1,89 @@
+/** Signing in and out of the dashboard (docs/dashboard.md, "Sign-in"). */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { clientAddress } from '../http/client-address.js';
+import { passwordMatches } from './password.js';
+import { Refusal } from './refusal.js';
+import {
+  changing,
+  checkOrigin,
+  DASHBOARD_PATH,
+  type Handler,
+  ok,
+  overHttps,
+  type Route,
+  readJsonObject,
+  signedIn,
+} from './request.js';
+import { SESSION_COOKIE, SESSION_SECONDS } from './session.js';
+
+const BODY_BYTES = 4096;
+/** Wrong passwords one address may try: 5, and one more every 3 minutes. */
+const TRIES = { burst: 5, perSecond: 1 / 180 } as const;
+/** A sign-in check of one address holds its slot this long at most (scrypt takes about 50 ms). */
+const CHECK_MS = 10_000;
+
+function cookieHeader(value: string, maxAge: number, secure: boolean): string {
+  const flags = `Path=${DASHBOARD_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict`;
+  return `${SESSION_COOKIE}=${value}; ${flags}${secure ? '; Secure' : ''}`;
+}
+
+async function readPassword(req: IncomingMessage): Promise<string> {
+  const body = await readJsonObject(req, BODY_BYTES, '{ "password": <string> }');
+  const password = body.password;
+  // A missing password is a wrong one: it takes the same path, and a try.
+  if (password === undefined) return '';
+  if (typeof password !== 'string') throw new Refusal(400, 'bad_request', 'the password must be a string');
+  return password;
+}
+
+const signIn: Handler = async (req, res, deps) => {
+  checkOrigin(req);
+  const password = await readPassword(req);
+  const key = `dashboard-signin:${clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted)}`;
+  const locked = (waitMs: number) =>
+    new Refusal(429, 'locked', 'too many wrong passwords from this address: wait before trying again', {
+      'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
+    });
+  // One check at a time per address, on every node: a burst of guesses cannot all pass the count
+  // before the first wrong one is taken from it.
+  const slot = randomUUID();
+  if (!(await deps.limits.acquire(`${key}:checking`, slot, 1, CHECK_MS, deps.now()))) {
+    throw new Refusal(429, 'locked', 'another sign-in from this address is being checked: try again in a second', {
+      'Retry-After': '1',
+    });
+  }
+  try {
+    const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
+    if (wait > 0) throw locked(wait);
+    if (!(await passwordMatches(deps.password, password))) {
+      await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
+      deps.log.warn({ address: key }, 'a wrong dashboard password');
+      throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
+    }
+  } finally {
+    // A release that fails leaves the slot to lapse after CHECK_MS.
+    try {
+      await deps.limits.release(`${key}:checking`, slot);
+    } catch (error) {
+      deps.log.warn({ err: error }, 'releasing a dashboard sign-in check failed');
+    }
+  }
+  const { cookie, csrf } = deps.keys.issue(deps.now());
+  ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
+};
+
+const session: Handler = async (req, res, deps) => {
+  req.resume();
+  ok(res, { csrf: signedIn(req, deps).csrf });
+};
+
+const signOut: Handler = async (req, res, deps) => {
+  req.resume();
+  changing(req, deps);
+  ok(res, {}, { 'Set-Cookie': cookieHeader('', 0, overHttps(req, deps.trusted)) });
+};
+
+export const sessionRoutes: Route[] = [
+  { path: `${DASHBOARD_PATH}/api/session`, methods: { GET: session, POST: signIn, DELETE: signOut } },
+];
