@@ -1,0 +1,23 @@
+/**
+ * Every screen of the dashboard, in the order of its navigation. A screen module adds itself here
+ * with one line; the shell draws the navigation and routes from these lists.
+ */
+import type { ComponentType } from 'preact';
+
+/** A screen of its own in the top navigation (`#/<id>`). */
+export interface TopScreen {
+  id: string;
+  label: string;
+  component: ComponentType<Record<string, never>>;
+}
+
+/** A screen about one app (`#/apps/<key>/<id>`), a tab of the app's page. */
+export interface AppScreen {
+  id: string;
+  label: string;
+  component: ComponentType<{ appKey: string }>;
+}
+
+export const topScreens: TopScreen[] = [];
+
+export const appScreens: AppScreen[] = [];

@@ -1,0 +1,71 @@
+/**
+ * What the dashboard's Chromium tests share: a service with the dashboard on (a known operator
+ * password), Chromium, a signed-in page, and screenshots of a screen at 1280 and 390 px into
+ * docs/images/ (committed: the README and docs/dashboard.md show them).
+ */
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { hashDashboardPassword, type ServerOptions } from '@realtime/server';
+import type { Browser, Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../../packages/server/test/helpers.js';
+import { launchChromium } from './harness.js';
+
+export const DASHBOARD_PASSWORD = 'a dashboard password for tests';
+
+const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
+
+export interface DashboardRig {
+  server: TestServer;
+  browser: Browser;
+  /** http://127.0.0.1:<port>/dashboard/ */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A service with the dashboard on, and Chromium. `options` go to the service (e.g. allowPrivateWebhooks). */
+export async function startDashboard(options: Partial<ServerOptions> = {}): Promise<DashboardRig> {
+  const passwordHash = await hashDashboardPassword(DASHBOARD_PASSWORD);
+  const server = await startTestServer({ ...options, dashboard: { passwordHash } });
+  const browser = await launchChromium();
+  return {
+    server,
+    browser,
+    url: `${server.url}/dashboard/`,
+    close: async () => {
+      await browser.close();
+      await server.close();
+    },
+  };
+}
+
+/** A new page of the dashboard, signed in with the operator password, at `hash` (e.g. `#/apps`). */
+export async function signedInPage(rig: DashboardRig, hash = ''): Promise<Page> {
+  const page = await rig.browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(rig.url + hash);
+  await page.getByLabel('Operator password').fill(DASHBOARD_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return page;
+}
+
+/**
+ * Saves the page as it is at 1280 px and at 390 px (a phone) as docs/images/<name>-1280.png and
+ * -390.png, whole length, then puts the page back to 1280 px. `ready` waits for what the shot must show.
+ */
+export async function shoot(page: Page, name: string, ready?: () => Promise<unknown>): Promise<void> {
+  mkdirSync(IMAGES, { recursive: true });
+  for (const [width, height] of [
+    [1280, 800],
+    [390, 844],
+  ] as const) {
+    await page.setViewportSize({ width, height });
+    await ready?.();
+    await page.screenshot({ path: `${IMAGES}${name}-${width}.png`, fullPage: true, animations: 'disabled' });
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
+/** Whether the page is wider than its window (a phone would scroll sideways). */
+export function scrollsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+}
