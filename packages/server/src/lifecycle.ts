@@ -322,8 +322,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           password: dashboardHash,
           keys: new SessionKeys(dashboardHash.text),
           apps,
+          storedApps: engine.apps,
           limits: engine.limits,
           trusted: new TrustedProxies(admission.limits.trustProxy),
+          allowPrivateWebhooks: options.allowPrivateWebhooks === true,
           log,
           now,
         };

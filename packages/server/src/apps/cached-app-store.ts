@@ -61,6 +61,12 @@ export class CachedAppStore implements AppStore {
     return done;
   }
 
+  async remove(key: string): Promise<boolean> {
+    const done = await this.#store.remove(key);
+    this.#entries.delete(key);
+    return done;
+  }
+
   close(): void | Promise<void> {
     this.#entries.clear();
     return this.#store.close();

@@ -12,11 +12,12 @@ import { Refusal } from './refusal.js';
 import { DASHBOARD_PATH, type Handler, type Route } from './request.js';
 import { sessionRoutes } from './session-api.js';
 import { isStaticPath, serveStatic } from './static-files.js';
+import { webhookRoutes } from './webhooks-api.js';
 
 export type { DashboardDeps } from './deps.js';
 export { DASHBOARD_PATH } from './request.js';
 
-const ROUTES: Route[] = [...sessionRoutes, ...appRoutes];
+const ROUTES: Route[] = [...sessionRoutes, ...appRoutes, ...webhookRoutes];
 
 /** A route's path split into segments, `:name` ones matching any single segment. */
 const COMPILED = ROUTES.map((route) => ({ route, segments: route.path.split('/') }));

@@ -8,9 +8,14 @@ import type { SessionKeys } from './session.js';
 export interface DashboardDeps {
   password: PasswordHash;
   keys: SessionKeys;
+  /** The service's apps, cached for a second: writes through it apply on this node at once. */
   apps: AppStore;
+  /** The same apps read from the store, uncached: what an operator sees and changes is what is stored now. */
+  storedApps: AppStore;
   limits: LimitStore;
   trusted: TrustedProxies;
+  /** Webhook addresses may be http:// and local (the server's --allow-private-webhooks). */
+  allowPrivateWebhooks: boolean;
   log: Logger;
   now: () => number;
 }

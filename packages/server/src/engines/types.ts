@@ -40,6 +40,8 @@ export interface AppStore {
   setSecret(key: string, secret: string): Promise<boolean> | boolean;
   /** Sets the webhook address ('' clears it); false when no app has the key. */
   setWebhook(key: string, url: string): Promise<boolean> | boolean;
+  /** Removes the app with this key; false when there was none. */
+  remove(key: string): MaybePromise<boolean>;
   close(): Promise<void> | void;
 }
 

@@ -1,9 +1,12 @@
+import type { DeliveryError } from '@realtime/protocol';
 import type { Logger } from 'pino';
+import type { ConsoleTap, Tapped } from '../core/console-tap.js';
 import type { AppStore, StoredBatch, TryResult, WebhookStore } from '../engines/types.js';
 import type { Deliverer } from './deliver.js';
 import { eventJson, newId } from './event-json.js';
 import { afterTry, isOverdue, isResendable, isTaken, type WebhookTimings } from './retry-policy.js';
 import { signedTry } from './signed-try.js';
+import { tryOutcome } from './try-outcome.js';
 
 export interface DispatcherDeps {
   store: WebhookStore;
@@ -14,6 +17,8 @@ export interface DispatcherDeps {
   /** This node: the holder of the leases it takes. */
   node: string;
   timings: WebhookTimings;
+  /** The live console: each try of a watched app's batch. */
+  tap?: ConsoleTap;
 }
 
 /** Thrown by resend for the API to answer with. */
@@ -27,6 +32,8 @@ export class ResendRefused extends Error {
 
 /** What an immediate try (test or resend) answers (a type, not an interface: the API sends it as JSON). */
 export type TryAnswer = { delivered: boolean; status: number };
+/** The same with why nothing answered (status 0), as the dashboard shows it. */
+export type TryReport = TryAnswer & { error?: DeliveryError };
 
 const MAX_TRIES_AT_ONCE = 16;
 /** Tries at once for one app: one slow endpoint must not hold every other app's webhooks back. */
@@ -172,8 +179,9 @@ export class Dispatcher {
       throw error;
     }
     const next = afterTry(timings, batch, result, kind, now());
+    if (this.#deps.tap?.watching(batch.app)) this.#deps.tap.record(batch.app, tappedTry(next, result, kind));
     try {
-      await store.saveTry(next, this.#lease.holder);
+      await store.saveTry(next, this.#lease.holder, tryOutcome(result));
     } catch (error) {
       // The try happened; once the lease runs out the batch is tried again (at least once).
       log.error({ err: error, batch: batch.id }, 'saving a webhook try failed');
@@ -188,7 +196,7 @@ export class Dispatcher {
   }
 
   /** POST /webhooks/test: a batch of one `webhook.test` event, stored leased to this node and tried at once. */
-  async test(app: string): Promise<TryAnswer> {
+  async test(app: string): Promise<TryReport> {
     const now = this.#deps.now();
     const event = eventJson({ type: 'webhook.test' }, now);
     const batch = await this.#deps.store.addBatch(app, newId('b_', now), [event], now, this.#lease);
@@ -196,7 +204,7 @@ export class Dispatcher {
   }
 
   /** POST /webhooks/{id}/resend: one immediate try of the same body, same event ids. */
-  async resend(app: string, id: string): Promise<TryAnswer> {
+  async resend(app: string, id: string): Promise<TryReport> {
     const { store, timings } = this.#deps;
     const found = await store.get(id);
     if (!found || found.app !== app) throw new ResendRefused('not_found', 'no webhook batch of this app has that id');
@@ -231,8 +239,25 @@ export class Dispatcher {
   }
 }
 
-function answer(result: TryResult): TryAnswer {
-  return { delivered: isTaken(result), status: result.status };
+function answer(result: TryResult): TryReport {
+  const report: TryReport = { delivered: isTaken(result), status: result.status };
+  if (result.error) report.error = result.error;
+  return report;
+}
+
+/** A try as the live console shows it: its status or error, and which batch, which try, what next. */
+function tappedTry(next: StoredBatch, result: TryResult, kind: 'scheduled' | 'resend'): Tapped {
+  const data = {
+    batch: next.id,
+    events: next.events,
+    try: next.attempts,
+    kind,
+    state: next.state,
+    next_at: next.nextAt,
+  };
+  const entry: Tapped = { kind: 'webhook', data: JSON.stringify(data), status: result.status };
+  if (result.error) entry.error = result.error;
+  return entry;
 }
 
 function underWay(): ResendRefused {

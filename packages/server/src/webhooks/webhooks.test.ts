@@ -193,6 +193,7 @@ describe('store failures', () => {
         upsert() {},
         setSecret: () => true,
         setWebhook: () => true,
+        remove: () => true,
         close() {},
       },
       deliverer: createDeliverer({ allowPrivate: true }),

@@ -1,15 +1,16 @@
 import { type DeliveryRecord, LIMITS } from '@realtime/protocol';
 import type { Logger } from 'pino';
+import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppEvent, EventSink, SendEvent } from '../core/events.js';
-import type { App, AppStore, Report, WebhookStats, WebhookStore } from '../engines/types.js';
+import type { App, AppStore, Report, StoredBatch, TryMinute, WebhookStats, WebhookStore } from '../engines/types.js';
 import { Batcher } from './batcher.js';
 import type { Deliverer } from './deliver.js';
-import { Dispatcher, type TryAnswer } from './dispatcher.js';
+import { Dispatcher, type TryAnswer, type TryReport } from './dispatcher.js';
 import { eventJson, reportText } from './event-json.js';
 import { DEFAULT_TIMINGS, isResendable, type WebhookTimings } from './retry-policy.js';
 
 export type { Deliverer } from './deliver.js';
-export { ResendRefused, type TryAnswer } from './dispatcher.js';
+export { ResendRefused, type TryAnswer, type TryReport } from './dispatcher.js';
 
 export interface WebhooksDeps {
   store: WebhookStore;
@@ -20,9 +21,14 @@ export interface WebhooksDeps {
   /** This node among the nodes sharing the store: the holder of the batches it tries. */
   node: string;
   timings?: Partial<WebhookTimings>;
+  /** The live console: webhook tries of watched apps. */
+  tap?: ConsoleTap;
 }
 
 const PRUNE_EVERY_MS = 60_000;
+
+/** The API's answer to a try: exactly delivered and status. */
+const apiAnswer = ({ delivered, status }: TryReport): TryAnswer => ({ delivered, status });
 
 /** Whether the app's events go to a webhook: it has an address and its plan includes webhooks. */
 const hooked = (app: App) => app.webhook !== '' && app.features.includes('webhooks');
@@ -45,7 +51,16 @@ export class Webhooks implements EventSink {
     this.#deps = deps;
     this.#timings = { ...DEFAULT_TIMINGS, ...deps.timings };
     const { store, apps, deliverer, log, now, node } = deps;
-    this.#dispatcher = new Dispatcher({ store, apps, deliverer, log, now, node, timings: this.#timings });
+    this.#dispatcher = new Dispatcher({
+      store,
+      apps,
+      deliverer,
+      log,
+      now,
+      node,
+      timings: this.#timings,
+      ...(deps.tap === undefined ? {} : { tap: deps.tap }),
+    });
     this.#batcher = new Batcher({ store, log, now, timings: this.#timings, formed: () => this.#dispatcher.dispatch() });
   }
 
@@ -111,34 +126,58 @@ export class Webhooks implements EventSink {
   }
 
   /** POST /webhooks/test: a `webhook.test` event, stored and tried at once. */
-  test(app: string): Promise<TryAnswer> {
-    return this.#dispatcher.test(app);
+  async test(app: string): Promise<TryAnswer> {
+    return apiAnswer(await this.#dispatcher.test(app));
   }
 
   /** POST /webhooks/{id}/resend: one immediate try of the same body. Throws ResendRefused. */
-  resend(app: string, id: string): Promise<TryAnswer> {
+  async resend(app: string, id: string): Promise<TryAnswer> {
+    return apiAnswer(await this.#dispatcher.resend(app, id));
+  }
+
+  /** test, with why nothing answered (the dashboard shows it; the API's answer has no such field). */
+  testReport(app: string): Promise<TryReport> {
+    return this.#dispatcher.test(app);
+  }
+
+  /** resend, with why nothing answered. Throws ResendRefused. */
+  resendReport(app: string, id: string): Promise<TryReport> {
     return this.#dispatcher.resend(app, id);
+  }
+
+  /** One batch of the app as listed, with the body its tries send; undefined for another app's or an unknown id. */
+  async delivery(app: string, id: string): Promise<{ delivery: DeliveryRecord; body: string } | undefined> {
+    const batch = await this.#deps.store.get(id);
+    if (batch?.app !== app) return undefined;
+    return { delivery: this.#record(batch, this.#deps.now()), body: batch.body };
+  }
+
+  /** The app's tries per minute by outcome since `sinceMs` (kept a day). */
+  async tryCounts(app: string, sinceMs: number): Promise<TryMinute[]> {
+    return await this.#deps.store.tryCounts(app, sinceMs, this.#deps.now());
   }
 
   /** GET /webhooks: the last 100 batches, newest first. */
   async list(app: string): Promise<DeliveryRecord[]> {
     const now = this.#deps.now();
     const batches = await this.#deps.store.list(app, LIMITS.webhookDeliveriesListed);
-    return batches.map((batch) => {
-      const record: DeliveryRecord = {
-        id: batch.id,
-        state: batch.state,
-        status: batch.status,
-        events: batch.events,
-        attempts: batch.attempts,
-        at: batch.at,
-        next_at: batch.nextAt,
-        // A try under way on another node is not seen here: its resend answers not_resendable.
-        resendable: isResendable(this.#timings, batch, now) && !this.#dispatcher.underWay(batch.id),
-      };
-      if (batch.error) record.error = batch.error;
-      return record;
-    });
+    return batches.map((batch) => this.#record(batch, now));
+  }
+
+  #record(batch: StoredBatch, now: number): DeliveryRecord {
+    const record: DeliveryRecord = {
+      id: batch.id,
+      state: batch.state,
+      status: batch.status,
+      events: batch.events,
+      attempts: batch.attempts,
+      at: batch.at,
+      next_at: batch.nextAt,
+      // A try under way on another node is not seen here: its resend answers not_resendable.
+      resendable: isResendable(this.#timings, batch, now) && !this.#dispatcher.underWay(batch.id),
+    };
+    if (batch.error) record.error = batch.error;
+    return record;
   }
 
   /** What the queue holds, for metrics. */

@@ -146,6 +146,22 @@ export function appStoreContract(name: string, makeStore: () => Promise<AppStore
       expect(await store.list()).toEqual([app('app1')]);
     });
 
+    it('removes one app and nothing else; false for a key it does not have', async () => {
+      await store.upsert(app('app1', { webhook: 'https://a.example/hook' }));
+      await store.upsert(app('app2'));
+      expect(await store.remove('app1')).toBe(true);
+      expect(await store.get('app1')).toBeUndefined();
+      expect(await store.list()).toEqual([app('app2')]);
+      expect(await store.remove('app1')).toBe(false);
+      expect(await store.remove('ghost')).toBe(false);
+      expect(await store.setSecret('app1', 'x')).toBe(false);
+      expect(await store.setWebhook('app1', '')).toBe(false);
+      expect(await store.list()).toEqual([app('app2')]);
+      // The key is free again: an app made with it has only its new fields.
+      await store.upsert(app('app1', { name: 'Second life' }));
+      expect(await store.get('app1')).toEqual(app('app1', { name: 'Second life' }));
+    });
+
     it('keeps its own copy: changing an object given or returned does not change the store', async () => {
       const written = app('app1');
       await store.upsert(written);
@@ -176,6 +192,9 @@ export function appStoreContract(name: string, makeStore: () => Promise<AppStore
       await other.upsert(app('app2', { features: ['ask'] }));
       expect(await store.get('app2')).toEqual(app('app2', { features: ['ask'] }));
       expect([...(await store.list())].sort(byKey).map((a) => a.key)).toEqual(['app1', 'app2']);
+      expect(await other.remove('app1')).toBe(true);
+      expect(await store.get('app1')).toBeUndefined();
+      expect((await store.list()).map((a) => a.key)).toEqual(['app2']);
     });
   });
 }

@@ -21,7 +21,7 @@
  * suite only uses the interface (no SQL, no keys), and every call is awaited.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StoredBatch, WebhookStore } from '../types.js';
+import type { StoredBatch, TryOutcome, WebhookStore } from '../types.js';
 
 export interface WebhookHarness {
   /** A store with nothing in it. */
@@ -434,6 +434,110 @@ export function webhookContract(name: string, makeStore: () => Promise<WebhookHa
         expect(await store.prune(T0 + 1_000_000)).toBe(1);
         expect((await store.list('app1', 100)).map((b) => b.id)).toEqual(['b_3', 'b_2']);
         expect(await store.prune(T0 + 1_000_000)).toBe(0);
+      });
+    });
+
+    describe('tries by outcome', () => {
+      const MIN = 60_000;
+      const DAY = 24 * 3600_000;
+      /** The start of T0's minute. */
+      const M0 = Math.floor(T0 / MIN) * MIN;
+
+      /** Leases the app's newest batch to `holder` and saves one try of it at `at`, counted as `outcome`. */
+      async function tried(
+        on: WebhookStore,
+        id: string,
+        holder: { holder: string; ms: number },
+        at: number,
+        outcome: TryOutcome,
+        status = 500,
+      ): Promise<void> {
+        const claimed = await on.claim(id, at, holder);
+        if (claimed === undefined || claimed === 'busy') throw new Error(`could not lease ${id}`);
+        const error = status === 0 ? (outcome as StoredBatch['error']) : null;
+        const next: StoredBatch = { ...claimed, state: 'retrying', attempts: claimed.attempts + 1, status, error, at };
+        await on.saveTry({ ...next, nextAt: at + 1 }, holder.holder, outcome);
+      }
+
+      it('counts each try per app, minute and outcome; not a batch handed back or given up untried', async () => {
+        expect(await store.tryCounts('app1', M0, T0)).toEqual([]);
+        for (const [app, id] of [
+          ['app1', 'b_1'],
+          ['app1', 'b_2'],
+          ['app2', 'b_3'],
+        ] as const) {
+          await store.addEvent(app, ev(id));
+          await formed(app, id, T0);
+        }
+        await tried(store, 'b_1', A, T0 + 1, '5xx');
+        await tried(store, 'b_1', A, T0 + 2, '5xx');
+        await tried(store, 'b_2', A, T0 + 3, 'timeout', 0);
+        await tried(store, 'b_2', A, M0 + MIN + 5, '2xx', 204);
+        await tried(store, 'b_3', A, T0 + 4, '3xx', 302);
+        // Handed back as claimed, and given up untried: no try was made.
+        const back = await store.claim('b_1', T0 + 5, A);
+        await store.saveTry(back as StoredBatch, A.holder);
+        const overdue = await store.claim('b_1', T0 + 6, A);
+        await store.saveTry({ ...(overdue as StoredBatch), state: 'given_up', nextAt: null, doneAt: T0 + 6 }, A.holder);
+
+        const now = M0 + 5 * MIN;
+        expect(await store.tryCounts('app1', M0, now)).toEqual([
+          { at: M0, outcomes: { '5xx': 2, timeout: 1 } },
+          { at: M0 + MIN, outcomes: { '2xx': 1 } },
+        ]);
+        expect(await peer.tryCounts('app2', M0 - 10 * MIN, now)).toEqual([{ at: M0, outcomes: { '3xx': 1 } }]);
+        // From the minute holding `sinceMs`, up to `nowMs`.
+        expect(await store.tryCounts('app1', M0 + MIN + 59_999, now)).toEqual([
+          { at: M0 + MIN, outcomes: { '2xx': 1 } },
+        ]);
+        expect(await store.tryCounts('app1', M0, M0 + MIN - 1)).toEqual([
+          { at: M0, outcomes: { '5xx': 2, timeout: 1 } },
+        ]);
+        expect(await store.tryCounts('app3', M0, now)).toEqual([]);
+      });
+
+      it('counts a try whose lease went to another holder: it reached the receiver', async () => {
+        await store.addEvent('app1', ev(1));
+        await formed('app1', 'b_1');
+        const [first] = await store.claimDue(T0, 1, A);
+        await peer.claimDue(T0 + LEASE, 1, B);
+        await store.saveTry(
+          {
+            ...(first as StoredBatch),
+            state: 'retrying',
+            attempts: 1,
+            status: 0,
+            error: 'unreachable',
+            at: T0 + LEASE + 1,
+          },
+          A.holder,
+          'unreachable',
+        );
+        expect(await store.get('b_1')).toMatchObject({ attempts: 0 });
+        const minute = Math.floor((T0 + LEASE + 1) / MIN) * MIN;
+        expect(await store.tryCounts('app1', M0, T0 + LEASE + 1)).toEqual([
+          { at: minute, outcomes: { unreachable: 1 } },
+        ]);
+      });
+
+      it('adds up tries saved at once from two stores, and keeps counts for a day', async () => {
+        const ids = Array.from({ length: 8 }, (_, i) => `b_${i}`);
+        for (const id of ids) {
+          await store.addEvent('app1', ev(id));
+          await formed('app1', id, T0);
+        }
+        await Promise.all(
+          ids.map((id, i) => tried(i % 2 === 0 ? store : peer, id, i % 2 === 0 ? A : B, T0 + i, '4xx', 404)),
+        );
+        expect(await store.tryCounts('app1', M0, T0 + 10)).toEqual([{ at: M0, outcomes: { '4xx': 8 } }]);
+        // A day later the minute is still there; past a day it is not counted any more.
+        expect(await peer.tryCounts('app1', M0 - DAY, M0 + DAY - 1)).toEqual([{ at: M0, outcomes: { '4xx': 8 } }]);
+        expect(await peer.tryCounts('app1', M0 - DAY, M0 + DAY + MIN)).toEqual([]);
+        // A try a day on forgets the old minutes (never counted again) and counts its own.
+        await tried(store, 'b_0', A, M0 + DAY + MIN, '2xx', 200);
+        expect(await store.tryCounts('app1', 0, M0 + DAY + MIN)).toEqual([
+          { at: M0 + DAY + MIN, outcomes: { '2xx': 1 } },
+        ]);
       });
     });
 

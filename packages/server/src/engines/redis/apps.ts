@@ -34,6 +34,12 @@ function toApp(fields: Record<string, string>): App | undefined {
   };
 }
 
+// KEYS: the app's hash, the set of app keys. ARGV: the app key. 0 when there was no such app.
+const REMOVE_LUA = `
+local gone = redis.call('del', KEYS[1])
+redis.call('srem', KEYS[2], ARGV[1])
+return gone`;
+
 /**
  * Apps in Redis: a hash per app (`app:<key>`, numbers as their shortest decimal text, which reads
  * back exactly) and a set of keys (`apps`). No cache: every node and the CLI see a write at once.
@@ -42,11 +48,13 @@ export class RedisAppStore implements AppStore {
   readonly #client: RedisClient;
   readonly #upsert: Script;
   readonly #setField: Script;
+  readonly #remove: Script;
 
   constructor(client: RedisClient) {
     this.#client = client;
     this.#upsert = client.script('rtAppUpsert', UPSERT_LUA);
     this.#setField = client.script('rtAppSetField', SET_FIELD_LUA);
+    this.#remove = client.script('rtAppRemove', REMOVE_LUA);
   }
 
   #key(key: string): string {
@@ -95,6 +103,10 @@ export class RedisAppStore implements AppStore {
 
   async setWebhook(key: string, url: string): Promise<boolean> {
     return (await this.#setField([this.#key(key)], ['webhook', url])) === 1;
+  }
+
+  async remove(key: string): Promise<boolean> {
+    return (await this.#remove([this.#key(key), this.#client.key('apps')], [key])) === 1;
   }
 
   close(): void {

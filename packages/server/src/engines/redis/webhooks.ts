@@ -1,5 +1,12 @@
 import type { DeliveryError, DeliveryState } from '@realtime/protocol';
-import type { StoredBatch, WebhookStats, WebhookStore } from '../types.js';
+import {
+  type StoredBatch,
+  TRY_COUNTS_KEPT_MS,
+  type TryMinute,
+  type TryOutcome,
+  type WebhookStats,
+  type WebhookStore,
+} from '../types.js';
 import type { RedisClient, Script } from './client.js';
 import { waitingAppsKey, waitingKey } from './keys.js';
 
@@ -12,7 +19,8 @@ import { waitingAppsKey, waitingKey } from './keys.js';
  * ones absent, plus seq, holder and until for the lease); `wh:seq` counter ordering batches as made;
  * `wh:{<app>}:batches` zset by seq (list); `wh:due` zset by nextAt of "<seq, 16 digits>:<id>"
  * (ties in order made); `wh:open` zset by createdAt of pending/retrying batches (stats);
- * `wh:done` zset by doneAt (prune); `wh:states` hash of batch counts by state.
+ * `wh:done` zset by doneAt (prune); `wh:states` hash of batch counts by state;
+ * `wh:{<app>}:tries:<minute start ms>` hash of tries by outcome, expiring a day after its last try.
  * Leases are times in the batch hash compared with the caller's `now` (not Redis key expiry): the
  * caller's clock decides, as with every other time in the queue.
  */
@@ -93,8 +101,15 @@ if lease_end and tonumber(lease_end) > tonumber(ARGV[3]) then return 'busy' end
 lease(ARGV[2], ARGV[4], ARGV[5])
 return batch`;
 
-// ARGV: prefix, id, holder, then the values of FIELDS ('' for null). Only the holder records a try.
+// ARGV: prefix, id, holder, then the values of FIELDS ('' for null), then the try to count: app,
+// minute start, outcome, keep ms ('' outcome: none). Only the holder records a try; a try is
+// counted whoever held it, since it reached the receiver.
 const SAVE_LUA = `${WEBHOOK_LUA}
+if ARGV[15] ~= '' then
+  local tries = P .. 'wh:{' .. ARGV[13] .. '}:tries:' .. ARGV[14]
+  redis.call('hincrby', tries, ARGV[15], 1)
+  redis.call('pexpire', tries, ARGV[16])
+end
 local key = bkey(ARGV[2])
 if redis.call('hget', key, 'holder') ~= ARGV[3] then return 0 end
 local old = redis.call('hmget', key, 'state', 'seq', 'createdAt', 'id')
@@ -125,6 +140,17 @@ const LIST_LUA = `${WEBHOOK_LUA}
 local out = {}
 for _, id in ipairs(redis.call('zrevrange', ARGV[2], 0, tonumber(ARGV[3]) - 1)) do
   out[#out + 1] = redis.call('hgetall', bkey(id))
+end
+return out`;
+
+// ARGV: prefix, app, first minute start, last minute start. Answers {minute, outcome, n, ...}.
+const TRIES_LUA = `${WEBHOOK_LUA}
+local out = {}
+for minute = tonumber(ARGV[3]), tonumber(ARGV[4]), 60000 do
+  local counts = redis.call('hgetall', P .. 'wh:{' .. ARGV[2] .. '}:tries:' .. string.format('%d', minute))
+  for n = 1, #counts, 2 do
+    out[#out + 1] = string.format('%d', minute); out[#out + 1] = counts[n]; out[#out + 1] = counts[n + 1]
+  end
 end
 return out`;
 
@@ -198,6 +224,8 @@ function toBatches(reply: unknown): StoredBatch[] {
   return reply.map(toBatch).filter((b): b is StoredBatch => b !== undefined);
 }
 
+const MINUTE_MS = 60_000;
+
 const text = (value: number | string | null): string => (value === null ? '' : String(value));
 
 /**
@@ -212,6 +240,7 @@ export class RedisWebhookStore implements WebhookStore {
   readonly #claimDue: Script;
   readonly #claim: Script;
   readonly #save: Script;
+  readonly #tries: Script;
   readonly #list: Script;
   readonly #prune: Script;
   readonly #stats: Script;
@@ -224,6 +253,7 @@ export class RedisWebhookStore implements WebhookStore {
     this.#claimDue = client.script('rtWebhookClaimDue', CLAIM_DUE_LUA);
     this.#claim = client.script('rtWebhookClaim', CLAIM_LUA);
     this.#save = client.script('rtWebhookSave', SAVE_LUA);
+    this.#tries = client.script('rtWebhookTries', TRIES_LUA);
     this.#list = client.script('rtWebhookList', LIST_LUA);
     this.#prune = client.script('rtWebhookPrune', PRUNE_LUA);
     this.#stats = client.script('rtWebhookStats', STATS_LUA);
@@ -292,7 +322,8 @@ export class RedisWebhookStore implements WebhookStore {
     return toBatches(await this.#list([], [this.#prefix, `${this.#prefix}wh:{${app}}:batches`, limit]));
   }
 
-  async saveTry(batch: StoredBatch, holder: string): Promise<void> {
+  async saveTry(batch: StoredBatch, holder: string, tried?: TryOutcome): Promise<void> {
+    const minute = Math.floor((batch.at ?? 0) / MINUTE_MS) * MINUTE_MS;
     await this.#save(
       [],
       [
@@ -308,8 +339,32 @@ export class RedisWebhookStore implements WebhookStore {
         text(batch.at),
         text(batch.nextAt),
         text(batch.doneAt),
+        batch.app,
+        minute,
+        tried ?? '',
+        // A day after this try, and the rest of its minute: a reader counts minutes back from now.
+        TRY_COUNTS_KEPT_MS + MINUTE_MS,
       ],
     );
+  }
+
+  async tryCounts(app: string, sinceMs: number, nowMs: number): Promise<TryMinute[]> {
+    const from = Math.max(Math.floor(sinceMs / MINUTE_MS), Math.floor((nowMs - TRY_COUNTS_KEPT_MS) / MINUTE_MS) + 1);
+    const to = Math.floor(nowMs / MINUTE_MS);
+    if (to < from) return [];
+    const reply = await this.#tries([], [this.#prefix, app, from * MINUTE_MS, to * MINUTE_MS]);
+    const parts = Array.isArray(reply) ? reply.map(String) : [];
+    const minutes: TryMinute[] = [];
+    for (let i = 0; i + 2 < parts.length; i += 3) {
+      const at = Number(parts[i]);
+      let last = minutes.at(-1);
+      if (last?.at !== at) {
+        last = { at, outcomes: {} };
+        minutes.push(last);
+      }
+      last.outcomes[parts[i + 1] as TryOutcome] = Number(parts[i + 2]);
+    }
+    return minutes;
   }
 
   async prune(before: number): Promise<number> {

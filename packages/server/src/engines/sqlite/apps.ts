@@ -32,6 +32,7 @@ export class SqliteAppStore implements AppStore {
   readonly #upsert;
   readonly #setSecret;
   readonly #setWebhook;
+  readonly #remove;
 
   constructor(db: Db) {
     this.#get = db.prepare<[string], AppRow>('SELECT * FROM apps WHERE key = ?');
@@ -45,6 +46,7 @@ export class SqliteAppStore implements AppStore {
     );
     this.#setSecret = db.prepare('UPDATE apps SET secret = ? WHERE key = ?');
     this.#setWebhook = db.prepare('UPDATE apps SET webhook = ? WHERE key = ?');
+    this.#remove = db.prepare('DELETE FROM apps WHERE key = ?');
   }
 
   // SQLite errors as StoreErrors: a read the disk refuses answers 503 `unavailable`, not 500.
@@ -74,6 +76,8 @@ export class SqliteAppStore implements AppStore {
   readonly setWebhook = withStoreErrors((key: string, url: string): boolean => {
     return this.#setWebhook.run(url, key).changes > 0;
   });
+
+  readonly remove = withStoreErrors((key: string): boolean => this.#remove.run(key).changes > 0);
 
   close(): void {
     // The database handle is owned by whoever opened it.

@@ -1,5 +1,12 @@
 import type { DeliveryError, DeliveryState } from '@realtime/protocol';
-import type { StoredBatch, WebhookStats, WebhookStore } from '../types.js';
+import {
+  type StoredBatch,
+  TRY_COUNTS_KEPT_MS,
+  type TryMinute,
+  type TryOutcome,
+  type WebhookStats,
+  type WebhookStore,
+} from '../types.js';
 import type { Db } from './db.js';
 import { asStoreError, withStoreErrors } from './sqlite-error.js';
 
@@ -66,6 +73,20 @@ function addLeaseColumns(db: Db): void {
   }
 }
 
+const MINUTE_MS = 60_000;
+
+/** Tries counted per app, minute and outcome (the dashboard's chart); made here, not in db.ts, as its own concern. */
+const TRIES_SCHEMA = `
+CREATE TABLE IF NOT EXISTS webhook_tries (
+  app TEXT NOT NULL,
+  minute INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (app, minute, outcome)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS webhook_tries_minute ON webhook_tries (minute);
+`;
+
 /**
  * The webhook queue in the service's SQLite file: events waiting for a batch, and batches with their
  * tries and leases. Any number of processes may share the file: every step that reads and then
@@ -87,6 +108,8 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #lease;
   readonly #list;
   readonly #save;
+  readonly #saveAndCount;
+  readonly #tries;
   readonly #prune;
   readonly #form;
   readonly #add;
@@ -130,6 +153,22 @@ export class SqliteWebhookStore implements WebhookStore {
        WHERE id = @id AND lease_holder = @holder`,
     );
     this.#prune = db.prepare('DELETE FROM webhook_batches WHERE done_at IS NOT NULL AND done_at < ?');
+    db.exec(TRIES_SCHEMA);
+    const count = db.prepare<[string, number, string]>(
+      `INSERT INTO webhook_tries (app, minute, outcome, n) VALUES (?, ?, ?, 1)
+       ON CONFLICT (app, minute, outcome) DO UPDATE SET n = n + 1`,
+    );
+    const forget = db.prepare<[number]>('DELETE FROM webhook_tries WHERE minute < ?');
+    this.#tries = db.prepare<[string, number, number], { minute: number; outcome: string; n: number }>(
+      'SELECT minute, outcome, n FROM webhook_tries WHERE app = ? AND minute >= ? AND minute <= ? ORDER BY minute',
+    );
+    // The try counted in the same transaction as its result; counts older than a day go then too.
+    this.#saveAndCount = db.transaction((values: Record<string, unknown>, app: string, at: number, outcome: string) => {
+      this.#save.run(values);
+      const minute = Math.floor(at / MINUTE_MS) * MINUTE_MS;
+      count.run(app, minute, outcome);
+      forget.run(minute - TRY_COUNTS_KEPT_MS);
+    });
 
     this.#form = db.transaction((app: string, batchId: string, max: number, now: number) => {
       const rows = this.#oldest.all(app, max);
@@ -223,8 +262,8 @@ export class SqliteWebhookStore implements WebhookStore {
 
   readonly list = withStoreErrors((app: string, limit: number) => this.#list.all(app, limit).map(toBatch));
 
-  readonly saveTry = withStoreErrors((batch: StoredBatch, holder: string): void => {
-    this.#save.run({
+  readonly saveTry = withStoreErrors((batch: StoredBatch, holder: string, tried?: TryOutcome): void => {
+    const values = {
       id: batch.id,
       holder,
       state: batch.state,
@@ -236,7 +275,23 @@ export class SqliteWebhookStore implements WebhookStore {
       at: batch.at,
       nextAt: batch.nextAt,
       doneAt: batch.doneAt,
-    });
+    };
+    if (tried === undefined) this.#save.run(values);
+    else this.#saveAndCount.immediate(values, batch.app, batch.at ?? 0, tried);
+  });
+
+  readonly tryCounts = withStoreErrors((app: string, sinceMs: number, nowMs: number): TryMinute[] => {
+    const from = Math.max(Math.floor(sinceMs / MINUTE_MS), Math.floor((nowMs - TRY_COUNTS_KEPT_MS) / MINUTE_MS) + 1);
+    const minutes: TryMinute[] = [];
+    for (const row of this.#tries.all(app, from * MINUTE_MS, nowMs)) {
+      let last = minutes.at(-1);
+      if (last?.at !== row.minute) {
+        last = { at: row.minute, outcomes: {} };
+        minutes.push(last);
+      }
+      last.outcomes[row.outcome as TryOutcome] = row.n;
+    }
+    return minutes;
   });
 
   readonly prune = withStoreErrors((before: number) => this.#prune.run(before).changes);
