@@ -326,6 +326,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           limits: engine.limits,
           trusted: new TrustedProxies(admission.limits.trustProxy),
           allowPrivateWebhooks: options.allowPrivateWebhooks === true,
+          webhooks,
           log,
           now,
         };

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { AppStore, LimitStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 import type { PasswordHash } from './password.js';
 import type { SessionKeys } from './session.js';
 
@@ -16,6 +17,8 @@ export interface DashboardDeps {
   trusted: TrustedProxies;
   /** Webhook addresses may be http:// and local (the server's --allow-private-webhooks). */
   allowPrivateWebhooks: boolean;
+  /** The service's webhooks: test, delivery log, resend, tries by outcome. */
+  webhooks: Webhooks;
   log: Logger;
   now: () => number;
 }

@@ -332,6 +332,22 @@ export interface TryResult {
   error?: DeliveryError;
 }
 
+/**
+ * A try's outcome as the tries chart counts it: the class of the answer's status (3xx apart: a
+ * redirect is never followed, and is not the receiver refusing), or why nothing answered.
+ */
+export type TryOutcome = '2xx' | '3xx' | '4xx' | '5xx' | DeliveryError;
+
+/** How long the stores keep tries counted by outcome. */
+export const TRY_COUNTS_KEPT_MS = 24 * 3600_000;
+
+/** The tries of one minute by outcome (outcomes without a try left out). */
+export interface TryMinute {
+  /** The minute's start (ms). */
+  at: number;
+  outcomes: Partial<Record<TryOutcome, number>>;
+}
+
 /** What the webhook queue holds, for metrics. */
 export interface WebhookStats {
   /** Events not yet in a batch. */
@@ -376,8 +392,19 @@ export interface WebhookStore {
   get(id: string): MaybePromise<StoredBatch | undefined>;
   /** Newest first. */
   list(app: string, limit: number): MaybePromise<StoredBatch[]>;
-  /** Records a try by the lease's holder and ends the lease. */
-  saveTry(batch: StoredBatch, holder: string): MaybePromise<void>;
+  /**
+   * Records a try by the lease's holder and ends the lease. With `tried` (a try was made, not a
+   * batch handed back or given up untried) it also counts the try under the app, the minute of
+   * `batch.at` and the outcome, in the same step, whether or not the lease was still the holder's
+   * (the try reached the receiver either way). Counts are kept 24 hours.
+   */
+  saveTry(batch: StoredBatch, holder: string, tried?: TryOutcome): MaybePromise<void>;
+  /**
+   * The app's tries counted by saveTry, per minute, for the minutes starting from the one holding
+   * `sinceMs` up to `nowMs` and within the 24 hours before `nowMs`; oldest first, minutes without
+   * a try left out.
+   */
+  tryCounts(app: string, sinceMs: number, nowMs: number): MaybePromise<TryMinute[]>;
   /** Removes batches done before `before`; returns how many. */
   prune(before: number): MaybePromise<number>;
   stats(now: number): MaybePromise<WebhookStats>;
