@@ -16,6 +16,7 @@ import { UserPresence } from './core/user-presence.js';
 import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
 import { parsePasswordHash } from './dashboard/password.js';
 import { SessionKeys } from './dashboard/session.js';
+import { metricSources, StatsSampler } from './dashboard/stats-sampler.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
 import type { App, AppStore } from './engines/types.js';
@@ -75,7 +76,11 @@ export interface ServerOptions {
   /** Bearer token that GET /metrics asks for; none: metrics are open (bind to a private address). */
   metricsToken?: string;
   /** The dashboard (docs/dashboard.md): on with the operator password's scrypt hash, off without. */
-  dashboard?: { passwordHash: string };
+  dashboard?: {
+    passwordHash: string;
+    /** Time between two stats samples (default 5 s; tests shorten it). */
+    statsIntervalMs?: number;
+  };
   /** How long a node that died stays counted before others sweep its pages (default 15 s). */
   nodeLeaseMs?: number;
   /** On stop, how long /ready answers 503 before pages are closed and the port stops listening. */
@@ -327,9 +332,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           trusted: new TrustedProxies(admission.limits.trustProxy),
           allowPrivateWebhooks: options.allowPrivateWebhooks === true,
           webhooks,
+          presence: engine.presence,
+          stats: new StatsSampler(
+            metricSources(
+              metrics,
+              () => gateway.size,
+              () => engine.webhooks.stats(now()),
+            ),
+            { node: engine.node, now, log, intervalMs: options.dashboard?.statsIntervalMs },
+          ),
           log,
           now,
         };
+  // Sampled only while the dashboard is on: a service without it pays nothing.
+  dashboard?.stats.start();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
     if (handleDashboardRequest(req, res, dashboard)) return;
@@ -406,6 +422,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // A load balancer polling /ready sees 503 and stops sending new pages here before they are closed.
       if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
       clearInterval(pruner);
+      dashboard?.stats.stop();
       // Pages first, told to reconnect (to another node, or to this one once it is back).
       stopGapListener?.();
       stopRepair?.();

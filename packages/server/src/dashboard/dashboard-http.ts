@@ -8,16 +8,18 @@ import { StoreError } from '../engines/store-error.js';
 import { sendJson } from '../http/answer.js';
 import { appRoutes } from './apps-api.js';
 import type { DashboardDeps } from './deps.js';
+import { presenceRoutes } from './presence-api.js';
 import { Refusal } from './refusal.js';
 import { DASHBOARD_PATH, type Handler, type Route } from './request.js';
 import { sessionRoutes } from './session-api.js';
 import { isStaticPath, serveStatic } from './static-files.js';
+import { statsRoutes } from './stats-api.js';
 import { webhookRoutes } from './webhooks-api.js';
 
 export type { DashboardDeps } from './deps.js';
 export { DASHBOARD_PATH } from './request.js';
 
-const ROUTES: Route[] = [...sessionRoutes, ...appRoutes, ...webhookRoutes];
+const ROUTES: Route[] = [...sessionRoutes, ...appRoutes, ...webhookRoutes, ...presenceRoutes, ...statsRoutes];
 
 /** A route's path split into segments, `:name` ones matching any single segment. */
 const COMPILED = ROUTES.map((route) => ({ route, segments: route.path.split('/') }));

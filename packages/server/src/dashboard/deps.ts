@@ -1,10 +1,11 @@
 /** What the dashboard's endpoints use of the service. */
 import type { Logger } from 'pino';
-import type { AppStore, LimitStore } from '../engines/types.js';
+import type { AppStore, LimitStore, PresenceStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import type { PasswordHash } from './password.js';
 import type { SessionKeys } from './session.js';
+import type { StatsSampler } from './stats-sampler.js';
 
 export interface DashboardDeps {
   password: PasswordHash;
@@ -19,6 +20,10 @@ export interface DashboardDeps {
   allowPrivateWebhooks: boolean;
   /** The service's webhooks: test, delivery log, resend, tries by outcome. */
   webhooks: Webhooks;
+  /** Who is where over every node: the online users and occupied rooms of an app. */
+  presence: PresenceStore;
+  /** The stats ring, sampled while the dashboard is on. */
+  stats: StatsSampler;
   log: Logger;
   now: () => number;
 }

@@ -269,6 +269,13 @@ export interface PresenceStore {
   /** How many members the room has, read at one point of the presence sequence (see MemberCount). */
   memberCount(app: string, room: string): MaybePromise<MemberCount>;
   /**
+   * The app's users with a page open on any node (a user in the offline delay has none), by id in
+   * code point order (UTF-8 byte order), each with their pages: a listing that never walks the store.
+   */
+  onlineUsers(app: string, range: NameRange): MaybePromise<{ users: OnlineUser[]; more: boolean }>;
+  /** The app's rooms with a page in them on any node, by name as onlineUsers, with pages and presence members. */
+  occupiedRooms(app: string, range: NameRange): MaybePromise<{ rooms: OccupiedRoom[]; more: boolean }>;
+  /**
    * Keeps this node's pages counted until `nowMs + leaseMs`. A node that stops renewing (it died
    * without closing its pages) has them taken out by another node's `sweep` once the lease ended.
    */
@@ -297,6 +304,30 @@ export interface MemberCount {
 export interface MemberPage extends MemberCount {
   members: Member[];
   cursor?: string;
+}
+
+/**
+ * Which names a listing answers, in code point order: the first `limit` after `after` (none: from the
+ * first) that start with `prefix` (none: any); `more` says whether others follow.
+ */
+export interface NameRange {
+  limit: number;
+  after?: string;
+  prefix?: string;
+}
+
+export interface OnlineUser {
+  user: string;
+  /** Pages the user has open, on every node. */
+  pages: number;
+}
+
+export interface OccupiedRoom {
+  room: string;
+  /** Pages in the room, on every node (at least 1). */
+  pages: number;
+  /** Presence members: users whose page joined it as a presence member, each once (memberCount). */
+  members: number;
 }
 
 /** What the pages of a dead node ended: a member left a presence room, or a room has no page left. */

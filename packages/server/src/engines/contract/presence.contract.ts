@@ -642,6 +642,136 @@ export function presenceContract(
       });
     });
 
+    describe('listings of an app', () => {
+      /** Names in code point order (UTF-8 byte order), where UTF-16 order would differ: '🚀' > 'ﬁ'. */
+      const ordered = ['Ann', 'ann', 'bob', 'cy 🚀', 'é', 'ﬁ', '🚀'];
+
+      it('lists nobody and no room at first', async () => {
+        const store = await make();
+        expect(await store.onlineUsers('app1', { limit: 10 })).toEqual({ users: [], more: false });
+        expect(await store.occupiedRooms('app1', { limit: 10 })).toEqual({ rooms: [], more: false });
+      });
+
+      it('lists users with a page open on any node, by name, with their pages, until their last page closes', async () => {
+        const { store, peer } = await makeBoth();
+        for (const [i, user] of [...ordered].reverse().entries()) {
+          await store.pageOpened('app1', user, `a${i}`, T0);
+          if (i % 2 === 0) await peer.pageOpened('app1', user, `b${i}`, T0);
+        }
+        await store.pageOpened('app2', 'zed', 'c1', T0);
+        const all = await peer.onlineUsers('app1', { limit: 100 });
+        expect(all.more).toBe(false);
+        expect(all.users.map((u) => u.user)).toEqual(ordered);
+        // Reversed above: index i of `ordered` was opened as 6 - i, with a second page when that is even.
+        expect(all.users.map((u) => u.pages)).toEqual(ordered.map((_, i) => ((6 - i) % 2 === 0 ? 2 : 1)));
+        expect(await store.onlineUsers('app2', { limit: 100 })).toEqual({
+          users: [{ user: 'zed', pages: 1 }],
+          more: false,
+        });
+
+        // 'bob' was opened as i = 4 (two pages): one close leaves one, the other takes him off at once,
+        // though he stays online (webhooks, online) for the offline delay.
+        await store.pageClosed('app1', 'bob', 'a4', T0);
+        expect((await store.onlineUsers('app1', { limit: 100 })).users).toContainEqual({ user: 'bob', pages: 1 });
+        await peer.pageClosed('app1', 'bob', 'b4', T0);
+        const after = await store.onlineUsers('app1', { limit: 100 });
+        expect(after.users.map((u) => u.user)).toEqual(ordered.filter((u) => u !== 'bob'));
+        expect(await store.online('app1', ['bob'], T0 + 1)).toEqual([true]);
+        // Back: listed again.
+        await peer.pageOpened('app1', 'bob', 'b9', T0 + 2);
+        expect((await store.onlineUsers('app1', { limit: 100 })).users).toContainEqual({ user: 'bob', pages: 1 });
+      });
+
+      it('lists rooms with a page in them on any node, by name, with pages and presence members', async () => {
+        const { store, peer } = await makeBoth();
+        for (const [i, room] of [...ordered].reverse().entries()) await store.enterRoom('app1', room, `a${i}`);
+        await peer.enterRoom('app1', 'bob', 'b1');
+        await peer.enterRoom('app1', 'bob', 'b2');
+        await store.joinRoom('app1', 'bob', { user: 'u1' }, 'b1');
+        await store.joinRoom('app1', 'bob', { user: 'u1' }, 'b2');
+        await peer.joinRoom('app1', 'bob', { user: 'u2', info: { x: 1 } }, 'a4');
+        await store.enterRoom('app2', 'other', 'c1');
+        const all = await peer.occupiedRooms('app1', { limit: 100 });
+        expect(all.more).toBe(false);
+        expect(all.rooms.map((r) => r.room)).toEqual(ordered);
+        expect(all.rooms.find((r) => r.room === 'bob')).toEqual({ room: 'bob', pages: 3, members: 2 });
+        expect(all.rooms.find((r) => r.room === 'ann')).toEqual({ room: 'ann', pages: 1, members: 0 });
+        expect(await store.occupiedRooms('app2', { limit: 100 })).toEqual({
+          rooms: [{ room: 'other', pages: 1, members: 0 }],
+          more: false,
+        });
+
+        await store.leaveRoom('app1', 'bob', 'u1', 'b1');
+        await store.exitRoom('app1', 'bob', 'b1');
+        expect((await store.occupiedRooms('app1', { limit: 100 })).rooms).toContainEqual({
+          room: 'bob',
+          pages: 2,
+          members: 2,
+        });
+        await store.leaveRoom('app1', 'bob', 'u1', 'b2');
+        await store.exitRoom('app1', 'bob', 'b2');
+        await peer.leaveRoom('app1', 'bob', 'u2', 'a4');
+        expect((await store.occupiedRooms('app1', { limit: 100 })).rooms).toContainEqual({
+          room: 'bob',
+          pages: 1,
+          members: 0,
+        });
+        expect(await peer.exitRoom('app1', 'bob', 'a4')).toBe(true);
+        const after = await store.occupiedRooms('app1', { limit: 100 });
+        expect(after.rooms.map((r) => r.room)).toEqual(ordered.filter((r) => r !== 'bob'));
+      });
+
+      it('answers the first `limit` names, whether more follow, and the names after one or with a prefix', async () => {
+        const store = await make();
+        const users = Array.from({ length: 25 }, (_, i) => `user-${String(i).padStart(2, '0')}`);
+        for (const user of [...users].reverse()) {
+          await store.pageOpened('app1', user, `p-${user}`, T0);
+          await store.enterRoom('app1', `room-${user}`, `p-${user}`);
+        }
+        await store.pageOpened('app1', 'other', 'p-other', T0);
+
+        const first = await store.onlineUsers('app1', { limit: 10 });
+        expect(first.users.map((u) => u.user)).toEqual(['other', ...users.slice(0, 9)]);
+        expect(first.more).toBe(true);
+        // Walking on with `after` gives each name once.
+        const seen: string[] = [];
+        let after: string | undefined;
+        for (;;) {
+          const page = await store.onlineUsers('app1', { limit: 7, ...(after === undefined ? {} : { after }) });
+          seen.push(...page.users.map((u) => u.user));
+          after = page.users.at(-1)?.user;
+          if (!page.more) break;
+        }
+        expect(seen).toEqual(['other', ...users]);
+        // Exactly `limit` there: no more.
+        expect((await store.onlineUsers('app1', { limit: 26 })).more).toBe(false);
+        expect((await store.onlineUsers('app1', { limit: 25 })).more).toBe(true);
+
+        const prefixed = await store.onlineUsers('app1', { limit: 5, prefix: 'user-1' });
+        expect(prefixed.users.map((u) => u.user)).toEqual(users.slice(10, 15));
+        expect(prefixed.more).toBe(true);
+        const rest = await store.onlineUsers('app1', { limit: 5, prefix: 'user-1', after: 'user-14' });
+        expect(rest).toEqual({ users: users.slice(15, 20).map((user) => ({ user, pages: 1 })), more: false });
+        // An `after` before the prefix starts at the prefix; one past it finds nothing.
+        expect((await store.onlineUsers('app1', { limit: 2, prefix: 'user-2', after: 'a' })).users).toEqual([
+          { user: 'user-20', pages: 1 },
+          { user: 'user-21', pages: 1 },
+        ]);
+        expect(await store.onlineUsers('app1', { limit: 2, prefix: 'user-2', after: 'zzz' })).toEqual({
+          users: [],
+          more: false,
+        });
+        expect(await store.onlineUsers('app1', { limit: 2, prefix: 'nobody' })).toEqual({ users: [], more: false });
+
+        const rooms = await store.occupiedRooms('app1', { limit: 3, prefix: 'room-user-2', after: 'room-user-21' });
+        expect(rooms).toEqual({
+          rooms: ['room-user-22', 'room-user-23', 'room-user-24'].map((room) => ({ room, pages: 1, members: 0 })),
+          more: false,
+        });
+        expect((await store.occupiedRooms('app1', { limit: 24 })).more).toBe(true);
+      });
+    });
+
     if (features.leases) leaseTests();
   });
 
@@ -743,6 +873,31 @@ export function presenceContract(
         // The other node's pages are still counted.
         expect(await peer.leaveRoom('app1', 'lobby', 'ann', 'nb.1')).toBe(true);
         expect(await peer.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
+      });
+
+      it('takes the pages of a node whose lease ended out of the listings', async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await peer.renew('nb', T0, LEASE * 10);
+        await openPage(store, 'na.1', ann, ['lobby', 'solo'], ['lobby']);
+        await openPage(store, 'na.2', bob, ['lobby'], []);
+        await openPage(peer, 'nb.1', bob, ['lobby'], ['lobby']);
+        expect(await peer.onlineUsers('app1', { limit: 10 })).toEqual({
+          users: [
+            { user: 'ann', pages: 1 },
+            { user: 'bob', pages: 2 },
+          ],
+          more: false,
+        });
+        await peer.sweep(T0 + LEASE);
+        expect(await store.onlineUsers('app1', { limit: 10 })).toEqual({
+          users: [{ user: 'bob', pages: 1 }],
+          more: false,
+        });
+        expect(await store.occupiedRooms('app1', { limit: 10 })).toEqual({
+          rooms: [{ room: 'lobby', pages: 1, members: 1 }],
+          more: false,
+        });
       });
 
       it('answers each departure once, however many sweep at once on two nodes', async () => {

@@ -1,6 +1,16 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { Departure, GoneUser, MemberCount, MemberPage, PresenceStore } from '../types.js';
+import type {
+  Departure,
+  GoneUser,
+  MemberCount,
+  MemberPage,
+  NameRange,
+  OccupiedRoom,
+  OnlineUser,
+  PresenceStore,
+} from '../types.js';
 import { MemberList } from './member-list.js';
+import { NameIndex } from './name-index.js';
 
 /** A user whose last page closed, waiting for their report to fall due. */
 interface DueOffline {
@@ -31,6 +41,9 @@ export class MemoryPresenceStore implements PresenceStore {
   readonly #occupied = new Map<string, Set<string>>();
   /** Presence rooms: members by user, each with the pages that hold them there. */
   readonly #rooms = new Map<string, MemberList>();
+  /** Per app: users with a page open, and rooms with a page in them (the dashboard's listings). */
+  readonly #onlineUsers = new NameIndex();
+  readonly #occupiedRooms = new NameIndex();
   /** The presence sequence: one number per member change, over every room (MemberCount). */
   #seq = 0;
   readonly #nextSeq = () => ++this.#seq;
@@ -43,6 +56,7 @@ export class MemoryPresenceStore implements PresenceStore {
   pageOpened(app: string, user: string, page: string): boolean {
     const key = `${app}\u0000${user}`;
     const state = this.#users.get(key);
+    this.#onlineUsers.add(app, user);
     if (!state) {
       this.#users.set(key, { pages: new Set([page]), offlineAt: undefined });
       return true;
@@ -57,6 +71,7 @@ export class MemoryPresenceStore implements PresenceStore {
     const key = `${app}\u0000${user}`;
     const state = this.#users.get(key);
     if (!state?.pages.delete(page) || state.pages.size > 0) return;
+    this.#onlineUsers.remove(app, user);
     state.offlineAt = nowMs + this.#offlineDelayMs;
     this.#due.push({ key, app, user, at: state.offlineAt });
   }
@@ -126,6 +141,7 @@ export class MemoryPresenceStore implements PresenceStore {
       return false;
     }
     this.#occupied.set(key, new Set([page]));
+    this.#occupiedRooms.add(app, room);
     return true;
   }
 
@@ -134,6 +150,7 @@ export class MemoryPresenceStore implements PresenceStore {
     const pages = this.#occupied.get(key);
     if (!pages?.delete(page) || pages.size > 0) return false;
     this.#occupied.delete(key);
+    this.#occupiedRooms.remove(app, room);
     return true;
   }
 
@@ -175,6 +192,20 @@ export class MemoryPresenceStore implements PresenceStore {
     return { count: this.#rooms.get(`${app}\u0000${room}`)?.size ?? 0, seq: this.#seq };
   }
 
+  onlineUsers(app: string, range: NameRange): { users: OnlineUser[]; more: boolean } {
+    const { names, more } = this.#onlineUsers.list(app, range);
+    return { users: names.map((user) => ({ user, pages: this.userPages(app, user) })), more };
+  }
+
+  occupiedRooms(app: string, range: NameRange): { rooms: OccupiedRoom[]; more: boolean } {
+    const { names, more } = this.#occupiedRooms.list(app, range);
+    const rooms = names.map((room) => {
+      const key = `${app}\u0000${room}`;
+      return { room, pages: this.#occupied.get(key)?.size ?? 0, members: this.#rooms.get(key)?.size ?? 0 };
+    });
+    return { rooms, more };
+  }
+
   /** One process: its pages go with it, and a restart starts with none. */
   renew(): void {}
 
@@ -186,5 +217,7 @@ export class MemoryPresenceStore implements PresenceStore {
     this.#users.clear();
     this.#rooms.clear();
     this.#occupied.clear();
+    this.#onlineUsers.clear();
+    this.#occupiedRooms.clear();
   }
 }

@@ -1,5 +1,15 @@
 import { LIMITS, type Member } from '@realtime/protocol';
-import type { Departure, GoneUser, MemberCount, MemberPage, PresenceStore } from '../types.js';
+import { compareNames } from '../name-order.js';
+import type {
+  Departure,
+  GoneUser,
+  MemberCount,
+  MemberPage,
+  NameRange,
+  OccupiedRoom,
+  OnlineUser,
+  PresenceStore,
+} from '../types.js';
 import type { RedisClient, Script } from './client.js';
 
 /**
@@ -14,6 +24,9 @@ import type { RedisClient, Script } from './client.js';
  * - a presence room: `pr:m:{<app>:<room>}:order` zset of user ids by the presence sequence number
  *   they joined at (a page of members after a cursor is one ZRANGEBYSCORE), `:info` hash user ->
  *   member JSON, `:count` hash user -> pages holding them, `:pages` hash page -> user;
+ * - `pr:au:{<app>}` zset (all scores 0, so in byte order) of the app's users with a page open, and
+ *   `pr:ar:{<app>}` of its rooms with a page in them: kept in the same scripts that open and close
+ *   pages and seat them, so listing an app's users or rooms reads one key and never scans;
  * - `pr:mseq` the presence sequence: INCR at every member change of any room (MemberCount);
  * - `pr:n:{<node>}` set of the node's pages that hold something; `pr:g:{<node>}:<page>` set of what
  *   one page holds: `u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>` (names
@@ -28,6 +41,8 @@ local SEP = string.char(0)
 local OFF, NODES, SWEEPING, MSEQ = P .. 'pr:off', P .. 'pr:nodes', P .. 'pr:sweeping', P .. 'pr:mseq'
 local function ukey(app, user) return P .. 'pr:u:{' .. app .. ':' .. user .. '}' end
 local function rkey(app, room) return P .. 'pr:r:{' .. app .. ':' .. room .. '}' end
+local function aukey(app) return P .. 'pr:au:{' .. app .. '}' end
+local function arkey(app) return P .. 'pr:ar:{' .. app .. '}' end
 local function mkey(app, room, part) return P .. 'pr:m:{' .. app .. ':' .. room .. '}:' .. part end
 local function nkey(node) return P .. 'pr:n:{' .. node .. '}' end
 local function skey(node) return P .. 'pr:s:{' .. node .. '}' end
@@ -57,12 +72,17 @@ local function close_page(app, user, page, now, delay)
   local k = ukey(app, user)
   if redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0 then
     redis.call('zadd', OFF, now + delay, app .. ':' .. user)
+    redis.call('zrem', aukey(app), user)
   end
 end
 
 local function exit_room(app, room, page)
   local k = rkey(app, room)
-  return redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0
+  if redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0 then
+    redis.call('zrem', arkey(app), room)
+    return true
+  end
+  return false
 end
 
 -- Answers the member's JSON when it was the user's last page there, else false.
@@ -98,6 +118,7 @@ local app, user, page = ARGV[2], ARGV[3], ARGV[4]
 local k = ukey(app, user)
 local fresh = redis.call('exists', k) == 0 and not redis.call('zscore', OFF, app .. ':' .. user)
 redis.call('sadd', k, page)
+redis.call('zadd', aukey(app), 0, user)
 redis.call('zrem', OFF, app .. ':' .. user)
 hold(page, 'u' .. SEP .. app .. SEP .. user)
 if fresh then return 1 end
@@ -154,6 +175,7 @@ const ENTER_LUA = `${PRESENCE_LUA}
 local app, room, page = ARGV[2], ARGV[3], ARGV[4]
 local k = rkey(app, room)
 local first = redis.call('sadd', k, page) == 1 and redis.call('scard', k) == 1
+redis.call('zadd', arkey(app), 0, room)
 hold(page, 'r' .. SEP .. app .. SEP .. room)
 if first then return 1 end
 return 0`;
@@ -218,6 +240,40 @@ return out`;
 // ARGV: prefix, app, room. Answers the room's count and the presence sequence.
 const COUNT_LUA = `${PRESENCE_LUA}
 return {redis.call('zcard', mkey(ARGV[2], ARGV[3], 'order')), tonumber(redis.call('get', MSEQ) or '0')}`;
+
+// ARGV: prefix, app, 'u' (users) or 'r' (rooms), limit, the ZRANGEBYLEX min, name prefix ('' any).
+// Answers 1 when more follow (else 0), then per name in byte order: the name,
+// its pages, and for rooms its presence members.
+const LIST_LUA = `${PRESENCE_LUA}
+local app, users, limit, min, start = ARGV[2], ARGV[3] == 'u', tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local index = users and aukey(app) or arkey(app)
+local max = '+'
+-- No UTF-8 text holds byte 255: every name that starts with the prefix sorts before this.
+if start ~= '' then max = '(' .. start .. string.char(255) end
+local out = {0}
+local offset, found = 0, 0
+while found <= limit do
+  local names = redis.call('zrangebylex', index, min, max, 'LIMIT', offset, limit + 1 - found)
+  if #names == 0 then break end
+  for _, name in ipairs(names) do
+    local pages = redis.call('scard', users and ukey(app, name) or rkey(app, name))
+    if pages == 0 then
+      -- Left behind by a node that ran an older script (an upgrade): dropped as it is found.
+      redis.call('zrem', index, name)
+    else
+      found = found + 1
+      if found > limit then
+        out[1] = 1
+        break
+      end
+      offset = offset + 1
+      out[#out + 1] = name
+      out[#out + 1] = pages
+      if not users then out[#out + 1] = redis.call('zcard', mkey(app, name, 'order')) end
+    end
+  end
+end
+return out`;
 
 // ARGV: prefix, now, claim ms. Hands the pages of nodes whose lease ended to the sweep, then claims
 // one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or false.
@@ -332,6 +388,7 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #members: Script;
   readonly #page: Script;
   readonly #count: Script;
+  readonly #list: Script;
   readonly #claim: Script;
   readonly #sweepChunk: Script;
 
@@ -352,6 +409,7 @@ export class RedisPresenceStore implements PresenceStore {
     this.#members = client.script('rtPresenceMembers', MEMBERS_LUA);
     this.#page = client.script('rtPresencePage', PAGE_LUA);
     this.#count = client.script('rtPresenceCount', COUNT_LUA);
+    this.#list = client.script('rtPresenceList', LIST_LUA);
     this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
     this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
   }
@@ -424,6 +482,33 @@ export class RedisPresenceStore implements PresenceStore {
   async memberCount(app: string, room: string): Promise<MemberCount> {
     const reply = strings(await this.#count([], [this.#prefix, app, room]));
     return { count: Number(reply[0] ?? 0), seq: Number(reply[1] ?? 0) };
+  }
+
+  async onlineUsers(app: string, range: NameRange): Promise<{ users: OnlineUser[]; more: boolean }> {
+    const { more, rows } = await this.#listing(app, 'u', range);
+    const users: OnlineUser[] = [];
+    for (let i = 0; i + 1 < rows.length; i += 2) users.push({ user: rows[i] ?? '', pages: Number(rows[i + 1]) });
+    return { users, more };
+  }
+
+  async occupiedRooms(app: string, range: NameRange): Promise<{ rooms: OccupiedRoom[]; more: boolean }> {
+    const { more, rows } = await this.#listing(app, 'r', range);
+    const rooms: OccupiedRoom[] = [];
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      rooms.push({ room: rows[i] ?? '', pages: Number(rows[i + 1]), members: Number(rows[i + 2]) });
+    }
+    return { rooms, more };
+  }
+
+  async #listing(app: string, kind: 'u' | 'r', range: NameRange): Promise<{ more: boolean; rows: string[] }> {
+    const limit = Math.max(1, Math.floor(range.limit));
+    const start = range.prefix ?? '';
+    // The later of "after `after`" and "from the prefix on" (compared here: Lua compares by locale).
+    let min = start === '' ? '-' : `[${start}`;
+    if (range.after !== undefined && compareNames(range.after, start) >= 0) min = `(${range.after}`;
+    const args = [this.#prefix, app, kind, limit, min, start];
+    const reply = strings(await this.#list([], args));
+    return { more: reply[0] === '1', rows: reply.slice(1) };
   }
 
   async renew(node: string, nowMs: number, leaseMs: number): Promise<void> {
