@@ -7,6 +7,7 @@ import { callModule } from './calls/call-module.js';
 import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { AskService } from './core/ask.js';
+import { ConsoleTap } from './core/console-tap.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
@@ -112,6 +113,8 @@ export interface RunningServer {
   disconnectUser(app: string, user: string, code?: number): number;
   /** The Prometheus registry of this server. */
   metrics: Metrics;
+  /** Whether a live console on any node watches the app, as this node knows it (its traffic is tapped). */
+  watchedByConsole(app: string): boolean;
   /** The apps as stored (not cached): embedders and tests change apps through it, as the CLI does. */
   apps: AppStore;
   /** Stops taking requests, waits for those in flight, closes storage. */
@@ -151,6 +154,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log.warn('the storage lost its data: the configured apps were stored again');
   });
   const apps = new CachedAppStore(engine.apps, { now });
+  // The live console's tap: the engine's broker itself, so console traffic is not counted as the apps'.
+  const consoleTap = new ConsoleTap({ node: engine.node, broker: engine.broker, log, now });
+  await consoleTap.start();
   if (options.allowPrivateWebhooks) {
     log.warn(
       '--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.',
@@ -173,6 +179,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
     node: engine.node,
     ...(options.webhooks === undefined ? {} : { timings: options.webhooks }),
+    tap: consoleTap,
   });
   const extra = options.events;
   const events: EventSink = extra
@@ -194,6 +201,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     events,
     log,
     now,
+    tap: consoleTap,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
   // Counted among the living before any page opens here.
@@ -214,6 +222,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: engine.limits,
     log,
     now,
+    tap: consoleTap,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
   });
   await ask.start();
@@ -286,6 +295,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     now,
     traffic: metrics.traffic,
+    tap: consoleTap,
   };
   const gateway = new Gateway(gatewayDeps, options.gateway, [
     callModule(gatewayDeps, calls),
@@ -302,7 +312,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const deps: ApiDeps = {
     apps,
-    emitter: new Emitter({ broker, now }),
+    emitter: new Emitter({ broker, now, tap: consoleTap }),
     ask,
     webhooks,
     presence: engine.presence,
@@ -331,6 +341,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           limits: engine.limits,
           trusted: new TrustedProxies(admission.limits.trustProxy),
           allowPrivateWebhooks: options.allowPrivateWebhooks === true,
+          console: consoleTap,
           webhooks,
           presence: engine.presence,
           stats: new StatsSampler(
@@ -432,6 +443,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await streams.close();
       await units.close();
       await signals.close();
+      // Live consoles end here: an open stream would hold the drain below for its whole time.
+      await consoleTap.close();
       users.close();
       lease.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -458,6 +471,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     apps: engine.apps,
     pages: () => gateway.size,
     disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
+    watchedByConsole: (app) => consoleTap.watching(app),
     close,
   };
 }

@@ -8,6 +8,7 @@ import {
   topicOf,
   type Unsubscribe,
 } from '../engines/types.js';
+import type { ConsoleTap } from './console-tap.js';
 
 /** One open page of a user that can be asked. The gateway provides these. */
 export interface AskTarget {
@@ -28,11 +29,16 @@ export class TooManyAsks extends Error {
 }
 
 interface PendingAsk {
+  /** Whom it asked, for the live console. */
+  app: string;
+  user: string;
+  event: string;
   replies: Reply[];
   all: boolean;
   /** Pages that have not answered or declined yet: without `all`, none left means no reply can come. */
   waiting: number;
-  finish: () => void;
+  /** Ends the ask with the replies it has; `timedOut` when its time ran out. */
+  finish: (timedOut?: boolean) => void;
 }
 
 /** An ask of another node that pages here were given: where their answers go, until when. */
@@ -59,6 +65,8 @@ export interface AskDeps {
   log: Logger;
   now: () => number;
   maxAsksPerUser?: number;
+  /** The live console: asks and their replies of watched apps. */
+  tap?: ConsoleTap;
 }
 
 /** How long past its timeout an ask of another node is remembered here (answers that are late anyway). */
@@ -110,7 +118,16 @@ export class AskService {
     const askId = `${this.#deps.node}.${(++this.#counter).toString(36)}`;
     const ttlMs = options.timeout + SLOT_PAST_TIMEOUT_MS;
     const acquired = this.#deps.limits.acquire(key, askId, this.#maxPerUser, ttlMs, this.#deps.now());
-    if (!(typeof acquired === 'boolean' ? acquired : await acquired)) throw new TooManyAsks(this.#maxPerUser);
+    if (!(typeof acquired === 'boolean' ? acquired : await acquired)) {
+      this.#console(app)?.record(app, {
+        kind: 'ask',
+        user,
+        event: options.event,
+        data: options.data,
+        error: 'rate_limited',
+      });
+      throw new TooManyAsks(this.#maxPerUser);
+    }
     let pages: number;
     try {
       pages = await this.#deps.presence.userPages(app, user);
@@ -120,18 +137,31 @@ export class AskService {
     }
     if (pages === 0) {
       this.#release(key, askId);
+      this.#console(app)?.record(app, {
+        kind: 'ask',
+        user,
+        event: options.event,
+        data: options.data,
+        error: 'offline',
+      });
       return [];
     }
     const answered = new Promise<Reply[]>((resolve) => {
-      const timer = setTimeout(() => pending.finish(), options.timeout);
+      const timer = setTimeout(() => pending.finish(true), options.timeout);
       const pending: PendingAsk = {
+        app,
+        user,
+        event: options.event,
         replies: [],
         all: options.all,
         waiting: pages,
-        finish: () => {
+        finish: (timedOut) => {
           clearTimeout(timer);
           if (!this.#pending.delete(askId)) return;
           this.#release(key, askId);
+          if (timedOut && pending.replies.length === 0) {
+            this.#console(app)?.record(app, { kind: 'reply', user, event: options.event, error: 'timeout' });
+          }
           resolve(pending.replies);
         },
       };
@@ -144,7 +174,17 @@ export class AskService {
       this.#pending.get(askId)?.finish();
       throw error;
     }
+    this.#console(app)?.record(app, { kind: 'ask', user, event: options.event, data: options.data });
     return answered;
+  }
+
+  /**
+   * The live console's tap when it watches the app, else undefined: `this.#console(app)?.record(app, {...})`
+   * builds the entry only when it is watched (an optional call evaluates no argument).
+   */
+  #console(app: string): ConsoleTap | undefined {
+    const tap = this.#deps.tap;
+    return tap?.watching(app) ? tap : undefined;
   }
 
   /** Gives an ask's place back; when that fails, the place ends by itself after the ask's time. */
@@ -191,6 +231,10 @@ export class AskService {
   #reply(askId: string, data: unknown, at: number): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
+    if (this.#deps.tap?.watching(pending.app)) {
+      const { app, user, event } = pending;
+      this.#deps.tap.record(app, { kind: 'reply', user, event, data: JSON.stringify(data) ?? 'null' });
+    }
     pending.replies.push({ data, at });
     pending.waiting--;
     // With `all` the answer comes when the timeout is over, whoever has answered (section 4.3 rule 3).
@@ -200,6 +244,10 @@ export class AskService {
   #decline(askId: string): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
+    if (this.#deps.tap?.watching(pending.app)) {
+      const { app, user, event } = pending;
+      this.#deps.tap.record(app, { kind: 'reply', user, event, error: 'declined' });
+    }
     pending.waiting--;
     if (!pending.all && pending.waiting <= 0) pending.finish();
   }

@@ -1,5 +1,6 @@
 import type { EventIds } from '@realtime/protocol';
 import type { Broker, MaybePromise, Outgoing } from '../engines/types.js';
+import { type ConsoleTap, cutData } from './console-tap.js';
 import type { ValidEvent } from './validate.js';
 
 /** Characters of data above which one encoding is shared by the rooms of an emit. */
@@ -14,10 +15,12 @@ const SHARE_DATA_ABOVE = 16_384;
 export class Emitter {
   readonly #broker: Broker;
   readonly #now: () => number;
+  readonly #tap: ConsoleTap | undefined;
 
-  constructor(deps: { broker: Broker; now: () => number }) {
+  constructor(deps: { broker: Broker; now: () => number; tap?: ConsoleTap }) {
     this.#broker = deps.broker;
     this.#now = deps.now;
+    this.#tap = deps.tap;
   }
 
   /** Stays synchronous when the broker answers at once: a promise per emit is measurable on the hot path. */
@@ -42,7 +45,24 @@ export class Emitter {
       for (const user of event.users) outgoing.push({ app, user, event: event.event, data: event.data });
     }
     const ids = this.#broker.publish(outgoing, this.#now());
-    return ids instanceof Promise ? ids.then((known) => answersOf(events, known)) : answersOf(events, ids);
+    if (ids instanceof Promise) {
+      return ids.then((known) => {
+        if (this.#tap?.watching(app)) tapEmits(this.#tap, app, events);
+        return answersOf(events, known);
+      });
+    }
+    if (this.#tap?.watching(app)) tapEmits(this.#tap, app, events);
+    return answersOf(events, ids);
+  }
+}
+
+/** The live console's entries of an emit that went out: one per room and per user it went to. */
+function tapEmits(tap: ConsoleTap, app: string, events: readonly ValidEvent[]): void {
+  for (const { rooms, users, event, data: whole } of events) {
+    // Cut once for every room: the data may be a megabyte.
+    const data = cutData(whole);
+    for (const room of rooms) tap.record(app, { kind: 'emit', room, event, data });
+    for (const user of users) tap.record(app, { kind: 'emit', user, event, data });
   }
 }
 

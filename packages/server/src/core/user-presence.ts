@@ -1,6 +1,7 @@
 import { LIMITS } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import type { PresenceStore } from '../engines/types.js';
+import type { ConsoleTap } from './console-tap.js';
 import type { EventSink } from './events.js';
 
 /** Users whose `user.offline` is claimed per read: a burst of closes is reported over a few turns. */
@@ -16,6 +17,7 @@ export class UserPresence {
   readonly #events: EventSink;
   readonly #log: Logger;
   readonly #now: () => number;
+  readonly #tap: ConsoleTap | undefined;
   readonly #timer: NodeJS.Timeout;
   #polling = false;
 
@@ -25,7 +27,10 @@ export class UserPresence {
     log: Logger;
     now: () => number;
     offlineDelayMs?: number;
+    /** The live console: users coming online and going offline in watched apps. */
+    tap?: ConsoleTap;
   }) {
+    this.#tap = deps.tap;
     this.#presence = deps.presence;
     this.#events = deps.events;
     this.#log = deps.log;
@@ -42,6 +47,7 @@ export class UserPresence {
    */
   async opened(app: string, user: string, page: string): Promise<void> {
     if (!(await this.#presence.pageOpened(app, user, page, this.#now()))) return;
+    if (this.#tap?.watching(app)) this.#tap.record(app, { kind: 'presence', user, event: 'user.online' });
     try {
       await this.#events.record(app, { type: 'user.online', user });
     } catch (error) {
@@ -62,6 +68,7 @@ export class UserPresence {
       for (;;) {
         const gone = await this.#presence.takeOffline(this.#now(), TAKE_AT_ONCE);
         for (const { app, user } of gone) {
+          if (this.#tap?.watching(app)) this.#tap.record(app, { kind: 'presence', user, event: 'user.offline' });
           try {
             await this.#events.record(app, { type: 'user.offline', user });
           } catch (error) {

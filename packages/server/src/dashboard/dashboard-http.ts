@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StoreError } from '../engines/store-error.js';
 import { sendJson } from '../http/answer.js';
 import { appRoutes } from './apps-api.js';
+import { consoleRoutes } from './console-api.js';
 import type { DashboardDeps } from './deps.js';
 import { presenceRoutes } from './presence-api.js';
 import { Refusal } from './refusal.js';
@@ -19,7 +20,14 @@ import { webhookRoutes } from './webhooks-api.js';
 export type { DashboardDeps } from './deps.js';
 export { DASHBOARD_PATH } from './request.js';
 
-const ROUTES: Route[] = [...sessionRoutes, ...appRoutes, ...webhookRoutes, ...presenceRoutes, ...statsRoutes];
+const ROUTES: Route[] = [
+  ...sessionRoutes,
+  ...appRoutes,
+  ...webhookRoutes,
+  ...presenceRoutes,
+  ...statsRoutes,
+  ...consoleRoutes,
+];
 
 /** A route's path split into segments, `:name` ones matching any single segment. */
 const COMPILED = ROUTES.map((route) => ({ route, segments: route.path.split('/') }));

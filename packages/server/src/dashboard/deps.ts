@@ -1,5 +1,6 @@
 /** What the dashboard's endpoints use of the service. */
 import type { Logger } from 'pino';
+import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppStore, LimitStore, PresenceStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
@@ -24,6 +25,8 @@ export interface DashboardDeps {
   presence: PresenceStore;
   /** The stats ring, sampled while the dashboard is on. */
   stats: StatsSampler;
+  /** The live console's tap: open consoles here, see the traffic of every node. */
+  console: ConsoleTap;
   log: Logger;
   now: () => number;
 }

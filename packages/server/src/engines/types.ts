@@ -135,12 +135,17 @@ export interface HistoryStore {
 export interface Publication {
   app: string;
   /**
-   * Exactly one of room, user or node is set. A node is addressed by the answers to its asks (see
-   * `ask`), which are not page events.
+   * Exactly one of room, user, node or broadcast is set. A node is addressed by the answers to its
+   * asks (see `ask`), which are not page events.
    */
   room?: string;
   user?: string;
   node?: string;
+  /**
+   * A broadcast topic's name: every node subscribed to it gets the publication (the service's own
+   * messages between nodes, such as which apps a live console watches; never a page event).
+   */
+  broadcast?: string;
   /**
    * With `node`: the page there a page frame is for. A page frame (`event` `$frame`, to a user or a
    * page) is a whole frame of the page protocol in `data`, handed to the page as is.
@@ -217,10 +222,17 @@ export interface Broker {
   close(): MaybePromise<void>;
 }
 
-/** Topic of a publication: one per room and one per user, per app, and one per node. App keys hold no ':'. */
-export function topicOf(app: string, target: { room?: string; user?: string; node?: string }): string {
+/**
+ * Topic of a publication: one per room and one per user, per app, one per node, and one per broadcast
+ * name (every node that subscribed). App keys hold no ':'.
+ */
+export function topicOf(
+  app: string,
+  target: { room?: string; user?: string; node?: string; broadcast?: string },
+): string {
   if (target.room !== undefined) return `r:${app}:${target.room}`;
   if (target.node !== undefined) return `n:${target.node}`;
+  if (target.broadcast !== undefined) return `b:${target.broadcast}`;
   return `u:${app}:${target.user ?? ''}`;
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AskService } from '../core/ask.js';
+import type { ConsoleTap } from '../core/console-tap.js';
 import type { EventSink } from '../core/events.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
@@ -23,4 +24,6 @@ export interface GatewayDeps {
   now: () => number;
   /** What pages were sent, for metrics. */
   traffic: Traffic;
+  /** The live console: joins, leaves, sends and presence of watched apps. */
+  tap?: ConsoleTap;
 }

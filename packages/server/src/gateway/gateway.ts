@@ -12,6 +12,7 @@ import {
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
+import type { Tapped } from '../core/console-tap.js';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
@@ -207,7 +208,7 @@ export class Gateway {
       return;
     }
     if (parsedFrame.t === 'pong') return;
-    conn.queue(() => this.#run(conn, () => parsed.handler.handle(conn, parsedFrame)));
+    conn.queue(() => this.#run(conn, () => parsed.handler.handle(conn, parsedFrame), parsedFrame));
   }
 
   /**
@@ -263,13 +264,26 @@ export class Gateway {
   }
 
   /** Runs a frame's handler in the page's queue; what it throws becomes an error frame. */
-  async #run(conn: Connection, handle: () => Promise<void> | void): Promise<void> {
+  async #run(conn: Connection, handle: () => Promise<void> | void, parsedFrame?: Parsed['frame']): Promise<void> {
     if (conn.state === 'closed') return;
     try {
       await handle();
     } catch (error) {
+      if (parsedFrame !== undefined) this.#tapRefusal(conn, parsedFrame, error);
       this.#refuse(conn, error);
     }
+  }
+
+  /** A refused join, leave or send of a watched app goes to the live console with its code. */
+  #tapRefusal(conn: Connection, parsedFrame: Parsed['frame'], error: unknown): void {
+    const app = conn.app.key;
+    if (!(error instanceof FrameError) || !this.#deps.tap?.watching(app)) return;
+    const { t, room, event } = parsedFrame as { t: string; room?: unknown; event?: unknown };
+    if ((t !== 'join' && t !== 'leave' && t !== 'send') || typeof room !== 'string') return;
+    const entry: Tapped = { kind: t, room, error: error.code };
+    if (conn.user !== null) entry.user = conn.user;
+    if (t === 'send' && typeof event === 'string') entry.event = event;
+    this.#deps.tap.record(app, entry);
   }
 
   /** A reply that cannot be written back as JSON (nested too deep) counts as a decline, not a failed ask. */

@@ -6,6 +6,7 @@ import {
   type Member,
   roomNameProblem,
 } from '@realtime/protocol';
+import type { Tapped } from '../core/console-tap.js';
 import type { AppEvent } from '../core/events.js';
 import { encodeEvent } from '../core/hub.js';
 import { memberChangeData } from '../core/member-windows.js';
@@ -83,6 +84,10 @@ async function publishMember(
   }
   const data = memberChangeData(member, after);
   await deps.broker.publish([{ app, room, event, data, presence: true }], deps.now());
+  if (deps.tap?.watching(app)) {
+    const change = event === '$member.joined' ? 'member.joined' : 'member.left';
+    deps.tap.record(app, { kind: 'presence', room, user, event: change, data: JSON.stringify(member) });
+  }
 }
 
 /**
@@ -205,6 +210,7 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   }
   if (truncated) joined.truncated = true;
   conn.send(joined);
+  if (deps.tap?.watching(app)) deps.tap.record(app, tappedPage(conn, 'join', room));
   // Announced now, before the replay: a page closed during the replay leaves with a matching left.
   if (firstOfUser) {
     try {
@@ -231,6 +237,11 @@ export async function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame
   let newest: string | undefined;
   for (const id of replayed) newest = id;
   seat.replayed = newest === undefined ? undefined : { ids: replayed, newest };
+}
+
+/** A page's join or leave as the live console shows it. */
+export function tappedPage(conn: Connection, kind: 'join' | 'leave', room: string): Tapped {
+  return conn.user === null ? { kind, room } : { kind, room, user: conn.user };
 }
 
 /** Read through a function: the compiler would keep a narrowing of `conn.state` across awaits. */
@@ -301,6 +312,7 @@ export async function leaveRoom(deps: GatewayDeps, conn: Connection, room: strin
   if (!membership) return;
   conn.rooms.delete(room);
   const app = conn.app.key;
+  if (deps.tap?.watching(app)) deps.tap.record(app, tappedPage(conn, 'leave', room));
   await deps.hub.removeSeat(app, room, membership.seat);
   if (membership.member && conn.user !== null) {
     if (await deps.presence.leaveRoom(app, room, conn.user, conn.id))

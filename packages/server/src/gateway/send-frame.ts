@@ -67,11 +67,17 @@ export async function send(deps: GatewayDeps, conn: Connection, frame: SendFrame
   try {
     [id] = await deps.broker.publish([outgoing], deps.now());
   } catch (error) {
-    // Nothing was stored or delivered: the page hears why, for this send.
+    // Nothing was stored or delivered: the page hears why, for this send (the console too: the gateway).
     if (error instanceof StoreError) throw new FrameError(error.code, error.message, ref, { room });
     throw error;
   }
   if (id === undefined) throw new TypeError('the broker gave a room event no id');
+  if (deps.tap?.watching(app)) {
+    deps.tap.record(
+      app,
+      from === undefined ? { kind: 'send', room, event, data } : { kind: 'send', room, user: from, event, data },
+    );
+  }
   if (reports) deps.events.reported(app, { ...sendEvent, event_id: id });
   conn.send({ t: 'sent', ref, id });
 }

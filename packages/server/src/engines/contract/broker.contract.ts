@@ -259,6 +259,37 @@ export function brokerContract(name: string, makeBroker: () => Promise<BrokerHar
         }
       });
 
+      it('delivers a broadcast to its subscribers on every broker, apart from rooms, users, nodes and other names', async () => {
+        const subscribe = async (on: Broker, target: Parameters<typeof topicOf>[1]) => {
+          const inbox = new Inbox();
+          await on.subscribe(topicOf('app1', target), inbox.handler);
+          return inbox;
+        };
+        const here = await subscribe(broker, { broadcast: 'news' });
+        const there = await subscribe(publisher, { broadcast: 'news' });
+        const others = [
+          await subscribe(broker, { broadcast: 'other' }),
+          await subscribe(broker, { room: 'news' }),
+          await subscribe(broker, { user: 'news' }),
+          await subscribe(broker, { node: 'news' }),
+        ];
+        const sent = { app: '', broadcast: 'news', event: '$watch', data: '{"n":1}' };
+        expect(await publish(publisher, [sent])).toEqual([undefined]);
+        await here.waitForCount(1);
+        await there.waitForCount(1);
+        expect(here.received).toEqual([sent]);
+        expect(there.received).toEqual([sent]);
+        // Nothing reached the other topics once a later publication on each of their paths did.
+        await publish(publisher, [
+          { app: '', broadcast: 'other', event: 'end', data: '0' },
+          { app: 'app1', room: 'news', event: 'end', data: '0' },
+          { app: 'app1', user: 'news', event: 'end', data: '0' },
+          { app: '', node: 'news', event: 'end', data: '0' },
+        ]);
+        for (const inbox of others) await inbox.waitForCount(1);
+        for (const inbox of others) expect(inbox.events).toEqual(['end']);
+      });
+
       it('keeps rooms apart in their ids: each room counts from the given time', async () => {
         const [a1] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '1' }], T0);
         const [a2] = await publish(publisher, [{ app: 'app1', room: 'a', event: 'e', data: '2' }], T0);

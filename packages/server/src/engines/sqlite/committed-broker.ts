@@ -90,6 +90,7 @@ export class CommittedBroker implements Broker {
       if (event.from !== undefined) publication.from = event.from;
       if (event.origin !== undefined) publication.origin = event.origin;
       if (event.node !== undefined) publication.node = event.node;
+      if (event.broadcast !== undefined) publication.broadcast = event.broadcast;
       if (event.page !== undefined) publication.page = event.page;
       if (event.ask !== undefined) publication.ask = event.ask;
       if (event.replyTo !== undefined) publication.replyTo = event.replyTo;

@@ -1,0 +1,420 @@
+import type { Logger } from 'pino';
+import { type Broker, type Outgoing, topicOf, type Unsubscribe } from '../engines/types.js';
+
+/** What the live console shows (docs/dashboard.md, "Live console"). */
+export type ConsoleKind = 'emit' | 'send' | 'join' | 'leave' | 'presence' | 'ask' | 'reply' | 'webhook';
+
+/** One happening as a hot path hands it over: the tap stamps it and cuts its data. */
+export interface Tapped {
+  kind: ConsoleKind;
+  room?: string;
+  user?: string;
+  event?: string;
+  /** JSON text, as sent (sealed values stay sealed). */
+  data?: string;
+  status?: number;
+  error?: string;
+}
+
+/** An entry as a console gets it; `dropped` says how many were not shown (a console or a node fell behind). */
+export interface ConsoleEntry extends Omit<Tapped, 'kind'> {
+  at: number;
+  kind: ConsoleKind | 'dropped';
+  count?: number;
+}
+
+/** A console's filters: each one set must match exactly (an entry without that field does not). */
+export interface ConsoleFilter {
+  room?: string;
+  user?: string;
+  event?: string;
+}
+
+/** An open console on this node: entries of its app that pass its filter, with their JSON text. */
+export interface ConsoleSink {
+  filter: ConsoleFilter;
+  deliver(entry: ConsoleEntry, json: string): void;
+  /** The service is stopping: end the stream. */
+  end(): void;
+}
+
+export interface ConsoleTapDeps {
+  node: string;
+  /** The engine's broker itself: console traffic is not the apps' (not counted in their metrics). */
+  broker: Broker;
+  log: Logger;
+  now: () => number;
+  /** How often a node with open consoles says so (default 5 s). */
+  announceMs?: number;
+  /** How long a watch holds without being said again (default 15 s): a dead console costs this long at most. */
+  ttlMs?: number;
+}
+
+/** Data of a console entry: JSON text cut to this many bytes of UTF-8, ending "…" when cut. */
+export const CONSOLE_DATA_BYTES = 1024;
+/** Entries waiting to go to other nodes; more are dropped and counted (a `dropped` entry follows). */
+const OUTBOX_MAX = 1000;
+const WATCH_TOPIC = 'console';
+const WATCH_EVENT = '$console.watch';
+/** The event of an entry sent to the node of a console (a node publication: no page ever gets it). */
+export const CONSOLE_EVENT = '$console';
+
+interface Watch {
+  filters: ConsoleFilter[];
+  until: number;
+}
+
+/** What a node announces: the filters of its open consoles by app, for `ttl` ms. */
+interface Announcement {
+  node: string;
+  ttl: number;
+  apps: Record<string, ConsoleFilter[]>;
+}
+
+function matches(filter: ConsoleFilter, entry: ConsoleEntry): boolean {
+  return (
+    (filter.room === undefined || filter.room === entry.room) &&
+    (filter.user === undefined || filter.user === entry.user) &&
+    (filter.event === undefined || filter.event === entry.event)
+  );
+}
+
+/**
+ * JSON text cut to at most CONSOLE_DATA_BYTES of UTF-8, "…" (3 bytes) included, so cutting again
+ * changes nothing; a character split by the cut is left out.
+ */
+export function cutData(text: string): string {
+  // At most 3 bytes per UTF-16 unit: short texts need no measuring.
+  if (text.length * 3 <= CONSOLE_DATA_BYTES || Buffer.byteLength(text) <= CONSOLE_DATA_BYTES) return text;
+  const head = Buffer.from(text.slice(0, CONSOLE_DATA_BYTES)).subarray(0, CONSOLE_DATA_BYTES - 3);
+  return `${head.toString().replace(/\uFFFD+$/, '')}…`;
+}
+
+function readFilter(value: unknown): ConsoleFilter | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const filter: ConsoleFilter = {};
+  for (const name of ['room', 'user', 'event'] as const) {
+    const field = (value as Record<string, unknown>)[name];
+    if (typeof field === 'string') filter[name] = field;
+    else if (field !== undefined) return undefined;
+  }
+  return filter;
+}
+
+function readAnnouncement(text: string): Announcement | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { node, ttl, apps } = value as Record<string, unknown>;
+  if (typeof node !== 'string' || typeof ttl !== 'number' || !(ttl > 0)) return undefined;
+  if (typeof apps !== 'object' || apps === null) return undefined;
+  const read: Record<string, ConsoleFilter[]> = {};
+  for (const [app, filters] of Object.entries(apps)) {
+    if (!Array.isArray(filters)) return undefined;
+    const list = filters.map(readFilter);
+    if (list.some((f) => f === undefined)) return undefined;
+    read[app] = list as ConsoleFilter[];
+  }
+  return { node, ttl, apps: read };
+}
+
+/**
+ * The live console's tap. Hot paths ask `watching(app)` (a boolean, then one Map lookup) and build
+ * an entry only when it says yes, so an app nobody watches costs nothing more.
+ *
+ * Across nodes: a node with open consoles announces "these apps, with these filters, watched by me"
+ * on a broadcast topic every `announceMs`, and at once when its consoles change; every node keeps
+ * what it heard for `ttlMs`. A tapped entry that passes a watcher's filters goes to that node as a
+ * node publication (`$console`), or straight to the consoles when the watcher is this node.
+ */
+export class ConsoleTap {
+  readonly #deps: ConsoleTapDeps;
+  readonly #announceMs: number;
+  readonly #ttlMs: number;
+  /** Which nodes watch each app, with their filters and until when. */
+  readonly #watched = new Map<string, Map<string, Watch>>();
+  #anyWatched = false;
+  /** Apps each node announced, to forget those it no longer names. */
+  readonly #byNode = new Map<string, Set<string>>();
+  /** This node's open consoles by app. */
+  readonly #local = new Map<string, Set<ConsoleSink>>();
+  #localCount = 0;
+  #outbox: Outgoing[] = [];
+  /** Entries dropped for a full outbox, by node and app. */
+  readonly #overflow = new Map<string, Map<string, number>>();
+  #flushing = false;
+  #flushScheduled = false;
+  #announcing: Promise<void> = Promise.resolve();
+  #announceTimer: NodeJS.Timeout | undefined;
+  readonly #sweepTimer: NodeJS.Timeout;
+  readonly #stops: Unsubscribe[] = [];
+  #closed = false;
+
+  constructor(deps: ConsoleTapDeps) {
+    this.#deps = deps;
+    this.#announceMs = deps.announceMs ?? 5_000;
+    this.#ttlMs = deps.ttlMs ?? 15_000;
+    this.#sweepTimer = setInterval(() => this.#sweep(), Math.max(20, Math.min(1_000, this.#ttlMs / 4)));
+    this.#sweepTimer.unref();
+  }
+
+  /** Listens for the watches of every node and the entries sent to this one; in effect once it answers. */
+  async start(): Promise<void> {
+    const { broker, node } = this.#deps;
+    this.#stops.push(
+      await broker.subscribe(topicOf('', { broadcast: WATCH_TOPIC }), (publication) => {
+        if (publication.event !== WATCH_EVENT) return;
+        const heard = readAnnouncement(publication.data);
+        if (heard && heard.node !== node) this.#heard(heard.node, heard.apps, heard.ttl);
+      }),
+    );
+    this.#stops.push(
+      await broker.subscribe(topicOf('', { node }), (publication) => {
+        if (publication.event === CONSOLE_EVENT) this.#arrived(publication.app, publication.data);
+      }),
+    );
+  }
+
+  /** Whether a console anywhere watches the app: the hot paths' one question. */
+  watching(app: string): boolean {
+    return this.#anyWatched && this.#watched.has(app);
+  }
+
+  /** Consoles open on this node. */
+  get consoles(): number {
+    return this.#localCount;
+  }
+
+  /** Hands a happening to the consoles that watch its app (call only when `watching(app)`). */
+  record(app: string, tapped: Tapped): void {
+    const watchers = this.#watched.get(app);
+    if (!watchers) return;
+    const entry: ConsoleEntry = { at: this.#deps.now(), ...tapped };
+    if (tapped.data !== undefined) entry.data = cutData(tapped.data);
+    let json: string | undefined;
+    for (const [node, watch] of watchers) {
+      if (!watch.filters.some((filter) => matches(filter, entry))) continue;
+      json ??= JSON.stringify(entry);
+      if (node === this.#deps.node) this.#deliver(app, entry, json);
+      else this.#send(node, app, json);
+    }
+  }
+
+  /**
+   * Opens a console on this node. Answers once its watch was published to every node (rejects with a
+   * StoreError, the
+   * console closed again, when the broker could not take it); the answer closes it.
+   */
+  async open(app: string, sink: ConsoleSink): Promise<() => Promise<void>> {
+    let sinks = this.#local.get(app);
+    if (!sinks) {
+      sinks = new Set();
+      this.#local.set(app, sinks);
+    }
+    sinks.add(sink);
+    this.#localCount++;
+    let closed = false;
+    const close = async (): Promise<void> => {
+      // After the tap closed (the service stops) every console is gone already.
+      if (closed || this.#closed) return;
+      closed = true;
+      const set = this.#local.get(app);
+      if (set?.delete(sink)) this.#localCount--;
+      if (set?.size === 0) this.#local.delete(app);
+      try {
+        await this.#announce();
+      } catch (error) {
+        // The other nodes stop sending once the watch runs out (ttlMs).
+        this.#deps.log.warn({ err: error, app }, 'telling the nodes a live console closed failed');
+      }
+    };
+    try {
+      await this.#announce();
+    } catch (error) {
+      await close();
+      throw error;
+    }
+    return close;
+  }
+
+  /** Ends every console here (the service stops) and stops listening. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweepTimer);
+    clearTimeout(this.#announceTimer);
+    const sinks = [...this.#local.values()].flatMap((set) => [...set]);
+    this.#local.clear();
+    this.#localCount = 0;
+    for (const sink of sinks) sink.end();
+    // Tapped entries stop here: what other nodes watch goes on without this one.
+    this.#watched.clear();
+    this.#byNode.clear();
+    this.#anyWatched = false;
+    try {
+      await this.#publishWatch();
+    } catch (error) {
+      this.#deps.log.warn({ err: error }, 'telling the nodes the live consoles closed failed');
+    }
+    for (const stop of this.#stops.splice(0)) {
+      try {
+        await stop();
+      } catch (error) {
+        this.#deps.log.warn({ err: error }, 'ending a live console subscription failed');
+      }
+    }
+  }
+
+  /** Says which apps this node watches now, to itself at once and to every node; renewed while any is open. */
+  #announce(): Promise<void> {
+    // One at a time, in order: the last one said is what the nodes keep.
+    const next = this.#announcing.then(() => this.#publishWatch());
+    this.#announcing = next.catch(() => {});
+    clearTimeout(this.#announceTimer);
+    this.#announceTimer = undefined;
+    if (this.#localCount > 0 && !this.#closed) {
+      this.#announceTimer = setTimeout(() => {
+        this.#announce().catch((error: unknown) =>
+          this.#deps.log.warn({ err: error }, 'renewing the live console watch failed; retrying'),
+        );
+      }, this.#announceMs);
+      this.#announceTimer.unref();
+    }
+    return next;
+  }
+
+  async #publishWatch(): Promise<void> {
+    const apps: Record<string, ConsoleFilter[]> = {};
+    for (const [app, sinks] of this.#local) apps[app] = [...sinks].map((sink) => sink.filter);
+    this.#heard(this.#deps.node, apps, this.#ttlMs);
+    const announcement: Announcement = { node: this.#deps.node, ttl: this.#ttlMs, apps };
+    const out: Outgoing = {
+      app: '',
+      broadcast: WATCH_TOPIC,
+      event: WATCH_EVENT,
+      data: JSON.stringify(announcement),
+    };
+    await this.#deps.broker.publish([out], this.#deps.now());
+  }
+
+  /** A node's watches, as it said them: apps it no longer names are forgotten at once. */
+  #heard(node: string, apps: Record<string, ConsoleFilter[]>, ttl: number): void {
+    const until = this.#deps.now() + ttl;
+    const before = this.#byNode.get(node);
+    const now = new Set(Object.keys(apps));
+    for (const app of before ?? []) if (!now.has(app)) this.#forget(app, node);
+    if (now.size === 0) this.#byNode.delete(node);
+    else this.#byNode.set(node, now);
+    for (const [app, filters] of Object.entries(apps)) {
+      let watchers = this.#watched.get(app);
+      if (!watchers) {
+        watchers = new Map();
+        this.#watched.set(app, watchers);
+      }
+      watchers.set(node, { filters, until });
+    }
+    this.#anyWatched = this.#watched.size > 0;
+  }
+
+  #forget(app: string, node: string): void {
+    const watchers = this.#watched.get(app);
+    watchers?.delete(node);
+    if (watchers?.size === 0) this.#watched.delete(app);
+    this.#anyWatched = this.#watched.size > 0;
+  }
+
+  /** Watches not said again within their time: their node stopped (or died). */
+  #sweep(): void {
+    if (!this.#anyWatched) return;
+    const now = this.#deps.now();
+    for (const [app, watchers] of this.#watched) {
+      for (const [node, watch] of watchers) {
+        if (watch.until >= now) continue;
+        this.#forget(app, node);
+        const apps = this.#byNode.get(node);
+        apps?.delete(app);
+        if (apps?.size === 0) this.#byNode.delete(node);
+      }
+    }
+  }
+
+  /** To the consoles of the app here whose filter the entry passes (a `dropped` entry to all). */
+  #deliver(app: string, entry: ConsoleEntry, json: string): void {
+    const sinks = this.#local.get(app);
+    if (!sinks) return;
+    for (const sink of sinks) {
+      if (entry.kind !== 'dropped' && !matches(sink.filter, entry)) continue;
+      try {
+        sink.deliver(entry, json);
+      } catch (error) {
+        this.#deps.log.warn({ err: error, app }, 'a live console failed to take an entry');
+      }
+    }
+  }
+
+  /** An entry another node sent to this one's consoles. */
+  #arrived(app: string, json: string): void {
+    if (!this.#local.has(app)) return;
+    let entry: ConsoleEntry;
+    try {
+      entry = JSON.parse(json) as ConsoleEntry;
+    } catch {
+      return;
+    }
+    if (typeof entry !== 'object' || entry === null || typeof entry.kind !== 'string') return;
+    this.#deliver(app, entry, json);
+  }
+
+  /** Queues an entry for a node; sent with the others of this turn in one publish. */
+  #send(node: string, app: string, json: string): void {
+    if (this.#outbox.length >= OUTBOX_MAX) {
+      let apps = this.#overflow.get(node);
+      if (!apps) {
+        apps = new Map();
+        this.#overflow.set(node, apps);
+      }
+      apps.set(app, (apps.get(app) ?? 0) + 1);
+      return;
+    }
+    this.#outbox.push({ app, node, event: CONSOLE_EVENT, data: json });
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled || this.#flushing) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      void this.#flush();
+    });
+  }
+
+  /** One publish at a time: entries go in the order they were tapped; a failure loses them (logged). */
+  async #flush(): Promise<void> {
+    this.#flushing = true;
+    try {
+      while (this.#outbox.length > 0 || this.#overflow.size > 0) {
+        const batch = this.#outbox;
+        this.#outbox = [];
+        const at = this.#deps.now();
+        for (const [node, apps] of this.#overflow) {
+          for (const [app, count] of apps) {
+            batch.push({ app, node, event: CONSOLE_EVENT, data: JSON.stringify({ at, kind: 'dropped', count }) });
+          }
+        }
+        this.#overflow.clear();
+        try {
+          await this.#deps.broker.publish(batch, at);
+        } catch (error) {
+          this.#deps.log.warn({ err: error, entries: batch.length }, 'sending live console entries failed');
+        }
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The live console (docs/dashboard.md, "Live console"): an app's traffic as it happens on every node,
+ * as Server-Sent Events, filtered here by room, user and event. The tap (core/console-tap.ts) builds
+ * entries only while a console watches the app.
+ */
+import type { IncomingMessage } from 'node:http';
+import { LIMITS, utf8Length } from '@realtime/protocol';
+import { ApiError } from '../core/api-error.js';
+import type { ConsoleFilter, ConsoleSink } from '../core/console-tap.js';
+import { parseQuery } from '../http/query.js';
+import { Refusal } from './refusal.js';
+import { DASHBOARD_PATH, type Handler, type Route, signedIn } from './request.js';
+
+/** Consoles one node streams at once: each costs every watched app's traffic a JSON text. */
+export const MAX_CONSOLES = 20;
+/** A comment this often keeps proxies (and the page) from taking a quiet stream for a dead one. */
+export const KEEPALIVE_MS = 15_000;
+/** How long a refused console is asked to wait before trying again. */
+const BUSY_RETRY_S = 5;
+/** The page's EventSource reconnects this long after the stream broke. */
+const RECONNECT_MS = 3_000;
+
+const FILTERS = { room: LIMITS.roomNameBytes, user: LIMITS.userIdBytes, event: LIMITS.eventNameBytes } as const;
+
+/** `?room=&user=&event=`: each optional, empty meaning any, matched exactly. */
+function filterOf(req: IncomingMessage): ConsoleFilter {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  let params: Map<string, string>;
+  try {
+    params = parseQuery(q < 0 ? '' : url.slice(q + 1), Object.keys(FILTERS));
+  } catch (error) {
+    if (error instanceof ApiError) throw new Refusal(400, 'bad_request', error.message);
+    throw error;
+  }
+  const filter: ConsoleFilter = {};
+  for (const [name, maxBytes] of Object.entries(FILTERS) as [keyof ConsoleFilter, number][]) {
+    const raw = params.get(name);
+    if (raw === undefined || raw === '') continue;
+    let value: string;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      throw new Refusal(400, 'bad_request', `${name} has bad percent-encoding`);
+    }
+    const bytes = utf8Length(value);
+    if (bytes < 0 || bytes > maxBytes) {
+      throw new Refusal(400, 'bad_request', `${name} must be UTF-8 of at most ${maxBytes} bytes`);
+    }
+    filter[name] = value;
+  }
+  return filter;
+}
+
+/**
+ * One console: entries written as `data: <json>` events while the socket takes them. When it does
+ * not (the reader is slow), entries are dropped and counted, and a `dropped` entry with the count
+ * goes first once it drained: memory per console stays at one socket buffer.
+ */
+const stream: Handler = async (req, res, deps, [key = '']) => {
+  req.resume();
+  signedIn(req, deps);
+  const filter = filterOf(req);
+  if ((await deps.apps.get(key)) === undefined) throw new Refusal(404, 'no_app', 'no app has this key');
+  if (deps.console.consoles >= MAX_CONSOLES) {
+    throw new Refusal(429, 'busy', `this node streams ${MAX_CONSOLES} live consoles already: close one first`, {
+      'Retry-After': String(BUSY_RETRY_S),
+    });
+  }
+
+  let started = false;
+  let blocked = false;
+  let dropped = 0;
+  let ended = false;
+  let stop: (() => Promise<void>) | undefined;
+  let keepalive: NodeJS.Timeout | undefined;
+  const write = (text: string): void => {
+    if (!res.write(text)) blocked = true;
+  };
+  const sink: ConsoleSink = {
+    filter,
+    deliver: (_entry, json) => {
+      // Entries before the stream began are not this console's.
+      if (!started || ended) return;
+      if (blocked) dropped++;
+      else write(`data: ${json}\n\n`);
+    },
+    end: () => res.end(),
+  };
+  const finish = (): void => {
+    if (ended) return;
+    ended = true;
+    clearInterval(keepalive);
+    // Never rejects: a failure to tell the other nodes is logged, and their watch runs out.
+    void stop?.();
+  };
+  res.on('close', finish);
+  // Every node is told before the stream begins; a broker that cannot take it answers 503.
+  stop = await deps.console.open(key, sink);
+  if (ended) {
+    void stop();
+    return;
+  }
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-store',
+    // A proxy (nginx) passes each entry on at once instead of buffering the stream.
+    'X-Accel-Buffering': 'no',
+  });
+  write(`retry: ${RECONNECT_MS}\n: open\n\n`);
+  started = true;
+  res.on('drain', () => {
+    blocked = false;
+    if (dropped === 0 || ended) return;
+    const count = dropped;
+    dropped = 0;
+    write(`data: ${JSON.stringify({ at: deps.now(), kind: 'dropped', count })}\n\n`);
+  });
+  keepalive = setInterval(() => {
+    if (!blocked) write(': keepalive\n\n');
+  }, KEEPALIVE_MS);
+  keepalive.unref();
+};
+
+export const consoleRoutes: Route[] = [{ path: `${DASHBOARD_PATH}/api/apps/:key/console`, methods: { GET: stream } }];
