@@ -25,7 +25,8 @@ export interface DashboardRig {
 /** A service with the dashboard on, and Chromium. `options` go to the service (e.g. allowPrivateWebhooks). */
 export async function startDashboard(options: Partial<ServerOptions> = {}): Promise<DashboardRig> {
   const passwordHash = await hashDashboardPassword(DASHBOARD_PASSWORD);
-  const server = await startTestServer({ ...options, dashboard: { passwordHash } });
+  // The dashboard's other settings (e.g. statsIntervalMs) come from `options`; the password is the rig's.
+  const server = await startTestServer({ ...options, dashboard: { ...options.dashboard, passwordHash } });
   const browser = await launchChromium();
   return {
     server,

@@ -3,6 +3,8 @@
  * with one line; the shell draws the navigation and routes from these lists.
  */
 import type { ComponentType } from 'preact';
+import { Presence } from './presence.js';
+import { Stats } from './stats.js';
 
 /** A screen of its own in the top navigation (`#/<id>`). */
 export interface TopScreen {
@@ -21,3 +23,6 @@ export interface AppScreen {
 export const topScreens: TopScreen[] = [];
 
 export const appScreens: AppScreen[] = [];
+
+appScreens.push({ id: 'online', label: 'Online', component: Presence });
+topScreens.push({ id: 'stats', label: 'Stats', component: Stats });
