@@ -3,6 +3,7 @@
  * with one line; the shell draws the navigation and routes from these lists.
  */
 import type { ComponentType } from 'preact';
+import { AppSettings, AppsList } from './apps.js';
 import { Presence } from './presence.js';
 import { Stats } from './stats.js';
 
@@ -26,3 +27,6 @@ export const appScreens: AppScreen[] = [];
 
 appScreens.push({ id: 'online', label: 'Online', component: Presence });
 topScreens.push({ id: 'stats', label: 'Stats', component: Stats });
+// Apps first, whatever the import order: the screen of #/, and the tab an app's page opens on.
+topScreens.unshift({ id: 'apps', label: 'Apps', component: AppsList });
+appScreens.unshift({ id: 'settings', label: 'Settings', component: AppSettings });
