@@ -6,6 +6,7 @@ import type { ComponentType } from 'preact';
 import { AppSettings, AppsList } from './apps.js';
 import { Presence } from './presence.js';
 import { Stats } from './stats.js';
+import { Webhooks } from './webhooks.js';
 
 /** A screen of its own in the top navigation (`#/<id>`). */
 export interface TopScreen {
@@ -25,6 +26,7 @@ export const topScreens: TopScreen[] = [];
 
 export const appScreens: AppScreen[] = [];
 
+appScreens.push({ id: 'webhooks', label: 'Webhooks', component: Webhooks });
 appScreens.push({ id: 'online', label: 'Online', component: Presence });
 topScreens.push({ id: 'stats', label: 'Stats', component: Stats });
 // Apps first, whatever the import order: the screen of #/, and the tab an app's page opens on.
