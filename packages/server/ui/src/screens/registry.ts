@@ -4,6 +4,7 @@
  */
 import type { ComponentType } from 'preact';
 import { AppSettings, AppsList } from './apps.js';
+import { Console } from './console.js';
 import { Presence } from './presence.js';
 import { Stats } from './stats.js';
 import { Webhooks } from './webhooks.js';
@@ -28,6 +29,7 @@ export const appScreens: AppScreen[] = [];
 
 appScreens.push({ id: 'webhooks', label: 'Webhooks', component: Webhooks });
 appScreens.push({ id: 'online', label: 'Online', component: Presence });
+appScreens.push({ id: 'console', label: 'Console', component: Console });
 topScreens.push({ id: 'stats', label: 'Stats', component: Stats });
 // Apps first, whatever the import order: the screen of #/, and the tab an app's page opens on.
 topScreens.unshift({ id: 'apps', label: 'Apps', component: AppsList });
