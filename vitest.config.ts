@@ -44,6 +44,7 @@ export default defineConfig({
             'test/browser/forwarding-unit.test.ts',
             // The chat demo runs its own embedded engine (start.mjs): no engine choice to take.
             'test/browser/demo-media.test.ts',
+            'test/browser/demo-chat.test.ts',
             // The dashboard's page; its API runs in every project (packages/server/test/dashboard-*).
             'test/browser/dashboard-*.test.ts',
           ],
@@ -65,6 +66,7 @@ export default defineConfig({
             'packages/server/test/cli-dashboard.test.ts',
             'test/browser/forwarding-unit.test.ts',
             'test/browser/demo-media.test.ts',
+            'test/browser/demo-chat.test.ts',
             'test/browser/dashboard-*.test.ts',
             'packages/server/test/storage-full.test.ts',
             'packages/server/test/group-commit.test.ts',

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
+import { hashDashboardPassword } from '@realtime/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRawPage } from '../packages/server/test/pages.js';
 import { startReceiver } from '../packages/server/test/receiver.js';
@@ -11,7 +12,8 @@ import { startReceiver } from '../packages/server/test/receiver.js';
 /**
  * `npm start` (examples/chat/start.mjs) spawned for real from the build, in a fresh data folder:
  * the development app is shown on stderr, the demo's token server follows a secret rotated by the
- * CLI while it runs, and webhooks may go to a local address.
+ * CLI while it runs, webhooks may go to a local address, and the dashboard is on with the password
+ * it prints (or the hash REALTIME_DASHBOARD_PASSWORD_HASH gives).
  */
 
 const START = fileURLToPath(new URL('../examples/chat/start.mjs', import.meta.url));
@@ -32,6 +34,8 @@ let serviceUrl: string;
 let demoUrl: string;
 let key: string;
 let secret: string;
+/** The dashboard's address and password as npm start printed them. */
+let dashboard = { address: '', password: '' };
 
 /** Output so far, until `test` holds; fails when the demo ends first or after 20 s. */
 function waitForOutput(test: () => boolean, what: string): Promise<void> {
@@ -132,6 +136,46 @@ describe('npm start (the chat demo)', () => {
     expect(stdout).toMatch(/"level":40,[^\n]*allow-private-webhooks/);
   });
 
+  it('turns the dashboard on and prints its address and a random password; signing in with it works', async () => {
+    const shown = /^Dashboard: (http:\/\/127\.0\.0\.1:\d+\/dashboard\/) \(password: (\S+)\)$/m.exec(stderr);
+    expect(shown, stderr).not.toBeNull();
+    const [, address = '', password = ''] = shown ?? [];
+    expect(address).toBe(`${serviceUrl}/dashboard/`);
+    expect(password.length).toBeGreaterThanOrEqual(16);
+    dashboard = { address, password };
+    expect(stdout).not.toContain(password);
+
+    const before = await fetch(new URL('api/session', address));
+    expect(before.status).toBe(401);
+    expect(await before.json()).toMatchObject({ ok: false, error: 'signed_out' });
+    const signIn = await fetch(new URL('api/session', address), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ password }),
+    });
+    expect(signIn.status).toBe(200);
+    expect(await signIn.json()).toMatchObject({ ok: true, csrf: expect.any(String) });
+    expect(signIn.headers.get('set-cookie')).toMatch(/^rt_dashboard=/);
+  });
+
+  it('the demo refuses names it does not take, saying why; it serves its favicon', async () => {
+    const refusal = async (user: string) => {
+      const answer = await fetch(`${demoUrl}/token?user=${encodeURIComponent(user)}`);
+      expect(answer.status, user).toBe(400);
+      return ((await answer.json()) as { error: string }).error;
+    };
+    expect(await refusal('')).toBe('Pick a name.');
+    expect(await refusal('   ')).toBe('Pick a name.');
+    expect(await refusal('x'.repeat(41))).toBe('A name is at most 40 characters.');
+    expect(await refusal('<b>')).toMatch(/letters, digits/);
+    expect(await refusal('Server')).toMatch(/kept for the demo/);
+    expect((await fetch(`${demoUrl}/token?user=${encodeURIComponent('Zoë 2')}`)).status).toBe(200);
+    const icon = await fetch(`${demoUrl}/favicon.svg`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await icon.text()).toMatch(/^<svg /);
+  });
+
   it('the CLI shows the secret again', () => {
     const shown = cli('apps', 'show', key, '--secret');
     expect(shown.status, shown.stderr).toBe(0);
@@ -161,6 +205,37 @@ describe('npm start (the chat demo)', () => {
     const after = await tokensFor('bob');
     expect(after.identity).not.toBe(before.identity);
     expect(await chat(after)).toMatchObject({ t: 'sent', ref: 2 });
+    secret = fresh;
+  });
+
+  it('a secret rotated on the dashboard: the demo mints working tokens with the new one', async () => {
+    const before = await tokensFor('carol');
+    expect(await chat(before)).toMatchObject({ t: 'sent', ref: 2 });
+
+    const signIn = await fetch(new URL('api/session', dashboard.address), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ password: dashboard.password }),
+    });
+    expect(signIn.status).toBe(200);
+    const { csrf } = (await signIn.json()) as { csrf: string };
+    const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const rotated = await fetch(new URL(`api/apps/${key}/secret`, dashboard.address), {
+      method: 'POST',
+      headers: { cookie, 'x-csrf-token': csrf },
+    });
+    expect(rotated.status).toBe(200);
+    const fresh = ((await rotated.json()) as { secret: string }).secret;
+    expect(fresh).not.toBe(secret);
+
+    let refused: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++) {
+      refused = await chat(before);
+      if (refused.t === 'closed') break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(refused).toEqual({ t: 'closed', code: 4002 });
+    expect(await chat(await tokensFor('dave'))).toMatchObject({ t: 'sent', ref: 2 });
     secret = fresh;
   });
 
@@ -245,5 +320,47 @@ describe('npm start (the chat demo)', () => {
   it('stops on SIGTERM with exit 0', async () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+});
+
+describe('npm start with REALTIME_DASHBOARD_PASSWORD_HASH', () => {
+  it('uses that hash: prints the address without a password, and that password signs in', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'realtime-demo-hash-'));
+    const password = 'correct horse battery staple';
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REALTIME_')));
+    const started = spawn(process.execPath, [START], {
+      cwd: own,
+      env: {
+        ...env,
+        PORT: '0',
+        DEMO_PORT: '0',
+        DATA: join(own, 'data'),
+        REALTIME_DASHBOARD_PASSWORD_HASH: await hashDashboardPassword(password),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const ended = new Promise<number | null>((resolve) => started.once('exit', (code) => resolve(code)));
+    try {
+      let text = '';
+      started.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+        text += chunk;
+      });
+      const deadline = Date.now() + 20_000;
+      while (!/^Dashboard: .*$/m.test(text) && started.exitCode === null && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const line = /^Dashboard: (.*)$/m.exec(text)?.[1] ?? '';
+      expect(line, text).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard\/$/);
+      const signIn = await fetch(new URL('api/session', line), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ password }),
+      });
+      expect(signIn.status).toBe(200);
+    } finally {
+      started.kill('SIGTERM');
+      expect(await ended).toBe(0);
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 });

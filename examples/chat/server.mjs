@@ -5,9 +5,25 @@ import { createServer } from 'node:http';
 import { Realtime } from '@realtime/node';
 
 const PAGE = new URL('./index.html', import.meta.url);
+const FAVICON = new URL('./favicon.svg', import.meta.url);
 /** The names the demo takes: letters, digits, space, `_`, `.` and `-`, 1 to 40. */
 const NAME = /^[\p{L}\p{N} _.-]{1,40}$/u;
+const NAME_MAX = 40;
+/** `server` labels what the customer's server sends (examples/emit.mjs): no page may pose as it. */
+const RESERVED = new Set(['server', 'admin', 'system']);
 const BUNDLE = new URL('../../packages/browser/dist/realtime.browser.js', import.meta.url);
+
+/** Why the demo does not take `name` as a user name, in words for the page; undefined when it does. */
+export function nameProblem(name) {
+  if (name === '') return 'Pick a name.';
+  if ([...name].length > NAME_MAX) return `A name is at most ${NAME_MAX} characters.`;
+  if (!NAME.test(name)) return 'A name may have letters, digits, spaces, _ . and - only.';
+  if (RESERVED.has(name.toLowerCase())) return `“${name}” is kept for the demo itself: pick another name.`;
+  return undefined;
+}
+
+const json = (res, status, body) =>
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
 
 /**
  * Starts the demo on 127.0.0.1:port; `serviceUrl` is where the pages' browsers reach the service.
@@ -35,15 +51,16 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
           '__CONFIG__',
           JSON.stringify({ url: serviceUrl, site: key }),
         );
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' }).end(html);
+      } else if (url.pathname === '/favicon.svg') {
+        res.writeHead(200, { 'content-type': 'image/svg+xml' }).end(await readFile(FAVICON));
       } else if (url.pathname === '/realtime.browser.js') {
         res.writeHead(200, { 'content-type': 'text/javascript' }).end(await readFile(BUNDLE));
       } else if (url.pathname === '/token') {
-        const user = (url.searchParams.get('user') ?? '').trim().slice(0, 40);
-        if (!NAME.test(user)) {
-          res
-            .writeHead(400, { 'content-type': 'application/json' })
-            .end('{"error":"pick a name of letters and digits"}');
+        const user = (url.searchParams.get('user') ?? '').trim();
+        const problem = nameProblem(user);
+        if (problem) {
+          json(res, 400, { error: problem });
           return;
         }
         const realtime = await realtimeNow();
@@ -54,37 +71,36 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
           presence: true,
           history: [100, 24],
         });
-        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-        res.end(JSON.stringify({ identity, room }));
+        json(res, 200, { identity, room });
       } else if (url.pathname === '/call-token') {
         // A call from the page's user to another member of the lobby, audio and video.
         const user = (url.searchParams.get('user') ?? '').trim();
         const to = (url.searchParams.get('to') ?? '').trim();
         if (!NAME.test(user) || !NAME.test(to) || user === to) {
-          res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"call another member by name"}');
+          json(res, 400, { error: 'call another member by name' });
           return;
         }
         const realtime = await realtimeNow();
         const token = await realtime.callToken(user, { to, media: ['audio', 'video'] });
-        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-        res.end(JSON.stringify({ token }));
+        json(res, 200, { token });
       } else if (url.pathname === '/stream-grant') {
         // The lobby's one live stream: any member may present (first come) or watch.
         const user = (url.searchParams.get('user') ?? '').trim();
         const role = url.searchParams.get('role');
         if (!NAME.test(user) || (role !== 'presenter' && role !== 'viewer')) {
-          res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"a member presents or watches"}');
+          json(res, 400, { error: 'a member presents or watches' });
           return;
         }
         const realtime = await realtimeNow();
         const grant = await realtime.streamGrant('lobby-live', { role, userId: user });
-        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-        res.end(JSON.stringify({ grant }));
+        json(res, 200, { grant });
       } else {
         res.writeHead(404).end('not found');
       }
     } catch (error) {
-      res.writeHead(500).end(String(error));
+      // The page shows the status; the reason stays in this terminal.
+      console.error(error);
+      if (!res.headersSent) json(res, 500, { error: 'the demo server failed' });
     }
   });
   await new Promise((resolve) => server.listen(port, host, resolve));

@@ -1,15 +1,28 @@
 // npm start: the service (embedded engine, ./data) on 127.0.0.1:4000 and the chat demo on :3000.
 // PORT, DEMO_PORT and DATA change those. The service alone: `npx realtime serve`.
 // A development command: webhooks may go to http:// and local addresses (like serve --allow-private-webhooks).
+// The dashboard is on: with REALTIME_DASHBOARD_PASSWORD_HASH's password, else a random one printed below.
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { developmentAppBanner, ensureDevelopmentApp, startServer } from '@realtime/server';
+import { developmentAppBanner, ensureDevelopmentApp, hashDashboardPassword, startServer } from '@realtime/server';
 import { startDemo } from './server.mjs';
 
 const port = Number(process.env.PORT ?? 4000);
 const demoPort = Number(process.env.DEMO_PORT ?? 3000);
 const dataDir = resolve(process.env.DATA ?? './data');
 
-const service = await startServer({ host: '127.0.0.1', port, dataDir, allowPrivateWebhooks: true });
+// A password made here lives as long as this process: only its hash reaches the service.
+const givenHash = process.env.REALTIME_DASHBOARD_PASSWORD_HASH || undefined;
+const dashboardPassword = givenHash === undefined ? randomBytes(12).toString('base64url') : undefined;
+const passwordHash = givenHash ?? (await hashDashboardPassword(dashboardPassword));
+
+const service = await startServer({
+  host: '127.0.0.1',
+  port,
+  dataDir,
+  allowPrivateWebhooks: true,
+  dashboard: { passwordHash },
+});
 // Once the service listens: a start that failed leaves no app whose credentials were never shown.
 const development = await ensureDevelopmentApp({ dataDir });
 const { app, created } = development;
@@ -32,6 +45,7 @@ process.stderr.write(
   [
     '',
     `Chat demo: open ${demo.url} in two browser tabs (add ?name=alice to choose a name).`,
+    `Dashboard: ${service.url}/dashboard/${dashboardPassword ? ` (password: ${dashboardPassword})` : ''}`,
     'This is a development setup: webhooks may go to http:// and local addresses, e.g.',
     `  npx realtime apps set-webhook ${app.key} http://127.0.0.1:3001/realtime --allow-private-webhooks${
       ownData.dataDir ? ` --data ${JSON.stringify(ownData.dataDir)}` : ''
