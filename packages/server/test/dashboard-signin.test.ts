@@ -302,7 +302,13 @@ describe('a signed-in session', () => {
     expect(Array.isArray(apps)).toBe(true);
     const find = (key: string) => apps.find((app) => app.key === key);
     for (const app of [server.app, second]) {
-      expect(find(app.key)).toEqual({ key: app.key, name: app.name, features: app.features, webhook: app.webhook });
+      expect(find(app.key)).toEqual({
+        key: app.key,
+        name: app.name,
+        features: app.features,
+        rateLimit: app.rateLimit,
+        webhook: app.webhook,
+      });
       expect(answer.text).not.toContain(app.secret);
     }
     expect(answer.text).not.toMatch(/secret/i);
@@ -367,13 +373,13 @@ describe('a signed-in session', () => {
     expect(allowSession).toEqual(expect.arrayContaining(['GET', 'POST', 'DELETE']));
     expect(allowSession).not.toContain('PUT');
 
-    const postApps = await ask(server, { method: 'POST', path: APPS, cookie, csrf, body: '{}' });
-    expectError(postApps, 405, 'bad_method');
-    const allowApps = String(postApps.headers.allow ?? '')
+    const putApps = await ask(server, { method: 'PUT', path: APPS, cookie, csrf, body: '{}' });
+    expectError(putApps, 405, 'bad_method');
+    const allowApps = String(putApps.headers.allow ?? '')
       .split(',')
       .map((m) => m.trim().toUpperCase());
-    expect(allowApps).toContain('GET');
-    expect(allowApps).not.toContain('POST');
+    expect(allowApps).toEqual(expect.arrayContaining(['GET', 'POST']));
+    expect(allowApps).not.toContain('PUT');
 
     expectError(await ask(server, { method: 'GET', path: '/dashboard/api/x', cookie }), 404, 'not_found');
     expectError(await ask(server, { method: 'GET', path: '/dashboard/api/sessions', cookie }), 404, 'not_found');

@@ -30,7 +30,7 @@ export function LineChart({ label, points, unit = '' }: { label: string; points:
   return html`
     <figure class="chart">
       <figcaption><span>${label}</span> <strong>${shown}</strong></figcaption>
-      <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`${label}: ${shown} now, at most ${formatNumber(max)}${unit}`}>
+      <svg viewBox=${`0 0 ${W} ${H}`} preserveAspectRatio="none" role="img" aria-label=${`${label}: ${shown} now, at most ${formatNumber(max)}${unit}`}>
         <line x1=${PAD} y1=${H - PAD} x2=${W - PAD} y2=${H - PAD} class="axis" />
         ${points.length > 1 ? html`<polyline points=${line} class="line" />` : null}
       </svg>
@@ -61,7 +61,7 @@ export function BarChart({
   return html`
     <figure class="chart">
       <figcaption><span>${label}</span></figcaption>
-      <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`${label}: ${described}`}>
+      <svg viewBox=${`0 0 ${W} ${H}`} preserveAspectRatio="none" role="img" aria-label=${`${label}: ${described}`}>
         <line x1=${PAD} y1=${H - PAD} x2=${W - PAD} y2=${H - PAD} class="axis" />
         ${bars.map((bar, b) => {
           let y = H - PAD;
