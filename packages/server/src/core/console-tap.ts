@@ -1,34 +1,8 @@
 import type { Logger } from 'pino';
 import { type Broker, type Outgoing, topicOf, type Unsubscribe } from '../engines/types.js';
+import type { ConsoleEntry, ConsoleFilter, Tapped } from './console-entry.js';
 
-/** What the live console shows (docs/dashboard.md, "Live console"). */
-export type ConsoleKind = 'emit' | 'send' | 'join' | 'leave' | 'presence' | 'ask' | 'reply' | 'webhook';
-
-/** One happening as a hot path hands it over: the tap stamps it and cuts its data. */
-export interface Tapped {
-  kind: ConsoleKind;
-  room?: string;
-  user?: string;
-  event?: string;
-  /** JSON text, as sent (sealed values stay sealed). */
-  data?: string;
-  status?: number;
-  error?: string;
-}
-
-/** An entry as a console gets it; `dropped` says how many were not shown (a console or a node fell behind). */
-export interface ConsoleEntry extends Omit<Tapped, 'kind'> {
-  at: number;
-  kind: ConsoleKind | 'dropped';
-  count?: number;
-}
-
-/** A console's filters: each one set must match exactly (an entry without that field does not). */
-export interface ConsoleFilter {
-  room?: string;
-  user?: string;
-  event?: string;
-}
+export type { ConsoleEntry, ConsoleFilter, ConsoleKind, Tapped } from './console-entry.js';
 
 /** An open console on this node: entries of its app that pass its filter, with their JSON text. */
 export interface ConsoleSink {

@@ -4,12 +4,10 @@
  * entries only while a console watches the app.
  */
 import type { IncomingMessage } from 'node:http';
-import { LIMITS, utf8Length } from '@realtime/protocol';
-import { ApiError } from '../core/api-error.js';
+import { LIMITS } from '@realtime/protocol';
 import type { ConsoleFilter, ConsoleSink } from '../core/console-tap.js';
-import { parseQuery } from '../http/query.js';
 import { Refusal } from './refusal.js';
-import { DASHBOARD_PATH, type Handler, type Route, signedIn } from './request.js';
+import { DASHBOARD_PATH, type Handler, queryNames, type Route, signedIn } from './request.js';
 
 /** Consoles one node streams at once: each costs every watched app's traffic a JSON text. */
 export const MAX_CONSOLES = 20;
@@ -24,32 +22,7 @@ const FILTERS = { room: LIMITS.roomNameBytes, user: LIMITS.userIdBytes, event: L
 
 /** `?room=&user=&event=`: each optional, empty meaning any, matched exactly. */
 function filterOf(req: IncomingMessage): ConsoleFilter {
-  const url = req.url ?? '';
-  const q = url.indexOf('?');
-  let params: Map<string, string>;
-  try {
-    params = parseQuery(q < 0 ? '' : url.slice(q + 1), Object.keys(FILTERS));
-  } catch (error) {
-    if (error instanceof ApiError) throw new Refusal(400, 'bad_request', error.message);
-    throw error;
-  }
-  const filter: ConsoleFilter = {};
-  for (const [name, maxBytes] of Object.entries(FILTERS) as [keyof ConsoleFilter, number][]) {
-    const raw = params.get(name);
-    if (raw === undefined || raw === '') continue;
-    let value: string;
-    try {
-      value = decodeURIComponent(raw);
-    } catch {
-      throw new Refusal(400, 'bad_request', `${name} has bad percent-encoding`);
-    }
-    const bytes = utf8Length(value);
-    if (bytes < 0 || bytes > maxBytes) {
-      throw new Refusal(400, 'bad_request', `${name} must be UTF-8 of at most ${maxBytes} bytes`);
-    }
-    filter[name] = value;
-  }
-  return filter;
+  return queryNames(req, FILTERS);
 }
 
 /**

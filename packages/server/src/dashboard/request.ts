@@ -4,9 +4,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import { utf8Length } from '@realtime/protocol';
+import { ApiError } from '../core/api-error.js';
 import { sendJson } from '../http/answer.js';
 import { readBody } from '../http/body.js';
 import { parseAddress, type TrustedProxies } from '../http/client-address.js';
+import { parseQuery } from '../http/query.js';
 import type { DashboardDeps } from './deps.js';
 import { Refusal } from './refusal.js';
 import { SESSION_COOKIE, type Session } from './session.js';
@@ -103,4 +106,41 @@ export async function readJsonObject(
     throw new Refusal(400, 'bad_request', `the body must be JSON ${shape}`);
   }
   return value as Record<string, unknown>;
+}
+
+/**
+ * The query's names, each optional and at most `maxBytes[name]` of UTF-8 once decoded; an empty
+ * value is left out (it means "any"). Another name, a name twice or bad encoding: 400 bad_request.
+ */
+export function queryNames<K extends string>(
+  req: IncomingMessage,
+  maxBytes: Record<K, number>,
+): Partial<Record<K, string>> {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  const names = Object.keys(maxBytes) as K[];
+  let params: Map<string, string>;
+  try {
+    params = parseQuery(q < 0 ? '' : url.slice(q + 1), names);
+  } catch (error) {
+    if (error instanceof ApiError) throw new Refusal(400, 'bad_request', error.message);
+    throw error;
+  }
+  const found: Partial<Record<K, string>> = {};
+  for (const name of names) {
+    const raw = params.get(name);
+    if (raw === undefined || raw === '') continue;
+    let value: string;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      throw new Refusal(400, 'bad_request', `${name} has bad percent-encoding`);
+    }
+    const bytes = utf8Length(value);
+    if (bytes < 0 || bytes > maxBytes[name]) {
+      throw new Refusal(400, 'bad_request', `${name} must be UTF-8 of at most ${maxBytes[name]} bytes`);
+    }
+    found[name] = value;
+  }
+  return found;
 }

@@ -6,27 +6,13 @@
 import type { Logger } from 'pino';
 import type { MaybePromise, WebhookStats } from '../engines/types.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { StatsSample } from './stats-sample.js';
+
+export type { StatsSample } from './stats-sample.js';
 
 export const STATS_INTERVAL_MS = 5000;
 /** Ten minutes of samples at the default interval. */
 export const STATS_KEPT = 120;
-
-export interface StatsSample {
-  /** When it was taken (the service's clock, ms since the epoch). */
-  at: number;
-  /** Pages open on this node. */
-  pages: number;
-  /** Events published per second by this node: API emits and page sends. */
-  messagesIn: number;
-  /** Frames handed to this node's pages per second (events, replies, control frames). */
-  messagesOut: number;
-  /** Webhook tries per second made by this node, whatever their outcome. */
-  deliveries: number;
-  /** Webhook batches waiting to be delivered (pending or retrying), over every node; null when unread. */
-  webhookBacklog: number | null;
-  /** Webhook events not yet in a batch, over every node; null when unread. */
-  webhookWaiting: number | null;
-}
 
 /** Where each series is counted: this node only, or every node of the cluster. */
 export const STATS_SCOPE = {

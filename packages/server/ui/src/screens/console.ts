@@ -5,6 +5,7 @@
  * new entries back (counted) until Resume; Clear empties the list. The page keeps 500 rows.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ConsoleEntry } from '../../../src/core/console-entry.js';
 import { api, seg } from '../api.js';
 import { html } from '../html.js';
 
@@ -15,17 +16,7 @@ const DRAW_MS = 150;
 /** Wait before opening again a stream the service refused (and said no Retry-After). */
 const RETRY_MS = 5000;
 
-interface Entry {
-  at: number;
-  kind: string;
-  room?: string;
-  user?: string;
-  event?: string;
-  data?: string;
-  status?: number;
-  error?: string;
-  count?: number;
-}
+type Entry = ConsoleEntry;
 
 interface Row extends Entry {
   id: number;

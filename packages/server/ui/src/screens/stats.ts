@@ -4,19 +4,12 @@
  * answered or the whole cluster.
  */
 import { useEffect, useState } from 'preact/hooks';
+import type { StatsSample } from '../../../src/dashboard/stats-sample.js';
 import { ApiFailure, api } from '../api.js';
 import { LineChart, type Point } from '../charts.js';
 import { html } from '../html.js';
 
-interface Sample {
-  at: number;
-  pages: number;
-  messagesIn: number;
-  messagesOut: number;
-  deliveries: number;
-  webhookBacklog: number | null;
-  webhookWaiting: number | null;
-}
+type Sample = StatsSample;
 
 type SeriesName = Exclude<keyof Sample, 'at'>;
 
