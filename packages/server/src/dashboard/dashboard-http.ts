@@ -11,7 +11,10 @@ import { consoleRoutes } from './console-api.js';
 import type { DashboardDeps } from './deps.js';
 import { presenceRoutes } from './presence-api.js';
 import { Refusal } from './refusal.js';
-import { DASHBOARD_PATH, type Handler, type Route } from './request.js';
+import { changing, DASHBOARD_PATH, type Handler, type Route } from './request.js';
+
+const SESSION_PATH = `${DASHBOARD_PATH}/api/session`;
+
 import { sessionRoutes } from './session-api.js';
 import { isStaticPath, serveStatic } from './static-files.js';
 import { statsRoutes } from './stats-api.js';
@@ -92,6 +95,11 @@ async function answer(
       const allow = Object.keys(methods).join(', ');
       throw new Refusal(405, 'bad_method', `${path} takes ${allow}, not ${req.method}`, { Allow: allow });
     }
+    // Every change is checked here as well as in its handler, so a new endpoint cannot forget it;
+    // signing in is the one change made without a session (it checks the origin itself).
+    if (method !== 'GET' && method !== 'HEAD' && !(found.route.path === SESSION_PATH && method === 'POST')) {
+      changing(req, deps);
+    }
     await handler(req, res, deps, found.params);
   } catch (error) {
     if (res.headersSent) {
@@ -101,6 +109,7 @@ async function answer(
       return;
     }
     if (error instanceof Refusal) {
+      req.resume();
       sendJson(res, error.status, JSON.stringify({ ok: false, error: error.code, message: error.message }), {
         'Cache-Control': 'no-store',
         ...error.headers,
