@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -174,6 +175,20 @@ describe('npm start (the chat demo)', () => {
     expect(icon.status).toBe(200);
     expect(icon.headers.get('content-type')).toBe('image/svg+xml');
     expect(await icon.text()).toMatch(/^<svg /);
+  });
+
+  it('an address no URL can be made of is refused 400, and the demo keeps serving', async () => {
+    const { port } = new URL(demoUrl);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      request({ host: '127.0.0.1', port, path: '//[' }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(status).toBe(400);
+    expect((await fetch(`${demoUrl}/favicon.svg`)).status).toBe(200);
   });
 
   it('the CLI shows the secret again', () => {

@@ -44,7 +44,14 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
     return client.realtime;
   };
   const server = createServer(async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://demo');
+    let url;
+    try {
+      url = new URL(req.url ?? '/', 'http://demo');
+    } catch {
+      // An address no URL can be made of (`//[`): the request's mistake, not the demo's.
+      res.writeHead(400).end('bad address');
+      return;
+    }
     try {
       if (url.pathname === '/') {
         const html = (await readFile(PAGE, 'utf8')).replace(
@@ -76,7 +83,7 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
         // A call from the page's user to another member of the lobby, audio and video.
         const user = (url.searchParams.get('user') ?? '').trim();
         const to = (url.searchParams.get('to') ?? '').trim();
-        if (!NAME.test(user) || !NAME.test(to) || user === to) {
+        if (nameProblem(user) !== undefined || nameProblem(to) !== undefined || user === to) {
           json(res, 400, { error: 'call another member by name' });
           return;
         }
@@ -87,7 +94,7 @@ export async function startDemo({ serviceUrl, app, port = 3000, host = '127.0.0.
         // The lobby's one live stream: any member may present (first come) or watch.
         const user = (url.searchParams.get('user') ?? '').trim();
         const role = url.searchParams.get('role');
-        if (!NAME.test(user) || (role !== 'presenter' && role !== 'viewer')) {
+        if (nameProblem(user) !== undefined || (role !== 'presenter' && role !== 'viewer')) {
           json(res, 400, { error: 'a member presents or watches' });
           return;
         }

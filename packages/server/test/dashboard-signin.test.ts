@@ -462,6 +462,20 @@ describe('the lockout per client address', () => {
     expectLocked(await signIn(server, PASSWORD, { from }));
   });
 
+  it('sign-ins from many addresses at once: at most two are checked at a time on a node, the others 429 locked for a second', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => signIn(server, PASSWORD, { from: newAddress() })),
+    );
+    const refused = answers.filter((answer) => answer.status !== 200);
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(1);
+    expect(refused.length, answers.map((a) => a.status).join(' ')).toBeGreaterThanOrEqual(1);
+    for (const answer of refused) {
+      expectError(answer, 429, 'locked');
+      expect(answer.json.message).toBe('other sign-ins are being checked: try again in a second');
+      expect(answer.headers['retry-after']).toBe('1');
+    }
+  });
+
   it('X-Forwarded-For from a peer that is no trusted proxy does not make a new address', async () => {
     for (let i = 0; i < 5; i++) {
       expectError(await signIn(untrusting, `wrong ${i}`, { from: newAddress() }), 401, 'wrong_password');

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { StoreError } from '../engines/store-error.js';
 import { type Broker, type Outgoing, topicOf, type Unsubscribe } from '../engines/types.js';
 import type { ConsoleEntry, ConsoleFilter, Tapped } from './console-entry.js';
 
@@ -184,6 +185,8 @@ export class ConsoleTap {
    * console closed again, when the broker could not take it); the answer closes it.
    */
   async open(app: string, sink: ConsoleSink): Promise<() => Promise<void>> {
+    // The service is stopping: a console opened now would hold the drain up until its end.
+    if (this.#closed) throw new StoreError('unavailable', { message: 'the service is stopping' });
     let sinks = this.#local.get(app);
     if (!sinks) {
       sinks = new Set();

@@ -32,9 +32,9 @@ function filterOf(req: IncomingMessage): ConsoleFilter {
  */
 const stream: Handler = async (req, res, deps, [key = '']) => {
   req.resume();
-  signedIn(req, deps);
+  const session = signedIn(req, deps);
   const filter = filterOf(req);
-  if ((await deps.apps.get(key)) === undefined) throw new Refusal(404, 'no_app', 'no app has this key');
+  if ((await deps.storedApps.get(key)) === undefined) throw new Refusal(404, 'no_app', 'no app has this key');
   if (deps.console.consoles >= MAX_CONSOLES) {
     throw new Refusal(429, 'busy', `this node streams ${MAX_CONSOLES} live consoles already: close one first`, {
       'Retry-After': String(BUSY_RETRY_S),
@@ -47,6 +47,7 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
   let ended = false;
   let stop: (() => Promise<void>) | undefined;
   let keepalive: NodeJS.Timeout | undefined;
+  let sessionEnd: NodeJS.Timeout | undefined;
   const write = (text: string): void => {
     if (!res.write(text)) blocked = true;
   };
@@ -64,6 +65,7 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
     if (ended) return;
     ended = true;
     clearInterval(keepalive);
+    clearTimeout(sessionEnd);
     // Never rejects: a failure to tell the other nodes is logged, and their watch runs out.
     void stop?.();
   };
@@ -93,6 +95,9 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
     if (!blocked) write(': keepalive\n\n');
   }, KEEPALIVE_MS);
   keepalive.unref();
+  // The stream lives no longer than the session that opened it; the page then finds it signed out.
+  sessionEnd = setTimeout(() => res.end(), Math.max(0, session.expiresMs - deps.now()));
+  sessionEnd.unref();
 };
 
 export const consoleRoutes: Route[] = [{ path: `${DASHBOARD_PATH}/api/apps/:key/console`, methods: { GET: stream } }];

@@ -93,8 +93,13 @@ export async function readJsonObject(
   let body: Buffer;
   try {
     body = await readBody(req, maxBytes);
-  } catch {
-    throw new Refusal(400, 'bad_request', `the body must be JSON ${shape} of at most ${maxBytes} bytes`);
+  } catch (error) {
+    throw new Refusal(
+      400,
+      'bad_request',
+      `the body must be JSON ${shape} of at most ${maxBytes} bytes`,
+      bodyHeaders(error),
+    );
   }
   let value: unknown;
   try {
@@ -143,4 +148,9 @@ export function queryNames<K extends string>(
     found[name] = value;
   }
   return found;
+}
+
+/** A body refused as too large closes the connection (its headers say so): the rest is not read. */
+export function bodyHeaders(error: unknown): Record<string, string> {
+  return error instanceof ApiError && error.headers !== undefined ? error.headers : {};
 }

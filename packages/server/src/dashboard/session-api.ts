@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { clientAddress } from '../http/client-address.js';
+import type { DashboardDeps } from './deps.js';
 import { passwordMatches } from './password.js';
 import { Refusal } from './refusal.js';
 import {
@@ -22,6 +23,13 @@ const BODY_BYTES = 4096;
 const TRIES = { burst: 5, perSecond: 1 / 180 } as const;
 /** A sign-in check of one address holds its slot this long at most (scrypt takes about 50 ms). */
 const CHECK_MS = 10_000;
+/**
+ * Password checks one node runs at once, over every address: scrypt takes 16 MB and a thread of
+ * libuv's four, which file reads and webhook DNS lookups share.
+ */
+const NODE_CHECKS = 2;
+/** Checks running, per service (keyed by its session keys: a test process may run several). */
+const checking = new WeakMap<object, number>();
 
 function cookieHeader(value: string, maxAge: number, secure: boolean): string {
   const flags = `Path=${DASHBOARD_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict`;
@@ -41,6 +49,22 @@ const signIn: Handler = async (req, res, deps) => {
   checkOrigin(req);
   const password = await readPassword(req);
   const key = `dashboard-signin:${clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted)}`;
+  const running = checking.get(deps.keys) ?? 0;
+  if (running >= NODE_CHECKS) {
+    throw new Refusal(429, 'locked', 'other sign-ins are being checked: try again in a second', { 'Retry-After': '1' });
+  }
+  checking.set(deps.keys, running + 1);
+  try {
+    await checkPassword(deps, key, password);
+  } finally {
+    checking.set(deps.keys, (checking.get(deps.keys) ?? 1) - 1);
+  }
+  const { cookie, csrf } = deps.keys.issue(deps.now());
+  ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
+};
+
+/** The password against the hash, one check at a time per address, counting wrong ones. */
+async function checkPassword(deps: DashboardDeps, key: string, password: string): Promise<void> {
   const locked = (waitMs: number) =>
     new Refusal(429, 'locked', 'too many wrong passwords from this address: wait before trying again', {
       'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
@@ -69,9 +93,7 @@ const signIn: Handler = async (req, res, deps) => {
       deps.log.warn({ err: error }, 'releasing a dashboard sign-in check failed');
     }
   }
-  const { cookie, csrf } = deps.keys.issue(deps.now());
-  ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
-};
+}
 
 const session: Handler = async (req, res, deps) => {
   req.resume();

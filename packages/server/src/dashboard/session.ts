@@ -10,6 +10,8 @@ export const SESSION_SECONDS = 12 * 3600;
 
 export interface Session {
   csrf: string;
+  /** When the session ends (ms since the epoch). */
+  expiresMs: number;
 }
 
 const mac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest('base64url');
@@ -41,7 +43,7 @@ export class SessionKeys {
     const [, expires, nonce, signature] = parts as [string, string, string, string];
     if (!same(signature, mac(this.#key, `v1.${expires}.${nonce}`))) return undefined;
     if (!/^\d{1,12}$/.test(expires) || Number(expires) * 1000 <= nowMs) return undefined;
-    return { csrf: this.#csrf(nonce) };
+    return { csrf: this.#csrf(nonce), expiresMs: Number(expires) * 1000 };
   }
 
   /** Whether `given` is the session's CSRF token (constant time). */

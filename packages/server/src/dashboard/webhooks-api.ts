@@ -11,7 +11,16 @@ import { TRY_OUTCOMES } from '../webhooks/try-outcome.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
 import type { DashboardDeps } from './deps.js';
 import { Refusal } from './refusal.js';
-import { changing, DASHBOARD_PATH, type Handler, ok, type Route, signedIn } from './request.js';
+import {
+  bodyHeaders,
+  changing,
+  DASHBOARD_PATH,
+  type Handler,
+  ok,
+  queryNames,
+  type Route,
+  signedIn,
+} from './request.js';
 
 const BODY_BYTES = 16_384;
 const MINUTE_MS = 60_000;
@@ -41,8 +50,13 @@ async function noBody(req: IncomingMessage): Promise<void> {
   let body: Buffer;
   try {
     body = await readBody(req, BODY_BYTES);
-  } catch {
-    throw new Refusal(400, 'bad_request', `the body must be empty or {}, at most ${BODY_BYTES} bytes`);
+  } catch (error) {
+    throw new Refusal(
+      400,
+      'bad_request',
+      `the body must be empty or {}, at most ${BODY_BYTES} bytes`,
+      bodyHeaders(error),
+    );
   }
   if (body.length === 0) return;
   let value: unknown;
@@ -98,9 +112,9 @@ const resend: Handler = async (req, res, deps, [key, id]) => {
   }
 };
 
-function minutesAsked(url: string | undefined): number {
-  const given = new URL(url ?? '/', 'http://dashboard').searchParams.get('minutes');
-  if (given === null) return DEFAULT_MINUTES;
+function minutesAsked(req: IncomingMessage): number {
+  const given = queryNames(req, { minutes: 4 }).minutes;
+  if (given === undefined) return DEFAULT_MINUTES;
   if (!/^\d{1,4}$/.test(given) || Number(given) < 1 || Number(given) > MAX_MINUTES) {
     throw new Refusal(400, 'bad_request', `minutes must be a whole number from 1 to ${MAX_MINUTES}`);
   }
@@ -111,7 +125,7 @@ function minutesAsked(url: string | undefined): number {
 const tries: Handler = async (req, res, deps, [key]) => {
   req.resume();
   signedIn(req, deps);
-  const minutes = minutesAsked(req.url);
+  const minutes = minutesAsked(req);
   const app = await appOf(deps, key);
   const last = Math.floor(deps.now() / MINUTE_MS) * MINUTE_MS;
   const first = last - (minutes - 1) * MINUTE_MS;

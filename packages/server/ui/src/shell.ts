@@ -2,7 +2,8 @@
  * The signed-in page: a header with the top screens and sign-out, then the screen the address
  * names. An app's screens share a second row of tabs.
  */
-import { api } from './api.js';
+import { useState } from 'preact/hooks';
+import { ApiFailure, api } from './api.js';
 import { html } from './html.js';
 import { href, type Route, useRoute } from './route.js';
 import { appScreens, topScreens } from './screens/registry.js';
@@ -10,11 +11,16 @@ import { appScreens, topScreens } from './screens/registry.js';
 export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
   const route = useRoute();
 
+  const [error, setError] = useState('');
+
   async function signOut() {
     try {
       await api.delete('/session');
-    } finally {
       onSignedOut();
+    } catch (failure) {
+      // Only a session the service no longer knows is gone; any other failure leaves it signed in.
+      if (failure instanceof ApiFailure && failure.code === 'signed_out') onSignedOut();
+      else setError(failure instanceof ApiFailure ? `Signing out failed: ${failure.message}` : 'Signing out failed.');
     }
   }
 
@@ -31,6 +37,7 @@ export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
       </nav>
       <button class="btn quiet" type="button" onClick=${signOut}>Sign out</button>
     </header>
+    ${error && html`<p class="error" role="alert">${error}</p>`}
     <main class="content">${body(route)}</main>
   `;
 }

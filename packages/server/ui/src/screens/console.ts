@@ -202,6 +202,11 @@ export function Console({ appKey }: { appKey: string }) {
           await api.get(`/apps/${seg(appKey)}`).catch(() => {});
           return;
         }
+        if (code === 'no_app' || code === 'bad_request') {
+          // Asking again would get the same answer.
+          setStatus({ state: 'refused', message });
+          return;
+        }
         const wait = retryS === undefined ? RETRY_MS : retryS * 1000;
         setStatus({
           state: 'refused',

@@ -48,6 +48,9 @@ export function SignIn({ onSignedIn }: { onSignedIn: (csrf: string) => void }) {
 function describe(failure: unknown): string {
   if (!(failure instanceof ApiFailure)) return 'Signing in failed.';
   if (failure.code === 'wrong_password') return 'Wrong password.';
+  if (failure.code === 'locked' && !failure.message.includes('wrong passwords')) {
+    return 'Other sign-ins are being checked: try again in a second.';
+  }
   if (failure.code === 'locked') {
     const wait = failure.retryAfter ?? 0;
     const when = wait >= 60 ? `${Math.ceil(wait / 60)} min` : `${Math.max(1, wait)} s`;

@@ -56,7 +56,8 @@ export function Stats() {
       }
     };
     void load();
-    const timer = setInterval(() => void load(), every);
+    // At most once a second, however often the service samples.
+    const timer = setInterval(() => void load(), Math.max(1000, every));
     return () => {
       live = false;
       clearInterval(timer);
