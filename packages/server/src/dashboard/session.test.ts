@@ -7,11 +7,12 @@ describe('dashboard sessions', () => {
   it('reads back what it issued until it expires, with the same CSRF token', () => {
     const keys = new SessionKeys('scrypt$hash-a');
     const { cookie, csrf } = keys.issue(T0);
-    expect(keys.read(cookie, T0)).toStrictEqual({ csrf });
-    expect(keys.read(cookie, T0 + SESSION_SECONDS * 1000 - 1000)).toStrictEqual({ csrf });
+    const expiresMs = T0 + SESSION_SECONDS * 1000;
+    expect(keys.read(cookie, T0)).toStrictEqual({ csrf, expiresMs });
+    expect(keys.read(cookie, T0 + SESSION_SECONDS * 1000 - 1000)).toStrictEqual({ csrf, expiresMs });
     expect(keys.read(cookie, T0 + SESSION_SECONDS * 1000)).toBeUndefined();
     // Another node with the same password hash takes it; another hash does not.
-    expect(new SessionKeys('scrypt$hash-a').read(cookie, T0)).toStrictEqual({ csrf });
+    expect(new SessionKeys('scrypt$hash-a').read(cookie, T0)).toStrictEqual({ csrf, expiresMs });
     expect(new SessionKeys('scrypt$hash-b').read(cookie, T0)).toBeUndefined();
   });
 
