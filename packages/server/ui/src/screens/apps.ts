@@ -5,7 +5,8 @@
  */
 import { FEATURES, type Feature, SEAL_KEY_BYTES, toBase64Url } from '@realtime/protocol';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, api, seg } from '../api.js';
+import { failed, useAction } from '../action.js';
+import { api, seg } from '../api.js';
 import { html } from '../html.js';
 import { go, href } from '../route.js';
 
@@ -26,9 +27,6 @@ const FEATURE_HELP: Record<Feature, string> = {
   groups: 'Group calls',
   streams: 'Live streams',
 };
-
-const failed = (failure: unknown, what: string) =>
-  failure instanceof ApiFailure ? failure.message : `${what} failed.`;
 
 function plan(features: readonly Feature[]): string {
   return features.length === FEATURES.length ? 'everything' : features.length === 0 ? 'nothing' : features.join(', ');
@@ -118,22 +116,15 @@ function AppsTable({ apps }: { apps: AppView[] }) {
 function CreateApp() {
   const [name, setName] = useState('');
   const [key, setKey] = useState('');
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
-  async function submit(event: Event) {
+  function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError('');
-    try {
+    return run('Creating the app', async () => {
       const body = key.trim() === '' ? { name } : { name, key: key.trim() };
       const { app } = await api.post<{ app: AppView }>('/apps', body);
       go({ screen: 'apps', app: app.key });
-    } catch (failure) {
-      setError(failed(failure, 'Creating the app'));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return html`
@@ -202,8 +193,7 @@ function Credentials({ appKey }: { appKey: string }) {
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
   const [notice, setNotice] = useState('');
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const path = `/apps/${seg(appKey)}/secret`;
 
   async function reveal() {
@@ -216,18 +206,12 @@ function Credentials({ appKey }: { appKey: string }) {
     }
   }
 
-  async function rotate() {
-    setBusy(true);
-    setError('');
-    try {
+  function rotate() {
+    return run('Rotating the secret', async () => {
       setSecret((await api.post<{ secret: string }>(path)).secret);
       setNotice('A new secret: the old one stops working within a second. Give your servers this one.');
       setConfirming(false);
-    } catch (failure) {
-      setError(failed(failure, 'Rotating the secret'));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return html`
@@ -303,8 +287,7 @@ function Settings({ app, onSaved }: { app: AppView; onSaved: (app: AppView) => v
   const [perSecond, setPerSecond] = useState(String(app.rateLimit.perSecond));
   const [burst, setBurst] = useState(String(app.rateLimit.burst));
   const [notice, setNotice] = useState('');
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
 
   function toggle(feature: Feature, on: boolean) {
     edited();
@@ -328,16 +311,11 @@ function Settings({ app, onSaved }: { app: AppView; onSaved: (app: AppView) => v
       setNotice('Nothing to save: no field changed.');
       return;
     }
-    setBusy(true);
-    try {
+    await run('Saving', async () => {
       const saved = (await api.patch<{ app: AppView }>(`/apps/${seg(app.key)}`, changes)).app;
       onSaved(saved);
       setNotice('Saved: it applies to new requests and to open pages at their next join or send.');
-    } catch (failure) {
-      setError(failed(failure, 'Saving'));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   // What was said of the last save stops holding once a field changes.
@@ -428,19 +406,13 @@ function SealingKey() {
 
 function DeleteApp({ appKey }: { appKey: string }) {
   const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
-  async function remove() {
-    setBusy(true);
-    setError('');
-    try {
+  function remove() {
+    return run('Deleting the app', async () => {
       await api.delete(`/apps/${seg(appKey)}`);
       go({ screen: 'apps' });
-    } catch (failure) {
-      setError(failed(failure, 'Deleting the app'));
-      setBusy(false);
-    }
+    });
   }
 
   return html`

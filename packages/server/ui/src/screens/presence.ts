@@ -4,7 +4,8 @@
  * name and paging through more than 200.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiFailure, api, seg } from '../api.js';
+import { failed } from '../action.js';
+import { api, seg } from '../api.js';
 import { formatNumber } from '../charts.js';
 import { html } from '../html.js';
 
@@ -54,7 +55,7 @@ function Listing<Row>({ appKey, kind, title, noun, empty, columns, name }: Listi
         setError('');
       } catch (failure) {
         if (!live) return;
-        setError(failure instanceof ApiFailure ? failure.message : `Reading the ${kind} failed.`);
+        setError(failed(failure, `Reading the ${kind}`));
       }
     };
     void load();

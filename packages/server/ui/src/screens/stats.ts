@@ -5,7 +5,8 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { StatsSample } from '../../../src/dashboard/stats-sample.js';
-import { ApiFailure, api } from '../api.js';
+import { failed } from '../action.js';
+import { api } from '../api.js';
 import { LineChart, type Point } from '../charts.js';
 import { html } from '../html.js';
 
@@ -52,7 +53,7 @@ export function Stats() {
         setStats(answer);
         setError('');
       } catch (failure) {
-        if (live) setError(failure instanceof ApiFailure ? failure.message : 'Reading the stats failed.');
+        if (live) setError(failed(failure, 'Reading the stats'));
       }
     };
     void load();

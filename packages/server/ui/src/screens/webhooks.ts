@@ -4,6 +4,7 @@
  * with each batch's events and a resend. The chart and the log refresh every few seconds.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { failed, useAction } from '../action.js';
 import { ApiFailure, api, seg } from '../api.js';
 import { BarChart, type Series } from '../charts.js';
 import { html } from '../html.js';
@@ -61,9 +62,6 @@ const ERROR_NAME: Record<string, string> = {
   not_public: 'not a public address',
 };
 
-const failed = (failure: unknown, what: string) =>
-  failure instanceof ApiFailure ? failure.message : `${what} failed.`;
-
 /** A time as the operator reads it: the time of day, with the date when not today. */
 function when(at: number | null): string {
   if (at === null) return '—';
@@ -97,9 +95,8 @@ function Address({ appKey, base, onChanged }: { appKey: string; base: string; on
   const [address, setAddress] = useState('');
   const [saved, setSaved] = useState<string | undefined>(undefined);
   const [planned, setPlanned] = useState(true);
-  const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const [testing, setTesting] = useState(false);
   const [answer, setAnswer] = useState<TryAnswer | undefined>(undefined);
   const [testError, setTestError] = useState('');
@@ -115,12 +112,10 @@ function Address({ appKey, base, onChanged }: { appKey: string; base: string; on
       .catch((failure: unknown) => setError(failed(failure, 'Reading the app')));
   }, [appKey]);
 
-  async function save(event: Event) {
+  function save(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError('');
     setNotice('');
-    try {
+    return run('Saving the address', async () => {
       const { app } = await api.patch<{ app: { webhook: string } }>(`/apps/${seg(appKey)}`, {
         webhook: address.trim(),
       });
@@ -128,11 +123,7 @@ function Address({ appKey, base, onChanged }: { appKey: string; base: string; on
       setSaved(app.webhook);
       setNotice(app.webhook === '' ? 'Saved: no webhooks are sent.' : 'Saved.');
       onChanged();
-    } catch (failure) {
-      setError(failed(failure, 'Saving the address'));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   async function test() {
