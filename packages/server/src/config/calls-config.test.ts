@@ -77,6 +77,14 @@ describe('calls in the config file', () => {
     expect(parseCallsConfig({}, where)).toEqual({});
   });
 
+  it('reads invite rates, each of perCaller and perCallee on its own, and hands them to the service', () => {
+    const invites = { perCaller: { perMinute: 6, burst: 2 }, perCallee: { perMinute: 30, burst: 12 } };
+    expect(parseCallsConfig({ invites }, where)).toEqual({ invites });
+    const callerOnly = parseCallsConfig({ invites: { perCaller: { perMinute: 6, burst: 2 } } }, where);
+    expect(callerOnly).toEqual({ invites: { perCaller: { perMinute: 6, burst: 2 } } });
+    expect(callOptions(callerOnly, {}, flagSource)).toEqual({ invites: { perCaller: { perMinute: 6, burst: 2 } } });
+  });
+
   const bad: [string, unknown, string][] = [
     ['not an object', ['stun:a'], `${where} must be an object`],
     ['an unknown field', { ice: {} }, `${where}: unknown field "ice"`],
@@ -90,6 +98,24 @@ describe('calls in the config file', () => {
     ['a short secret', { turn: { secret: 'short' } }, `${where}.turn.secret must be at least 16 characters`],
     ['a secret with spaces', { turn: { secret: `${SECRET} x` } }, `${where}.turn.secret must be at least 16`],
     ['a ttl too short', { turn: { ttlSeconds: 5 } }, `${where}.turn.ttlSeconds must be a whole number of seconds`],
+    ['invites not an object', { invites: 5 }, `${where}.invites must be { "perCaller"`],
+    ['an unknown invites field', { invites: { perPage: {} } }, `${where}.invites: unknown field "perPage"`],
+    ['a rate not an object', { invites: { perCaller: 10 } }, `${where}.invites.perCaller must be { "perMinute"`],
+    [
+      'a rate without its burst',
+      { invites: { perCallee: { perMinute: 10 } } },
+      `${where}.invites.perCallee.burst must be a whole number of invites from 1`,
+    ],
+    [
+      'a rate of 0',
+      { invites: { perCaller: { perMinute: 0, burst: 5 } } },
+      `${where}.invites.perCaller.perMinute must be a whole number of invites from 1`,
+    ],
+    [
+      'an unknown rate field',
+      { invites: { perCaller: { perSecond: 1, perMinute: 1, burst: 1 } } },
+      `${where}.invites.perCaller: unknown field "perSecond"`,
+    ],
   ];
   it.for(bad)('refuses %s in one line naming the field', ([, value, message]) => {
     expect(usageError(() => parseCallsConfig(value, where))).toContain(message);

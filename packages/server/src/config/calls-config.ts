@@ -1,14 +1,15 @@
 /**
- * The calls settings of `realtime serve` (docs/calls.md): ring time from the config file, STUN and
+ * The calls settings of `realtime serve` (docs/calls.md): ring time and invite rates from the config file, STUN and
  * TURN servers from the config file, flags or REALTIME_* variables (a flag or variable wins over the
  * file, field by field, so the TURN secret can stay out of the file).
  */
-import type { CallOptions, IceConfig } from '../calls/options.js';
+import type { CallOptions, IceConfig, InviteLimits, InviteRate } from '../calls/options.js';
 import { UsageError } from './usage-error.js';
 
 /** `calls` of a config file as written: the TURN part may still get its URLs or secret from flags. */
 export interface CallsFileConfig {
   ringMs?: number;
+  invites?: Partial<InviteLimits>;
   stun?: string[];
   turn?: { urls?: string[]; secret?: string; ttlSeconds?: number };
 }
@@ -20,7 +21,11 @@ export interface CallFlags {
   turnSecret?: string | undefined;
 }
 
-const CALL_FIELDS = new Set(['ringMs', 'stun', 'turn']);
+const CALL_FIELDS = new Set(['ringMs', 'invites', 'stun', 'turn']);
+const INVITE_FIELDS = new Set(['perCaller', 'perCallee']);
+const RATE_FIELDS = new Set(['perMinute', 'burst']);
+/** Far above any person's pace; a rate is a bound, not a way to turn the bound off. */
+const MAX_INVITE_RATE = 1_000_000;
 const TURN_FIELDS = new Set(['urls', 'secret', 'ttlSeconds']);
 const MIN_TURN_SECRET_LENGTH = 16;
 
@@ -83,7 +88,27 @@ function wholeIn(value: unknown, min: number, max: number, where: string, unit: 
   return value;
 }
 
-/** Checks `"calls": { "ringMs", "stun": [...], "turn": { "urls", "secret", "ttlSeconds" } }`. */
+/** `{ "perMinute": n, "burst": n }`, both whole numbers from 1. */
+function inviteRate(value: unknown, where: string): InviteRate {
+  if (!isObject(value)) throw new UsageError(`${where} must be { "perMinute": n, "burst": n }`);
+  unknownField(value, RATE_FIELDS, where);
+  return {
+    perMinute: wholeIn(value.perMinute, 1, MAX_INVITE_RATE, `${where}.perMinute`, 'invites'),
+    burst: wholeIn(value.burst, 1, MAX_INVITE_RATE, `${where}.burst`, 'invites'),
+  };
+}
+
+/** `{ "perCaller": rate, "perCallee": rate }`, either left out for its default. */
+function inviteLimits(value: unknown, where: string): Partial<InviteLimits> {
+  if (!isObject(value)) throw new UsageError(`${where} must be { "perCaller": {...}, "perCallee": {...} }`);
+  unknownField(value, INVITE_FIELDS, where);
+  const out: Partial<InviteLimits> = {};
+  if (value.perCaller !== undefined) out.perCaller = inviteRate(value.perCaller, `${where}.perCaller`);
+  if (value.perCallee !== undefined) out.perCallee = inviteRate(value.perCallee, `${where}.perCallee`);
+  return out;
+}
+
+/** Checks `"calls": { "ringMs", "invites", "stun": [...], "turn": { "urls", "secret", "ttlSeconds" } }`. */
 export function parseCallsConfig(value: unknown, where: string): CallsFileConfig {
   if (!isObject(value)) {
     throw new UsageError(
@@ -93,6 +118,7 @@ export function parseCallsConfig(value: unknown, where: string): CallsFileConfig
   unknownField(value, CALL_FIELDS, where);
   const out: CallsFileConfig = {};
   if (value.ringMs !== undefined) out.ringMs = wholeIn(value.ringMs, 1000, 600_000, `${where}.ringMs`, 'ms');
+  if (value.invites !== undefined) out.invites = inviteLimits(value.invites, `${where}.invites`);
   if (value.stun !== undefined) out.stun = urls(value.stun, 'stun', `${where}.stun`);
   if (value.turn !== undefined) {
     const turn = value.turn;
@@ -155,6 +181,7 @@ export function callOptions(
   }
   const options: CallOptions = {};
   if (file?.ringMs !== undefined) options.ringMs = file.ringMs;
+  if (file?.invites !== undefined) options.invites = file.invites;
   if (ice.stun !== undefined || ice.turn !== undefined) options.ice = ice;
-  return options.ringMs === undefined && options.ice === undefined ? undefined : options;
+  return Object.keys(options).length === 0 ? undefined : options;
 }
