@@ -15,6 +15,7 @@ import { type RawData, WebSocketServer } from 'ws';
 import type { Tapped } from '../core/console-tap.js';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
+import { StoreError } from '../engines/store-error.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, type PageModule, type Parsed } from './frame-registry.js';
@@ -36,6 +37,26 @@ export interface GatewayOptions {
   replayStallMs?: number;
   /** How presence scales: the member threshold, page size and windows (core/member-windows.ts). */
   members?: Partial<MemberScale>;
+}
+
+/**
+ * A store failure a handler did not map itself (its app read, say, while Redis is away) is the
+ * service's, not the frame's: `unavailable` (or `storage_full`) naming the frame's ref and what it
+ * was about, so the page retries that frame instead of taking it as refused.
+ */
+function storeRefusal(error: unknown, parsedFrame: Parsed['frame']): unknown {
+  if (!(error instanceof StoreError)) return error;
+  const text = (name: string): string | undefined => {
+    const value = parsedFrame[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const ref = Number.isSafeInteger(parsedFrame.ref) ? (parsedFrame.ref as number) : undefined;
+  return new FrameError(error.code, error.message, ref, {
+    room: text('room'),
+    call: text('call'),
+    stream: text('stream'),
+    group: text('group'),
+  });
 }
 
 const HELLO_SPEC = { required: { v: 'number' }, optional: { identity: 'string' } } as const;
@@ -268,7 +289,8 @@ export class Gateway {
     if (conn.state === 'closed') return;
     try {
       await handle();
-    } catch (error) {
+    } catch (thrown) {
+      const error = parsedFrame === undefined ? thrown : storeRefusal(thrown, parsedFrame);
       if (parsedFrame !== undefined) this.#tapRefusal(conn, parsedFrame, error);
       this.#refuse(conn, error);
     }
