@@ -128,6 +128,11 @@ export interface HistoryStore {
   last(app: string, room: string, count: number, nowMs: number, page?: PageBound): Promise<HistoryPage> | HistoryPage;
   /** Removes events past their age everywhere; returns how many went. */
   prune(nowMs: number): Promise<number> | number;
+  /**
+   * Drops every room of the app (a deleted app): its kept events and what the rooms remember of their
+   * ids. An app made again with the key finds its rooms empty. Other apps' rooms are untouched.
+   */
+  removeApp(app: string, nowMs: number): MaybePromise<void>;
   close(): Promise<void> | void;
 }
 
@@ -450,6 +455,12 @@ export interface WebhookStore {
   tryCounts(app: string, sinceMs: number, nowMs: number): MaybePromise<TryMinute[]>;
   /** Removes batches done before `before`; returns how many. */
   prune(before: number): MaybePromise<number>;
+  /**
+   * Drops everything of the app (a deleted app): its waiting events, its batches whatever their
+   * state or lease, and its counted tries. A try of one of its batches saved afterwards writes and
+   * counts nothing. An app made again with the key starts with an empty queue.
+   */
+  removeApp(app: string, nowMs: number): MaybePromise<void>;
   stats(now: number): MaybePromise<WebhookStats>;
   close(): MaybePromise<void>;
 }

@@ -623,6 +623,46 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
       });
     });
 
+    describe('removing an app', () => {
+      it('drops every room of the app, kept events and ids alike, and nothing of another app', async () => {
+        await fill('a', 'one', 3, KEEP_ALL, T0);
+        await fill('a', 'x:y', 2, KEEP_ALL, T0);
+        await store.nextId('a', 'unkept', T0);
+        // Keys that start like the removed one are other apps.
+        const others = [...(await fill('a0', 'one', 2, KEEP_ALL, T0)), ...(await fill('b', 'one', 1, KEEP_ALL, T0))];
+        const epoch = (await store.last('b', 'one', 10, T0)).epoch;
+
+        await store.removeApp('a', T0 + 1);
+
+        for (const room of ['one', 'x:y', 'unkept']) {
+          expect(await allLast(store, 'a', room, 100, T0 + 1)).toEqual([]);
+          expect((await store.since('a', room, '0-0', T0 + 1)).events).toEqual([]);
+        }
+        expect(ids(await allLast(store, 'a0', 'one', 100, T0 + 1))).toEqual(others.slice(0, 2));
+        const kept = await store.since('b', 'one', '0-0', T0 + 1);
+        expect(ids(kept.events)).toEqual(others.slice(2));
+        expect(kept.epoch).toBe(epoch);
+        expect(kept.truncated).toBe(false);
+        // Nothing of the app is aged out later: it is gone already.
+        expect(await store.prune(T0 + 200 * HOUR)).toBe(3);
+      });
+
+      it('leaves a removed room usable: an app made again with the key starts it empty', async () => {
+        await fill('a', 'one', 3, KEEP_ALL, T0);
+        await store.removeApp('a', T0 + 1);
+        const id = await store.append('a', 'one', { event: 'e', data: '"again"' }, KEEP_ALL, T0 + 2);
+        const last = await allLast(store, 'a', 'one', 100, T0 + 2);
+        expect(ids(last)).toEqual([id]);
+        expect(datas(last)).toEqual(['"again"']);
+      });
+
+      it('removes nothing when the app has no room', async () => {
+        await fill('b', 'one', 2, KEEP_ALL, T0);
+        await store.removeApp('a', T0);
+        expect(await allLast(store, 'b', 'one', 100, T0)).toHaveLength(2);
+      });
+    });
+
     describe('restart', () => {
       it('keeps events, gaps and rising ids across a reopen', async () => {
         const before = await fill('a', 'lobby', 4, [3, 1], T0 + 1000);

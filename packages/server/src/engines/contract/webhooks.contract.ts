@@ -541,6 +541,83 @@ export function webhookContract(name: string, makeStore: () => Promise<WebhookHa
       });
     });
 
+    describe('removing an app', () => {
+      const MIN = 60_000;
+      /** A try of a claimed batch saved at `at`, counted as a 5xx, retried a minute later. */
+      async function triedOnce(batch: StoredBatch, at: number): Promise<StoredBatch> {
+        const next: StoredBatch = {
+          ...batch,
+          state: 'retrying',
+          attempts: 1,
+          failed: 1,
+          status: 500,
+          at,
+          nextAt: at + MIN,
+        };
+        await store.saveTry(next, A.holder, '5xx');
+        return next;
+      }
+
+      it("drops the app's waiting events, batches and counted tries, and nothing of another app", async () => {
+        for (const app of ['app1', 'app10']) {
+          await store.addEvent(app, ev(`${app}_1`));
+          await formed(app, `${app}_tried`, T0);
+          await store.addEvent(app, ev(`${app}_2`));
+          await formed(app, `${app}_pending`, T0 + 1);
+          await store.addEvent(app, ev(`${app}_3`));
+          const claimed = await store.claim(`${app}_tried`, T0 + 2, A);
+          await triedOnce(claimed as StoredBatch, T0 + 2);
+        }
+        // A day's minutes of counted tries, the oldest one still read.
+        const claimed = await store.claim('app1_tried', T0 + 23 * 3600_000, A);
+        await triedOnce(claimed as StoredBatch, T0 + 23 * 3600_000);
+        const now = T0 + 23 * 3600_000 + 1;
+        expect(await store.tryCounts('app1', T0, now)).toHaveLength(2);
+        const otherBefore = await store.list('app10', 10);
+
+        await store.removeApp('app1', now);
+
+        expect(await store.waiting()).toEqual(new Map([['app10', 1]]));
+        expect(await store.list('app1', 10)).toEqual([]);
+        expect(await store.get('app1_tried')).toBe(undefined);
+        expect(await store.get('app1_pending')).toBe(undefined);
+        expect(await store.claim('app1_pending', now, B)).toBe(undefined);
+        expect(await store.tryCounts('app1', T0, now)).toEqual([]);
+        expect(await store.formBatch('app1', 'app1_late', 100, now)).toBe(undefined);
+        // Only the other app's batches are due, counted and kept.
+        expect((await peer.claimDue(now + MIN, 10, B)).map((b) => b.id).sort()).toEqual([
+          'app10_pending',
+          'app10_tried',
+        ]);
+        expect(await store.list('app10', 10)).toEqual(otherBefore);
+        expect(await store.tryCounts('app10', T0, now)).toEqual([
+          { at: Math.floor((T0 + 2) / MIN) * MIN, outcomes: { '5xx': 1 } },
+        ]);
+        expect(await store.stats(now)).toEqual({
+          waiting: 1,
+          oldestWaitingMs: now - T0,
+          batches: { pending: 1, retrying: 1 },
+        });
+      });
+
+      it('writes nothing back for a try in flight when its app went, and takes the app anew after', async () => {
+        await store.addEvent('app1', ev(1));
+        await formed('app1', 'b_1', T0);
+        const [leased] = await store.claimDue(T0, 1, A);
+        await store.removeApp('app1', T0 + 1);
+        // The try of the leased batch ends after the removal: no batch, no count comes back.
+        await triedOnce(leased as StoredBatch, T0 + 2);
+        expect(await store.get('b_1')).toBe(undefined);
+        expect(await store.list('app1', 10)).toEqual([]);
+        expect(await store.tryCounts('app1', T0, T0 + 3)).toEqual([]);
+        expect(await store.stats(T0 + 3)).toEqual({ waiting: 0, oldestWaitingMs: 0, batches: {} });
+        // An app made again with the key starts with an empty queue that works.
+        await store.addEvent('app1', ev(2));
+        expect((await formed('app1', 'b_2', T0 + 4)).body).toBe(bodyOf([ev(2)]));
+        expect((await store.list('app1', 10)).map((b) => b.id)).toEqual(['b_2']);
+      });
+    });
+
     describe('stats', () => {
       it('counts waiting events, batches by state, and the age of the oldest event not delivered', async () => {
         expect(await store.stats(T0)).toEqual({ waiting: 0, oldestWaitingMs: 0, batches: {} });

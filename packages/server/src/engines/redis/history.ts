@@ -1,7 +1,7 @@
 import type { HistoryRule } from '@realtime/protocol';
 import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import type { RedisClient, Script } from './client.js';
-import { expiryStackPattern, roomKeys, roomKeysOfStack } from './keys.js';
+import { appRoomsPattern, expiryStackPattern, roomKeys, roomKeysOfStack } from './keys.js';
 import { ROOM_LUA } from './room-lua.js';
 
 const HOUR_MS = 3_600_000;
@@ -191,6 +191,23 @@ export class RedisHistoryStore implements HistoryStore {
       for (const n of gone) removed += Number(n);
     } while (cursor !== '0');
     return removed;
+  }
+
+  /**
+   * Rooms have no index by app (the publish path would pay for one on every event), so this walks
+   * the keyspace once (SCAN, as prune does every minute) and unlinks each key of the app's rooms,
+   * meta included: a room written again starts a new stream with a new epoch.
+   */
+  async removeApp(app: string): Promise<void> {
+    const pattern = appRoomsPattern(this.#client.prefix, app);
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.#client.call((redis) =>
+        redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT),
+      );
+      cursor = next;
+      if (keys.length > 0) await this.#client.call((redis) => redis.unlink(...keys));
+    } while (cursor !== '0');
   }
 
   close(): void {

@@ -25,6 +25,12 @@ export function expiryStackPattern(prefix: string): string {
   return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:x`;
 }
 
+/** SCAN pattern of every key of every room of one app (app keys hold no ':', so no other app matches). */
+export function appRoomsPattern(prefix: string, app: string): string {
+  const glob = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+  return `${glob(prefix)}{${glob(app)}:*}:[msix]`;
+}
+
 /** The four keys of the room whose expiry stack is `stack`. */
 export function roomKeysOfStack(stack: string): [string, string, string, string] {
   const base = stack.slice(0, -':x'.length);

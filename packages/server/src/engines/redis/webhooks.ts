@@ -102,10 +102,11 @@ lease(ARGV[2], ARGV[4], ARGV[5])
 return batch`;
 
 // ARGV: prefix, id, holder, then the values of FIELDS ('' for null), then the try to count: app,
-// minute start, outcome, keep ms ('' outcome: none). Only the holder records a try; a try is
-// counted whoever held it, since it reached the receiver.
+// minute start, outcome, keep ms ('' outcome: none). Only the holder records a try; a try of a
+// batch still stored is counted whoever held it, since it reached the receiver.
 const SAVE_LUA = `${WEBHOOK_LUA}
-if ARGV[15] ~= '' then
+-- A batch removed with its app meanwhile is counted no more.
+if ARGV[15] ~= '' and redis.call('exists', bkey(ARGV[2])) == 1 then
   local tries = P .. 'wh:{' .. ARGV[13] .. '}:tries:' .. ARGV[14]
   redis.call('hincrby', tries, ARGV[15], 1)
   redis.call('pexpire', tries, ARGV[16])
@@ -170,6 +171,37 @@ for _, id in ipairs(gone) do
 end
 return #gone`;
 
+// ARGV: prefix, app, max. Removes up to max of the app's batches (from every index) and answers how
+// many went; once none is left, also its waiting events. Called until it answers 0, so no one call
+// holds Redis long however many batches the app has.
+const REMOVE_APP_LUA = `${WEBHOOK_LUA}
+local app = ARGV[2]
+local list = P .. 'wh:{' .. app .. '}:batches'
+local ids = redis.call('zrange', list, 0, tonumber(ARGV[3]) - 1)
+for _, id in ipairs(ids) do
+  local b = redis.call('hmget', bkey(id), 'state', 'seq')
+  if b[1] then
+    redis.call('zrem', P .. 'wh:due', member(tonumber(b[2]), id))
+    redis.call('zrem', P .. 'wh:open', id)
+    redis.call('zrem', P .. 'wh:done', id)
+    redis.call('hincrby', P .. 'wh:states', b[1], -1)
+    redis.call('del', bkey(id))
+  end
+  redis.call('zrem', list, id)
+end
+if #ids == 0 then
+  redis.call('del', P .. 'wh:{' .. app .. '}:waiting')
+  redis.call('srem', P .. 'wh:apps', app)
+end
+return #ids`;
+
+// ARGV: prefix, app, first minute start, last minute start. Drops the app's tries counted per minute.
+const REMOVE_TRIES_LUA = `${WEBHOOK_LUA}
+for minute = tonumber(ARGV[3]), tonumber(ARGV[4]), 60000 do
+  redis.call('del', P .. 'wh:{' .. ARGV[2] .. '}:tries:' .. string.format('%d', minute))
+end
+return 1`;
+
 // ARGV: prefix. Answers {waiting, oldest event at or '', oldest open batch createdAt or '', state, count, ...}.
 const STATS_LUA = `${WEBHOOK_LUA}
 local waiting, oldest = 0, nil
@@ -225,6 +257,8 @@ function toBatches(reply: unknown): StoredBatch[] {
 }
 
 const MINUTE_MS = 60_000;
+/** Batches one removal script drops before letting other scripts run. */
+const REMOVE_CHUNK = 500;
 
 const text = (value: number | string | null): string => (value === null ? '' : String(value));
 
@@ -244,6 +278,8 @@ export class RedisWebhookStore implements WebhookStore {
   readonly #list: Script;
   readonly #prune: Script;
   readonly #stats: Script;
+  readonly #removeApp: Script;
+  readonly #removeTries: Script;
 
   constructor(client: RedisClient) {
     this.#client = client;
@@ -257,6 +293,8 @@ export class RedisWebhookStore implements WebhookStore {
     this.#list = client.script('rtWebhookList', LIST_LUA);
     this.#prune = client.script('rtWebhookPrune', PRUNE_LUA);
     this.#stats = client.script('rtWebhookStats', STATS_LUA);
+    this.#removeApp = client.script('rtWebhookRemoveApp', REMOVE_APP_LUA);
+    this.#removeTries = client.script('rtWebhookRemoveTries', REMOVE_TRIES_LUA);
   }
 
   get #prefix(): string {
@@ -382,6 +420,19 @@ export class RedisWebhookStore implements WebhookStore {
       oldestWaitingMs: starts.length === 0 ? 0 : Math.max(0, now - Math.min(...starts)),
       batches,
     };
+  }
+
+  /**
+   * Through the app's own indexes, never a SCAN: its batch list, its waiting list, and its tries by
+   * the minutes a count can be kept (a day back from `nowMs`, and the minute ahead a clock may be).
+   */
+  async removeApp(app: string, nowMs: number): Promise<void> {
+    // A chunk a call: other scripts run in between.
+    let gone: number;
+    do gone = Number(await this.#removeApp([], [this.#prefix, app, REMOVE_CHUNK]));
+    while (gone > 0);
+    const last = (Math.floor(nowMs / MINUTE_MS) + 1) * MINUTE_MS;
+    await this.#removeTries([], [this.#prefix, app, last - TRY_COUNTS_KEPT_MS - 2 * MINUTE_MS, last]);
   }
 
   close(): void {

@@ -53,5 +53,8 @@ export class CommittedHistory implements HistoryStore, WriteUnits {
   readonly prune: HistoryStore['prune'] = withStoreErrors((...args: Parameters<HistoryStore['prune']>) =>
     this.#store.prune(...args),
   );
+  readonly removeApp: HistoryStore['removeApp'] = withStoreErrors((...args: Parameters<HistoryStore['removeApp']>) =>
+    this.#store.removeApp(...args),
+  );
   readonly close: HistoryStore['close'] = () => this.#store.close();
 }

@@ -109,6 +109,7 @@ export class SqliteHistoryStore implements HistoryStore {
   #forgotten: EventId | undefined;
   readonly #sinceTx;
   readonly #lastTx;
+  readonly #removeAppTx;
 
   constructor(db: Db, options: { group?: TrimGroup } = {}) {
     this.#group = options.group;
@@ -207,6 +208,12 @@ export class SqliteHistoryStore implements HistoryStore {
       (app: string, room: string, count: number, now: number, page: PageBound): HistoryPage =>
         this.#last(app, room, count, now, page),
     );
+    const deleteEvents = db.prepare('DELETE FROM history WHERE app = ?');
+    const deleteRooms = db.prepare('DELETE FROM rooms WHERE app = ?');
+    this.#removeAppTx = db.transaction((app: string) => {
+      deleteEvents.run(app);
+      deleteRooms.run(app);
+    });
   }
 
   /**
@@ -348,6 +355,14 @@ export class SqliteHistoryStore implements HistoryStore {
     });
     tx();
     return removed;
+  }
+
+  /**
+   * One transaction for both tables. What memory holds of the app's rooms stays: ids issued later
+   * still rise past the removed ones in this process.
+   */
+  removeApp(app: string): void {
+    this.#removeAppTx(app);
   }
 
   close(): void {

@@ -116,6 +116,7 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly #claimDue;
   readonly #claim;
   readonly #stats;
+  readonly #removeApp;
 
   constructor(db: Db, commits?: { taint(error: unknown): void }) {
     this.#commits = commits;
@@ -163,8 +164,10 @@ export class SqliteWebhookStore implements WebhookStore {
       'SELECT minute, outcome, n FROM webhook_tries WHERE app = ? AND minute >= ? AND minute <= ? ORDER BY minute',
     );
     // The try counted in the same transaction as its result; counts older than a day go then too.
+    // A batch removed with its app meanwhile is counted no more.
     this.#saveAndCount = db.transaction((values: Record<string, unknown>, app: string, at: number, outcome: string) => {
       this.#save.run(values);
+      if (this.#get.get(values.id as string) === undefined) return;
       const minute = Math.floor(at / MINUTE_MS) * MINUTE_MS;
       count.run(app, minute, outcome);
       forget.run(minute - TRY_COUNTS_KEPT_MS);
@@ -199,6 +202,15 @@ export class SqliteWebhookStore implements WebhookStore {
       if (row.lease_until !== null && row.lease_until > now) return 'busy' as const;
       this.#lease.run(holder, until, id);
       return row;
+    });
+
+    const removeEvents = db.prepare<[string]>('DELETE FROM webhook_events WHERE app = ?');
+    const removeBatches = db.prepare<[string]>('DELETE FROM webhook_batches WHERE app = ?');
+    const removeTries = db.prepare<[string]>('DELETE FROM webhook_tries WHERE app = ?');
+    this.#removeApp = db.transaction((app: string) => {
+      removeEvents.run(app);
+      removeBatches.run(app);
+      removeTries.run(app);
     });
 
     const countWaiting = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_events');
@@ -297,6 +309,10 @@ export class SqliteWebhookStore implements WebhookStore {
   readonly prune = withStoreErrors((before: number) => this.#prune.run(before).changes);
 
   readonly stats = withStoreErrors((now: number) => this.#stats(now));
+
+  readonly removeApp = withStoreErrors((app: string): void => {
+    this.#removeApp.immediate(app);
+  });
 
   close(): void {
     // The database handle is owned by whoever opened it.
