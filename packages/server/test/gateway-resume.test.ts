@@ -180,8 +180,11 @@ describe('page gateway: history replay and resume', () => {
     await waitFor(() => roomEvents(q, room).length === 5, 'the 5 kept events');
     expect(roomEvents(q, room).map((f) => f.id)).toEqual(ids);
 
-    // A room that never kept anything.
-    const empty = await join(q, 'resume-never-kept', { since: ids[0] });
+    // A room that never kept anything, resumed from an id given after its stream began (an id from
+    // before names an event of a stream that may have been lost: truncated).
+    expect(await join(q, 'resume-never-kept')).toMatchObject({ replay: 0 });
+    const [given] = await emitKept(`${room}-elsewhere`, 'kept', 1, [100, 1]);
+    const empty = await join(q, 'resume-never-kept', { since: given });
     expect(empty).toMatchObject({ replay: 0 });
     expect(empty).not.toHaveProperty('truncated');
   });

@@ -823,6 +823,47 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
       });
     });
 
+    describe("the stream's beginning", () => {
+      it("answers `since` an id from before the room's stream began truncated, with or without the epoch", async () => {
+        // Only stores whose harness can lose the data (all so far) have anything to check here.
+        if (!harness.wipe) return;
+        const old = await fill('a', 'lobby', 3, KEEP_ALL, T0);
+        store = (await harness.wipe()) ?? store;
+        const later = T0 + MINUTE;
+        // Nothing in the new stream yet: the id names an event of the lost one.
+        expect(await store.since('a', 'lobby', old[2] ?? '', later)).toMatchObject({
+          events: [],
+          remaining: 0,
+          truncated: true,
+          dropped: false,
+        });
+        const next = await fill('a', 'lobby', 2, KEEP_ALL, later, 'next');
+        // A reader without an epoch (raw protocol, older clients) is told of the gap all the same.
+        const stale = await store.since('a', 'lobby', old[1] ?? '', later);
+        expect(stale).toMatchObject({ remaining: 0, truncated: true, dropped: false });
+        expect(ids(stale.events)).toEqual(next);
+        const epoch = stale.epoch;
+        expect(await store.since('a', 'lobby', old[1] ?? '', later, undefined, epoch)).toEqual(stale);
+        // An id of the new stream resumes as ever, with or without its epoch.
+        for (const given of [undefined, epoch]) {
+          const resumed = await store.since('a', 'lobby', next[0] ?? '', later, undefined, given);
+          expect(resumed).toMatchObject({ remaining: 0, truncated: false, dropped: false, epoch });
+          expect(ids(resumed.events)).toEqual(next.slice(1));
+        }
+        // `0-0` names no event of any stream: everything the room keeps, with no gap of its own.
+        expect(await store.since('a', 'lobby', '0-0', later)).toMatchObject({ truncated: false });
+        // A clock behind the stream's beginning still gives ids the stream counts as its own.
+        const behind = await store.append('a', 'lobby', { event: 'e', data: '"behind"' }, KEEP_ALL, later - 5000);
+        const unkept = await store.nextId('a', 'lobby', later - 5000);
+        expectRising([...next, behind, unkept]);
+        const fromBehind = await store.since('a', 'lobby', behind, later);
+        expect(fromBehind).toMatchObject({ events: [], remaining: 0, dropped: false });
+        // Only the unkept id after it makes a gap, as it would without the restart.
+        expect(fromBehind.truncated).toBe(true);
+        expect((await store.since('a', 'lobby', unkept, later)).truncated).toBe(false);
+      });
+    });
+
     describe('concurrency', () => {
       it('gives unique, rising ids to appends interleaved across rooms and apps', async () => {
         const rooms: Array<[string, string]> = [

@@ -30,7 +30,7 @@ for n = 0, count - 1 do
     local base = tonumber(ARGV[a + 1])
     local room = rooms[base]
     if not room then
-      room = open_room(room_keys(base), gen, epoch .. '.' .. base)
+      room = open_room(room_keys(base), gen, epoch .. '.' .. base, now)
       rooms[base] = room
       opened[#opened + 1] = room
     end

@@ -10,7 +10,7 @@ const UNBOUNDED = 1e15;
 const SCAN_COUNT = 500;
 
 const APPEND_LUA = `${ROOM_LUA}
-local room = open_room(room_keys(1), ARGV[1], ARGV[2])
+local room = open_room(room_keys(1), ARGV[1], ARGV[2], tonumber(ARGV[3]))
 local from = false
 if ARGV[9] == '1' then from = ARGV[8] end
 local id = append(room, tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7], from)
@@ -18,14 +18,14 @@ save_room(room)
 return id`;
 
 const NEXT_ID_LUA = `${ROOM_LUA}
-local room = open_room(room_keys(1), ARGV[1], ARGV[2])
+local room = open_room(room_keys(1), ARGV[1], ARGV[2], tonumber(ARGV[3]))
 local id = skip(room, tonumber(ARGV[3]))
 save_room(room)
 return id`;
 
 // Answers {epoch, remaining, dropped, truncated, id, event, data, from|nil, ...}.
 const SINCE_LUA = `${ROOM_LUA}
-local room = open_room(room_keys(1), ARGV[1], ARGV[2])
+local room = open_room(room_keys(1), ARGV[1], ARGV[2], tonumber(ARGV[3]))
 trim_age(room, tonumber(ARGV[3]))
 local after = parse_id(ARGV[4]) or {-1, -1}
 local lo = position_after(room, after)
@@ -38,15 +38,17 @@ if ARGV[5] ~= '' and ARGV[5] ~= room.epoch then
 else
   local dropped = room.dropped ~= nil and later(room.dropped, after)
   local missed = room.unkept ~= nil and later(room.unkept, after)
+  -- An id from before the stream began names an event of a lost one (0-0 names none: "from the start").
+  local before = room.began ~= nil and after[1] > 0 and later(room.began, after)
   if dropped then out[3] = 1 end
-  if dropped or missed then out[4] = 1 end
+  if dropped or missed or before then out[4] = 1 end
 end
 save_room(room)
 return out`;
 
 // Answers {epoch, remaining, id, event, data, from|nil, ...}.
 const LAST_LUA = `${ROOM_LUA}
-local room = open_room(room_keys(1), ARGV[1], ARGV[2])
+local room = open_room(room_keys(1), ARGV[1], ARGV[2], tonumber(ARGV[3]))
 trim_age(room, tonumber(ARGV[3]))
 local len = redis.call('llen', room.k.i)
 local total = math.max(0, math.min(tonumber(ARGV[4]), len))

@@ -119,6 +119,28 @@ describe('RedisHistoryStore across Redis restarts', () => {
     });
   }
 
+  it('tells a reader without an epoch of a history lost in a restart: its id is from before the stream began', async () => {
+    redis = await startRedis();
+    const { client, history } = await node(redis.url, uniquePrefix('no-epoch'));
+    const now = Date.now();
+    const seen = await append(history, 'lobby', '1', now);
+    await append(history, 'lobby', '2', now);
+    const quiet = await append(history, 'quiet', 'q', now);
+    const epoch = (await history.last('a', 'lobby', 1, now)).epoch;
+
+    await redis.restart({ keepData: false });
+    await untilItWorks(() => client.check());
+    // Another node's clock a little behind: its ids still belong to the new stream.
+    const fresh = [await append(history, 'lobby', '3', now + 100), await append(history, 'lobby', '4', now + 50)];
+    const resumed = await history.since('a', 'lobby', seen, now + 100);
+    expect(resumed).toMatchObject({ truncated: true, dropped: false });
+    expect(resumed.epoch).not.toBe(epoch);
+    expect(resumed.events.map((e) => e.data)).toEqual(['3', '4']);
+    expect(await history.since('a', 'lobby', fresh[0] ?? '', now + 100)).toMatchObject({ truncated: false });
+    // A room that got nothing since the restart says so too.
+    expect(await history.since('a', 'quiet', quiet, now + 100)).toMatchObject({ events: [], truncated: true });
+  });
+
   it('keeps the epoch when a node restarts but Redis does not', async () => {
     redis = await startRedis();
     const prefix = uniquePrefix('node-restart');

@@ -5,7 +5,9 @@
  * A room has four keys, one hash tag `{<app>:<room>}` (so all four share a cluster slot), passed as
  * four consecutive KEYS:
  * - `:m` meta hash: e epoch, g generation written under, l newest id issued (kept or not),
- *   k newest id kept, d newest id dropped (limit, age or TTL), u newest id issued and not kept;
+ *   k newest id kept, d newest id dropped (limit, age or TTL), u newest id issued and not kept,
+ *   b where the epoch's stream began (`<ms>-0`: every id of the stream is at or above it; an id
+ *   below it is of a stream that was lost, so `since` it is truncated, with or without the epoch);
  * - `:s` stream of kept events; entry ids are the event ids, fields e (event), d (data), f (from);
  * - `:i` list of the kept ids, oldest first, mirroring the stream (positions: `last`, counts);
  * - `:x` expiry stack: "<expiresAt> <id>" with expiresAt strictly rising. An event goes when it or any
@@ -50,12 +52,12 @@ local function room_keys(base)
   return {m = KEYS[base], s = KEYS[base + 1], i = KEYS[base + 2], x = KEYS[base + 3]}
 end
 
--- The room's state, started anew (new epoch) when its meta is missing or was written under another
--- generation (Redis may have lost writes since).
-local function open_room(k, gen, epoch)
-  local meta = redis.call('hmget', k.m, 'e', 'g', 'l', 'k', 'd', 'u')
+-- The room's state, started anew (new epoch, beginning now) when its meta is missing or was written
+-- under another generation (Redis may have lost writes since).
+local function open_room(k, gen, epoch, now)
+  local meta = redis.call('hmget', k.m, 'e', 'g', 'l', 'k', 'd', 'u', 'b')
   local room = {k = k, gen = gen, epoch = meta[1], top = parse_id(meta[3]), kept = parse_id(meta[4]),
-    dropped = parse_id(meta[5]), unkept = parse_id(meta[6]), dirty = false}
+    dropped = parse_id(meta[5]), unkept = parse_id(meta[6]), began = parse_id(meta[7]), dirty = false}
   if not meta[1] then
     -- New, or its meta was lost (evicted): what is left of an old stream goes with it.
     if redis.call('exists', k.s) == 1 then
@@ -69,6 +71,7 @@ local function open_room(k, gen, epoch)
   end
   if not meta[1] or meta[2] ~= gen then
     room.epoch = epoch
+    room.began = {now, 0}
     room.dirty = true
   end
   -- The stream's TTL ran out (every kept event had aged): the watermark covers what it held.
@@ -79,9 +82,11 @@ local function open_room(k, gen, epoch)
   return room
 end
 
--- The next id: the given time, or the same millisecond as the newest id when the clock is behind it.
+-- The next id: the given time, or the same millisecond as the newest id when the clock is behind it
+-- (or as the stream's beginning: a node whose clock is behind the one that began it).
 local function issue(room, now)
   local top = room.top
+  if room.began and now < room.began[1] then now = room.began[1] end
   local id
   if not top or now > top[1] then id = {now, 0} else id = {top[1], top[2] + 1} end
   room.top = id
@@ -184,6 +189,7 @@ local function save_room(room)
     if room.kept then fields[#fields + 1] = 'k'; fields[#fields + 1] = fmt(room.kept) end
     if room.dropped then fields[#fields + 1] = 'd'; fields[#fields + 1] = fmt(room.dropped) end
     if room.unkept then fields[#fields + 1] = 'u'; fields[#fields + 1] = fmt(room.unkept) end
+    if room.began then fields[#fields + 1] = 'b'; fields[#fields + 1] = fmt(room.began) end
     redis.call('hset', k.m, unpack(fields))
     room.dirty = false
   end

@@ -85,7 +85,12 @@ export function openDb(dataDir: string): Db {
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
   // Made once with the file (every later open, the CLI's too, keeps the first): see dbEpoch.
-  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('epoch', ?)").run(randomBytes(12).toString('base64url'));
+  const made =
+    db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('epoch', ?)").run(randomBytes(12).toString('base64url'))
+      .changes === 1;
+  // Where the file's id streams began: '' until the first history call of a new file stamps it in
+  // that call's clock (SqliteHistoryStore); '0' for a file made before this was kept (no mark).
+  db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('began', ?)").run(made ? '' : '0');
   return db;
 }
 

@@ -73,6 +73,10 @@ function readPage(rows: IterableIterator<EventRow>, bound: PageBound): KeptEvent
  * gap. A deleted or replaced file is a new epoch for every room, the same file reopened keeps it.
  * A file restored from an older copy of itself keeps its epoch too: that loss goes unseen (a page's
  * id past the room's newest reads as nothing missed).
+ *
+ * The file also knows when its streams began (meta `began`: the earliest clock reading of any history
+ * call on it, so every id it gives is at or above it): an id below it is of a lost file, and `since`
+ * it is truncated whether or not the reader sent an epoch.
  */
 export class SqliteHistoryStore implements HistoryStore {
   readonly #db: Db;
@@ -109,6 +113,11 @@ export class SqliteHistoryStore implements HistoryStore {
   #forgotten: EventId | undefined;
   readonly #sinceTx;
   readonly #lastTx;
+  /** Where the file's streams began (ms); undefined until read, 0 for a file without the mark. */
+  #began: number | undefined;
+  readonly #readBegan;
+  readonly #stampBegan;
+  readonly #lowerBegan;
   readonly #removeAppTx;
 
   constructor(db: Db, options: { group?: TrimGroup } = {}) {
@@ -126,6 +135,11 @@ export class SqliteHistoryStore implements HistoryStore {
     });
     this.#db = db;
     this.#epoch = dbEpoch(db);
+    this.#readBegan = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'began'");
+    this.#stampBegan = db.prepare("UPDATE meta SET value = ? WHERE key = 'began' AND value = ''");
+    this.#lowerBegan = db.prepare(
+      "UPDATE meta SET value = ? WHERE key = 'began' AND value <> '0' AND CAST(value AS INTEGER) > ?",
+    );
     // Rows hold data of up to 1 MB, and stepping over a row in the table reads all of it: every query
     // that walks a room's events (counts, offsets, expiry) walks this index of their keys instead.
     db.exec(`CREATE INDEX IF NOT EXISTS ${KEYS} ON history (app, room, ms, seq, expires_at)`);
@@ -185,6 +199,7 @@ export class SqliteHistoryStore implements HistoryStore {
       ) => {
         const row = this.#room.get(app, room);
         const stored = row ? { ms: row.last_ms, seq: row.last_seq } : undefined;
+        this.#beganAt(now);
         const id = nextEventId(this.#later(this.#issued.get(`${app}:${room}`) ?? this.#forgotten, stored), now);
         this.#remember(app, room, id);
         if (row) this.#setLast.run(id.ms, id.seq, app, room);
@@ -227,11 +242,28 @@ export class SqliteHistoryStore implements HistoryStore {
       const row = this.#room.get(app, room);
       last = this.#later(row ? { ms: row.last_ms, seq: row.last_seq } : undefined, this.#forgotten);
     }
+    this.#beganAt(nowMs);
     const id = nextEventId(last, nowMs);
     this.#remember(app, room, id);
     if (this.#unkept.size >= ISSUED_ROOMS_KEPT) this.#unkept.clear();
     this.#unkept.set(key, id);
     return formatEventId(id);
+  }
+
+  /**
+   * Where the file's streams began: stamped by the first call on a new file, and moved back by a call
+   * whose clock is behind it (a clock that stepped back), so every id the file gives is at or above it.
+   */
+  #beganAt(nowMs: number): number {
+    if (this.#began === undefined) {
+      this.#stampBegan.run(String(Math.floor(nowMs)));
+      this.#began = Number(this.#readBegan.get()?.value ?? '0') || 0;
+    }
+    if (this.#began > 0 && nowMs < this.#began) {
+      this.#began = Math.floor(nowMs);
+      this.#lowerBegan.run(String(this.#began), this.#began);
+    }
+    return this.#began;
   }
 
   #remember(app: string, room: string, id: EventId): void {
@@ -310,13 +342,15 @@ export class SqliteHistoryStore implements HistoryStore {
     // Missed: an event dropped after `since`, or one after it that the room never kept.
     const unkept = this.#unkept.get(`${app}:${room}`);
     const missedUnkept = unkept !== undefined && compareEventIds(unkept, after) > 0;
-    if (!row) return { events: [], remaining: 0, truncated: foreign || missedUnkept, dropped: false, epoch };
+    // An id from before the file's streams began is of a lost one (0-0 names none: "from the start").
+    const before = after.ms > 0 && after.ms < this.#beganAt(nowMs);
+    if (!row) return { events: [], remaining: 0, truncated: foreign || missedUnkept || before, dropped: false, epoch };
     const where = [app, room, after.ms, after.seq] as const;
     const total = this.#countAfter.get(...where)?.n ?? 0;
     const events = total === 0 ? [] : readPage(this.#after.iterate(...where), page);
     const dropped =
       !foreign && (row.dropped_ms > after.ms || (row.dropped_ms === after.ms && row.dropped_seq > after.seq));
-    const truncated = foreign || missedUnkept || dropped;
+    const truncated = foreign || missedUnkept || dropped || before;
     return { events, remaining: total - events.length, truncated, dropped, epoch };
   }
 
@@ -333,6 +367,7 @@ export class SqliteHistoryStore implements HistoryStore {
 
   #last(app: string, room: string, count: number, nowMs: number, page: PageBound): HistoryPage {
     const epoch = this.#epoch;
+    this.#beganAt(nowMs);
     if (!this.#keptRoom(app, room, nowMs)) return { events: [], remaining: 0, epoch };
     const total = Math.min(count, this.#countRoom.get(app, room)?.n ?? 0);
     const start = total === 0 ? undefined : this.#nthNewest.get(app, room, total - 1);
