@@ -343,6 +343,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           allowPrivateWebhooks: options.allowPrivateWebhooks === true,
           console: consoleTap,
           webhooks,
+          appData: { history: engine.history, webhooks: engine.webhooks },
           presence: engine.presence,
           stats: new StatsSampler(
             metricSources(

@@ -46,6 +46,10 @@ export interface ConsoleStream {
   entries: Entry[];
   /** SSE comments (`: keepalive`), without the colon. */
   comments: string[];
+  /** Events with a name (`event: end`), with their data read as JSON. */
+  named: { event: string; data: unknown }[];
+  /** Whether the service ended the stream. */
+  readonly ended: boolean;
   res: IncomingMessage;
   /** Resolves with the first entry not yet taken by `next` that matches; fails after `ms`. */
   next(match: (entry: Entry) => boolean, what: string, ms?: number): Promise<Entry>;
@@ -75,6 +79,7 @@ export function openConsole(
       (res) => {
         const entries: Entry[] = [];
         const comments: string[] = [];
+        const named: { event: string; data: unknown }[] = [];
         const wakers = new Set<() => void>();
         let buffer = '';
         let taken = 0;
@@ -85,6 +90,10 @@ export function openConsole(
           text: '',
           entries,
           comments,
+          named,
+          get ended() {
+            return ended;
+          },
           res,
           until(test, what, ms = 8000) {
             return new Promise((done, fail) => {
@@ -141,9 +150,13 @@ export function openConsole(
           for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
             const block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
-            for (const line of block.split('\n')) {
-              if (line.startsWith('data: ')) entries.push(JSON.parse(line.slice(6)) as Entry);
-              else if (line.startsWith(':')) comments.push(line.slice(1).trim());
+            const lines = block.split('\n');
+            const event = lines.find((line) => line.startsWith('event: '))?.slice(7);
+            for (const line of lines) {
+              if (!line.startsWith('data: ')) {
+                if (line.startsWith(':')) comments.push(line.slice(1).trim());
+              } else if (event === undefined) entries.push(JSON.parse(line.slice(6)) as Entry);
+              else named.push({ event, data: JSON.parse(line.slice(6)) });
             }
           }
           for (const wake of [...wakers]) wake();

@@ -2,8 +2,10 @@ import { Realtime } from '@realtime/node';
 import { CLOSE, FEATURES } from '@realtime/protocol';
 import { type App, hashDashboardPassword, newApp } from '@realtime/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openConsole } from './console-stream.js';
 import { API, type RawAnswer, send, startTestServer, type TestServer } from './helpers.js';
-import { helloPage, type RawPage } from './pages.js';
+import { helloPage, isEvent, type RawPage } from './pages.js';
+import { type Receiver, startReceiver } from './receiver.js';
 import { startRedis, type TestRedis, uniquePrefix, untilItWorks } from './redis-server.js';
 
 /**
@@ -479,6 +481,69 @@ describe('deleting an app', () => {
   });
 });
 
+describe('what a deleted app leaves behind', () => {
+  const pages: RawPage[] = [];
+  let receiver: Receiver | undefined;
+  afterAll(async () => {
+    await Promise.all(pages.map((p) => p.close()));
+    await receiver?.close();
+  });
+
+  const hooks = (key: string) => `${appPath(key)}/webhooks`;
+  /** Every try of the last minutes the dashboard counts for the app. */
+  async function tries(key: string): Promise<number> {
+    const { minutes } = (await dash('GET', `${hooks(key)}/tries?minutes=5`, {}, lax)).json as {
+      minutes: { outcomes: Record<string, number> }[];
+    };
+    return minutes.flatMap((m) => Object.values(m.outcomes)).reduce((sum, n) => sum + n, 0);
+  }
+
+  it('nothing: its history, webhook batches and tries are gone, and its live consoles end with an app_deleted event', async () => {
+    const key = freshKey('leftovers');
+    await create({ name: 'Leftovers', key }, lax);
+    const secret = await secretOf(key, lax);
+    receiver = await startReceiver({ key, secret });
+    receiver.mode = 'fail';
+    expect((await dash('PATCH', appPath(key), { body: { webhook: receiver.url } }, lax)).status).toBe(200);
+    const sdk = new Realtime({ url: lax.url, key, secret });
+    try {
+      // A kept event, a failed webhook batch with its try, and a live console.
+      await sdk.emit({ rooms: ['kept'], event: 'old', data: 1, history: { kept: [100, 24] } });
+      expect((await dash('POST', `${hooks(key)}/test`, {}, lax)).json).toMatchObject({ delivered: false });
+      expect((await dash('GET', hooks(key), {}, lax)).json.deliveries).toHaveLength(1);
+      expect(await tries(key)).toBe(1);
+      const console = await openConsole(lax, key, laxSession.cookie);
+      expect(console.status).toBe(200);
+
+      expect((await dash('DELETE', appPath(key), {}, lax)).status).toBe(200);
+
+      // The console is told why it ends, then ends.
+      await console.until(() => console.named.some((n) => n.event === 'end'), 'the end event');
+      expect(console.named).toEqual([{ event: 'end', data: { reason: 'app_deleted', message: expect.any(String) } }]);
+      await console.until(() => console.ended, 'the stream to end');
+
+      // An app made again with the key finds nothing of the old one.
+      await create({ name: 'Leftovers again', key, webhook: receiver.url }, lax);
+      expect((await dash('GET', hooks(key), {}, lax)).json.deliveries).toEqual([]);
+      expect(await tries(key)).toBe(0);
+      const again = new Realtime({ url: lax.url, key, secret: await secretOf(key, lax) });
+      try {
+        const page = await helloPage(lax.url, key);
+        pages.push(page);
+        page.send({ t: 'join', ref: 1, room: 'kept', token: await again.roomToken('kept'), last: 100 });
+        await page.next((f) => f.t === 'joined' && f.ref === 1, 'joined');
+        await again.emit({ rooms: ['kept'], event: 'new', data: 2 });
+        await page.next(isEvent('new', 'kept'), 'the live event');
+        expect(page.frames.filter(isEvent('old', 'kept'))).toEqual([]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await sdk.close();
+    }
+  });
+});
+
 describe('CSRF on every change', () => {
   it('refuses each change without the X-CSRF-Token, with another token, or from another origin: 403 bad_csrf, nothing changed', async () => {
     const key = freshKey('csrf');
@@ -540,7 +605,7 @@ describe('on two nodes of one Redis', () => {
   /** Resolves once `check` passes, failing if it never does within the nodes' one-second app cache (and slack). */
   const soon = (check: () => Promise<void>) => untilItWorks(check, 5_000);
 
-  it('a rotation, a plan change and a deletion on one node reach the other within its second of cache; its dashboard sees them at once', async () => {
+  it('a rotation, a plan change and a deletion on one node reach the other within its second of cache; its dashboard sees them at once, its consoles of the app end', async () => {
     const created = await dash('POST', APPS, { body: { name: 'Shared' } }, a, sessionA);
     expect(created.status, created.text).toBe(201);
     const key = (created.json.app as { key: string }).key;
@@ -558,8 +623,13 @@ describe('on two nodes of one Redis', () => {
     expect((await dash('GET', appPath(key), {}, b, sessionB)).json.app).toMatchObject({ features: ['ask'] });
     await soon(async () => expect((await onB(secret)).json.error).toBe('not_included'));
 
+    const console = await openConsole(b, key, sessionB.cookie);
+    expect(console.status).toBe(200);
     expect((await dash('DELETE', appPath(key), {}, a, sessionA)).status).toBe(200);
     expectError(await dash('GET', appPath(key), {}, b, sessionB), 404, 'no_app');
     await soon(async () => expect((await onB(secret)).json.error).toBe('unknown_site'));
+    // The other node's console of the app is ended too, saying why.
+    await console.until(() => console.ended, 'the console on the other node to end');
+    expect(console.named).toEqual([{ event: 'end', data: { reason: 'app_deleted', message: expect.any(String) } }]);
   });
 });

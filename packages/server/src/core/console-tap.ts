@@ -5,12 +5,15 @@ import type { ConsoleEntry, ConsoleFilter, Tapped } from './console-entry.js';
 
 export type { ConsoleEntry, ConsoleFilter, ConsoleKind, Tapped } from './console-entry.js';
 
+/** Why the service ends a console: it stops, or the console's app was deleted. */
+export type ConsoleEnd = 'stopping' | 'app_deleted';
+
 /** An open console on this node: entries of its app that pass its filter, with their JSON text. */
 export interface ConsoleSink {
   filter: ConsoleFilter;
   deliver(entry: ConsoleEntry, json: string): void;
-  /** The service is stopping: end the stream. */
-  end(): void;
+  /** End the stream, for this reason. */
+  end(reason: ConsoleEnd): void;
 }
 
 export interface ConsoleTapDeps {
@@ -31,6 +34,8 @@ export const CONSOLE_DATA_BYTES = 1024;
 const OUTBOX_MAX = 1000;
 const WATCH_TOPIC = 'console';
 const WATCH_EVENT = '$console.watch';
+/** Said on the watch topic when an app is deleted: every node ends that app's consoles. */
+const APP_GONE_EVENT = '$console.app_gone';
 /** The event of an entry sent to the node of a console (a node publication: no page ever gets it). */
 export const CONSOLE_EVENT = '$console';
 
@@ -142,6 +147,10 @@ export class ConsoleTap {
     const { broker, node } = this.#deps;
     this.#stops.push(
       await broker.subscribe(topicOf('', { broadcast: WATCH_TOPIC }), (publication) => {
+        if (publication.event === APP_GONE_EVENT) {
+          this.#endLocal(publication.data, 'app_deleted');
+          return;
+        }
         if (publication.event !== WATCH_EVENT) return;
         const heard = readAnnouncement(publication.data);
         if (heard && heard.node !== node) this.#heard(heard.node, heard.apps, heard.ttl);
@@ -218,6 +227,34 @@ export class ConsoleTap {
     return close;
   }
 
+  /**
+   * Ends the app's consoles on every node (the app was deleted): here at once, elsewhere when they
+   * hear it. Never rejects: a node that did not hear it streams nothing of an app that has no traffic,
+   * and its console ends with its session.
+   */
+  async endApp(app: string): Promise<void> {
+    this.#endLocal(app, 'app_deleted');
+    try {
+      await this.#deps.broker.publish(
+        [{ app: '', broadcast: WATCH_TOPIC, event: APP_GONE_EVENT, data: app }],
+        this.#deps.now(),
+      );
+    } catch (error) {
+      this.#deps.log.warn({ err: error, app }, 'telling the nodes to end the live consoles of a deleted app failed');
+    }
+  }
+
+  #endLocal(app: string, reason: ConsoleEnd): void {
+    const sinks = this.#local.get(app);
+    if (!sinks || this.#closed) return;
+    this.#local.delete(app);
+    this.#localCount -= sinks.size;
+    for (const sink of sinks) sink.end(reason);
+    this.#announce().catch((error: unknown) =>
+      this.#deps.log.warn({ err: error, app }, 'telling the nodes a live console closed failed'),
+    );
+  }
+
   /** Ends every console here (the service stops) and stops listening. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -227,7 +264,7 @@ export class ConsoleTap {
     const sinks = [...this.#local.values()].flatMap((set) => [...set]);
     this.#local.clear();
     this.#localCount = 0;
-    for (const sink of sinks) sink.end();
+    for (const sink of sinks) sink.end('stopping');
     // Tapped entries stop here: what other nodes watch goes on without this one.
     this.#watched.clear();
     this.#byNode.clear();

@@ -1,6 +1,7 @@
 /** The apps of the service as the dashboard manages them (docs/dashboard.md, "Apps"). */
 import { DEFAULT_RATE_LIMIT } from '../apps/defaults.js';
 import { newApp, newSecret } from '../apps/generate.js';
+import { removeApp } from '../apps/remove-app.js';
 import { quote } from '../core/api-error.js';
 import type { App } from '../engines/types.js';
 import { appView, changed, readChanges, readCreation } from './app-fields.js';
@@ -67,7 +68,11 @@ const change: Handler = async (req, res, deps, [key]) => {
 const remove: Handler = async (req, res, deps, [key]) => {
   req.resume();
   changing(req, deps);
-  if (key === undefined || !(await deps.apps.remove(key))) throw noApp(key);
+  // The record through the cached store (this node stops taking the app at once), read uncached first.
+  const removal = { ...deps.appData, apps: deps.apps, consoles: deps.console, now: deps.now };
+  if (key === undefined || (await deps.storedApps.get(key)) === undefined || !(await removeApp(removal, key))) {
+    throw noApp(key);
+  }
   deps.log.info({ app: key }, 'dashboard: app deleted');
   ok(res, {});
 };

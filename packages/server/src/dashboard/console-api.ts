@@ -18,6 +18,9 @@ const BUSY_RETRY_S = 5;
 /** The page's EventSource reconnects this long after the stream broke. */
 const RECONNECT_MS = 3_000;
 
+/** The last event of a console whose app was deleted (an `end` event: not an entry). */
+const APP_DELETED = JSON.stringify({ reason: 'app_deleted', message: 'the app was deleted' });
+
 const FILTERS = { room: LIMITS.roomNameBytes, user: LIMITS.userIdBytes, event: LIMITS.eventNameBytes } as const;
 
 /** `?room=&user=&event=`: each optional, empty meaning any, matched exactly. */
@@ -59,7 +62,11 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
       if (blocked) dropped++;
       else write(`data: ${json}\n\n`);
     },
-    end: () => res.end(),
+    end: (reason) => {
+      // Said before the end, so the page stops instead of opening the stream again.
+      if (reason === 'app_deleted' && started && !ended) write(`event: end\ndata: ${APP_DELETED}\n\n`);
+      res.end();
+    },
   };
   const finish = (): void => {
     if (ended) return;

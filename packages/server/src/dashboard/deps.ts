@@ -1,5 +1,6 @@
 /** What the dashboard's endpoints use of the service. */
 import type { Logger } from 'pino';
+import type { AppData } from '../apps/remove-app.js';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppStore, LimitStore, PresenceStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
@@ -27,6 +28,8 @@ export interface DashboardDeps {
   stats: StatsSampler;
   /** The live console's tap: open consoles here, see the traffic of every node. */
   console: ConsoleTap;
+  /** What an app leaves in the stores (history, webhook queue): dropped when it is deleted. */
+  appData: AppData;
   log: Logger;
   now: () => number;
 }
