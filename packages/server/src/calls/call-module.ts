@@ -9,7 +9,7 @@ import {
 import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import type { CallService } from './call-service.js';
@@ -101,7 +101,7 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
         },
       ),
       'call.signal': frame<CallSignalFrame>({ required: { call: 'string', data: 'object' } }, async (conn, f) => {
-        const text = JSON.stringify(f.data);
+        const text = frameData(f.t, f.data, undefined, { call: f.call });
         if (Buffer.byteLength(text) > SIGNAL_MAX_BYTES) {
           throw new FrameError('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, {
             call: f.call,

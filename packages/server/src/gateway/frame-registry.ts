@@ -1,4 +1,6 @@
 import type { SocketErrorCode } from '@realtime/protocol';
+import { ApiError } from '../core/api-error.js';
+import { encodeData } from '../core/validate.js';
 import type { Connection } from './connection.js';
 
 /** A frame the page got wrong: the error frame to answer, with the frame's ref (and room or call) when it had them. */
@@ -67,6 +69,20 @@ export function frame<F extends { t: string }>(
   handle: (conn: Connection, frame: F) => Promise<void> | void,
 ): FrameHandler {
   return { spec, handle: handle as FrameHandler['handle'] };
+}
+
+/**
+ * A frame's `data` as JSON text, with the emit's check: data nested deeper than JSON can be written
+ * (JSON.parse takes 5,000 levels, JSON.stringify overflows the stack) is the page's mistake, refused
+ * `bad_frame` naming the frame's ref and what it was about, not a failure logged with a stack.
+ */
+export function frameData(type: string, data: unknown, ref: number | undefined, about: FrameAbout): string {
+  try {
+    return encodeData(data, `${type}: `);
+  } catch (error) {
+    if (error instanceof ApiError) throw new FrameError('bad_frame', error.message, ref, about);
+    throw error;
+  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

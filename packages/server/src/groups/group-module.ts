@@ -10,7 +10,7 @@ import {
 import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
@@ -101,7 +101,7 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
       'group.signal': frame<GroupSignalFrame>(
         { required: { group: 'string', to: 'string', data: 'object' } },
         async (conn, f) => {
-          if (Buffer.byteLength(JSON.stringify(f.data)) > SIGNAL_MAX_BYTES) {
+          if (Buffer.byteLength(frameData(f.t, f.data, undefined, { group: f.group })) > SIGNAL_MAX_BYTES) {
             throw refused('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, f.group);
           }
           const notIn = () =>

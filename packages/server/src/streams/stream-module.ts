@@ -12,7 +12,7 @@ import { StoreError } from '../engines/store-error.js';
 import type { StreamMember } from '../engines/types.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
@@ -109,7 +109,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
         conn.send({ t: 'stream.left', ref: f.ref, stream: f.stream });
       }),
       'stream.signal': frame<StreamSignalFrame>({ required: { stream: 'string', data: 'object' } }, async (conn, f) => {
-        if (Buffer.byteLength(JSON.stringify(f.data)) > SIGNAL_MAX_BYTES) {
+        if (Buffer.byteLength(frameData(f.t, f.data, undefined, { stream: f.stream })) > SIGNAL_MAX_BYTES) {
           throw refused('too_large', `a signal's data is at most ${SIGNAL_MAX_BYTES} bytes`, undefined, f.stream);
         }
         const role = streams.roleOf(conn.id, conn.app.key, f.stream);
