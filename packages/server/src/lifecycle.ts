@@ -16,7 +16,8 @@ import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
 import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
 import { parsePasswordHash } from './dashboard/password.js';
-import { SessionKeys } from './dashboard/session.js';
+import { newCheckQueue } from './dashboard/session-api.js';
+import { DashboardSessions } from './dashboard/sessions.js';
 import { metricSources, StatsSampler } from './dashboard/stats-sampler.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
@@ -81,6 +82,8 @@ export interface ServerOptions {
     passwordHash: string;
     /** Time between two stats samples (default 5 s; tests shorten it). */
     statsIntervalMs?: number;
+    /** Addresses whose sign-ins may wait for a password check on this node (default 64; tests shorten it). */
+    signInQueue?: number;
   };
   /** How long a node that died stays counted before others sweep its pages (default 15 s). */
   nodeLeaseMs?: number;
@@ -335,7 +338,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ? undefined
       : {
           password: dashboardHash,
-          keys: new SessionKeys(dashboardHash.text),
+          sessions: new DashboardSessions(engine.dashboardSessions, dashboardHash.text),
+          checks: newCheckQueue(options.dashboard?.signInQueue),
           apps,
           storedApps: engine.apps,
           limits: engine.limits,

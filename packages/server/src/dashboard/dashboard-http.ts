@@ -11,14 +11,13 @@ import { consoleRoutes } from './console-api.js';
 import type { DashboardDeps } from './deps.js';
 import { presenceRoutes } from './presence-api.js';
 import { Refusal } from './refusal.js';
-import { changing, DASHBOARD_PATH, type Handler, type Route } from './request.js';
-
-const SESSION_PATH = `${DASHBOARD_PATH}/api/session`;
-
+import { authenticate, changing, DASHBOARD_PATH, type Handler, type Route } from './request.js';
 import { sessionRoutes } from './session-api.js';
 import { isStaticPath, serveStatic } from './static-files.js';
 import { statsRoutes } from './stats-api.js';
 import { webhookRoutes } from './webhooks-api.js';
+
+const SESSION_PATH = `${DASHBOARD_PATH}/api/session`;
 
 export type { DashboardDeps } from './deps.js';
 export { DASHBOARD_PATH } from './request.js';
@@ -95,10 +94,12 @@ async function answer(
       const allow = Object.keys(methods).join(', ');
       throw new Refusal(405, 'bad_method', `${path} takes ${allow}, not ${req.method}`, { Allow: allow });
     }
-    // Every change is checked here as well as in its handler, so a new endpoint cannot forget it;
-    // signing in is the one change made without a session (it checks the origin itself).
-    if (method !== 'GET' && method !== 'HEAD' && !(found.route.path === SESSION_PATH && method === 'POST')) {
-      changing(req, deps);
+    // Signing in is the one request made without a session (it checks the origin itself). Every
+    // other reads its session here, and every change is checked here as well as in its handler,
+    // so a new endpoint cannot forget it.
+    if (!(found.route.path === SESSION_PATH && method === 'POST')) {
+      await authenticate(req, deps);
+      if (method !== 'GET' && method !== 'HEAD') changing(req, deps);
     }
     await handler(req, res, deps, found.params);
   } catch (error) {

@@ -5,13 +5,17 @@ import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppStore, LimitStore, PresenceStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
+import type { CheckQueue } from './check-queue.js';
 import type { PasswordHash } from './password.js';
-import type { SessionKeys } from './session.js';
+import type { DashboardSessions } from './sessions.js';
 import type { StatsSampler } from './stats-sampler.js';
 
 export interface DashboardDeps {
   password: PasswordHash;
-  keys: SessionKeys;
+  /** Sessions: signed cookies and their records in the store, shared by every node. */
+  sessions: DashboardSessions;
+  /** This node's password checks: a few at once, the others waiting their turn. */
+  checks: CheckQueue;
   /** The service's apps, cached for a second: writes through it apply on this node at once. */
   apps: AppStore;
   /** The same apps read from the store, uncached: what an operator sees and changes is what is stored now. */

@@ -12,7 +12,7 @@ import { parseAddress, type TrustedProxies } from '../http/client-address.js';
 import { parseQuery } from '../http/query.js';
 import type { DashboardDeps } from './deps.js';
 import { Refusal } from './refusal.js';
-import { SESSION_COOKIE, type Session } from './session.js';
+import { csrfMatches, SESSION_COOKIE, type Session } from './session.js';
 
 export const DASHBOARD_PATH = '/dashboard';
 
@@ -67,9 +67,25 @@ export function checkOrigin(req: IncomingMessage): void {
   }
 }
 
+/** Sessions read by `authenticate`, per request. */
+const authenticated = new WeakMap<IncomingMessage, Session>();
+
+/**
+ * Reads the request's session once, before its handler runs: the cookie's signature and times,
+ * then the store's record (signed out on any node ends it). The handlers' `signedIn` then answers
+ * without a store call. A store that fails answers 503 (a StoreError).
+ */
+export async function authenticate(req: IncomingMessage, deps: DashboardDeps): Promise<void> {
+  const session = await deps.sessions.read(cookieOf(req, SESSION_COOKIE), deps.now());
+  if (session !== undefined) authenticated.set(req, session);
+}
+
+/** The request's open session (read by `authenticate`), else 401 signed_out. */
 export function signedIn(req: IncomingMessage, deps: DashboardDeps): Session {
-  const session = deps.keys.read(cookieOf(req, SESSION_COOKIE), deps.now());
-  if (!session) throw new Refusal(401, 'signed_out', 'sign in to the dashboard first');
+  const session = authenticated.get(req);
+  if (!session || session.expiresMs <= deps.now()) {
+    throw new Refusal(401, 'signed_out', 'sign in to the dashboard first');
+  }
   return session;
 }
 
@@ -77,7 +93,7 @@ export function signedIn(req: IncomingMessage, deps: DashboardDeps): Session {
 export function changing(req: IncomingMessage, deps: DashboardDeps): Session {
   const session = signedIn(req, deps);
   const token = req.headers['x-csrf-token'];
-  if (!deps.keys.csrfMatches(session, Array.isArray(token) ? token[0] : token)) {
+  if (!csrfMatches(session, Array.isArray(token) ? token[0] : token)) {
     throw new Refusal(403, 'bad_csrf', 'a change needs the X-CSRF-Token header of the session');
   }
   checkOrigin(req);

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { clientAddress } from '../http/client-address.js';
+import { CheckQueue } from './check-queue.js';
 import type { DashboardDeps } from './deps.js';
 import { passwordMatches } from './password.js';
 import { Refusal } from './refusal.js';
@@ -21,15 +22,20 @@ import { SESSION_COOKIE, SESSION_SECONDS } from './session.js';
 const BODY_BYTES = 4096;
 /** Wrong passwords one address may try: 5, and one more every 3 minutes. */
 const TRIES = { burst: 5, perSecond: 1 / 180 } as const;
-/** A sign-in check of one address holds its slot this long at most (scrypt takes about 50 ms). */
+/** A sign-in of one address holds its slot this long at most: its wait for a turn and its check (~50 ms). */
 const CHECK_MS = 10_000;
 /**
  * Password checks one node runs at once, over every address: scrypt takes 16 MB and a thread of
- * libuv's four, which file reads and webhook DNS lookups share.
+ * libuv's four, which file reads and webhook DNS lookups share. The others wait their turn.
  */
-const NODE_CHECKS = 2;
-/** Checks running, per service (keyed by its session keys: a test process may run several). */
-const checking = new WeakMap<object, number>();
+export const NODE_CHECKS = 2;
+/** Addresses whose checks may wait for a turn on one node (a wait of about 64 × 25 ms at most). */
+export const NODE_WAITING = 64;
+
+/** This node's password checks: NODE_CHECKS at once, `waiting` addresses queued. */
+export function newCheckQueue(waiting = NODE_WAITING): CheckQueue {
+  return new CheckQueue({ running: NODE_CHECKS, waiting });
+}
 
 function cookieHeader(value: string, maxAge: number, secure: boolean): string {
   const flags = `Path=${DASHBOARD_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict`;
@@ -45,45 +51,58 @@ async function readPassword(req: IncomingMessage): Promise<string> {
   return password;
 }
 
+const locked = (waitMs: number) =>
+  new Refusal(429, 'locked', 'too many wrong passwords from this address: wait before trying again', {
+    'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
+  });
+
+const checkingAlready = () =>
+  new Refusal(429, 'locked', 'another sign-in from this address is being checked: try again in a second', {
+    'Retry-After': '1',
+  });
+
 const signIn: Handler = async (req, res, deps) => {
   checkOrigin(req);
   const password = await readPassword(req);
-  const key = `dashboard-signin:${clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted)}`;
-  const running = checking.get(deps.keys) ?? 0;
-  if (running >= NODE_CHECKS) {
-    throw new Refusal(429, 'locked', 'other sign-ins are being checked: try again in a second', { 'Retry-After': '1' });
-  }
-  checking.set(deps.keys, running + 1);
-  try {
-    await checkPassword(deps, key, password);
-  } finally {
-    checking.set(deps.keys, (checking.get(deps.keys) ?? 1) - 1);
-  }
-  const { cookie, csrf } = deps.keys.issue(deps.now());
+  const address = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted);
+  await checkPassword(deps, address, password);
+  const { cookie, csrf } = await deps.sessions.issue(deps.now());
   ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
 };
 
-/** The password against the hash, one check at a time per address, counting wrong ones. */
-async function checkPassword(deps: DashboardDeps, key: string, password: string): Promise<void> {
-  const locked = (waitMs: number) =>
-    new Refusal(429, 'locked', 'too many wrong passwords from this address: wait before trying again', {
-      'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
-    });
+/**
+ * The password against the hash, in named stages: an address out of tries is refused before it
+ * takes anything (a locked address flooding costs one store read per request, no turn); then one
+ * check at a time per address over every node; then a turn among this node's checks; then scrypt.
+ */
+async function checkPassword(deps: DashboardDeps, address: string, password: string): Promise<void> {
+  const key = `dashboard-signin:${address}`;
+  const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
+  if (wait > 0) throw locked(wait);
   // One check at a time per address, on every node: a burst of guesses cannot all pass the count
   // before the first wrong one is taken from it.
   const slot = randomUUID();
-  if (!(await deps.limits.acquire(`${key}:checking`, slot, 1, CHECK_MS, deps.now()))) {
-    throw new Refusal(429, 'locked', 'another sign-in from this address is being checked: try again in a second', {
-      'Retry-After': '1',
-    });
-  }
+  if (!(await deps.limits.acquire(`${key}:checking`, slot, 1, CHECK_MS, deps.now()))) throw checkingAlready();
   try {
-    const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
-    if (wait > 0) throw locked(wait);
-    if (!(await passwordMatches(deps.password, password))) {
-      await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
-      deps.log.warn({ address: key }, 'a wrong dashboard password');
-      throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
+    const turn = deps.checks.enter(address);
+    if (turn === 'queued') throw checkingAlready();
+    if (turn === 'full') {
+      throw new Refusal(503, 'busy', 'this node is checking many sign-ins: try again in a second', {
+        'Retry-After': '1',
+      });
+    }
+    const end = await turn;
+    try {
+      // Read again now that the address's slot is held: a check of another node may have ended.
+      const left = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
+      if (left > 0) throw locked(left);
+      if (!(await passwordMatches(deps.password, password))) {
+        await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
+        deps.log.warn({ address: key }, 'a wrong dashboard password');
+        throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
+      }
+    } finally {
+      end();
     }
   } finally {
     // A release that fails leaves the slot to lapse after CHECK_MS.
@@ -100,9 +119,10 @@ const session: Handler = async (req, res, deps) => {
   ok(res, { csrf: signedIn(req, deps).csrf });
 };
 
+/** Ends the session in the store (every node refuses it from now on), then clears the cookie. */
 const signOut: Handler = async (req, res, deps) => {
   req.resume();
-  changing(req, deps);
+  await deps.sessions.end(changing(req, deps));
   ok(res, {}, { 'Set-Cookie': cookieHeader('', 0, overHttps(req, deps.trusted)) });
 };
 

@@ -1,40 +1,142 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SESSION_SECONDS, SessionKeys } from './session.js';
+import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
+import { MemoryDashboardSessionStore } from '../engines/memory/dashboard-sessions.js';
+import { csrfMatches, SESSION_SECONDS, SessionKeys } from './session.js';
+import { DashboardSessions } from './sessions.js';
 
 const T0 = 1_800_000_000_000;
+const TWELVE_H = SESSION_SECONDS * 1000;
+const TEN_YEARS_S = 10 * 365 * 24 * 3600;
+const SECRET = randomBytes(32);
 
-describe('dashboard sessions', () => {
-  it('reads back what it issued until it expires, with the same CSRF token', () => {
-    const keys = new SessionKeys('scrypt$hash-a');
-    const { cookie, csrf } = keys.issue(T0);
-    const expiresMs = T0 + SESSION_SECONDS * 1000;
-    expect(keys.read(cookie, T0)).toStrictEqual({ csrf, expiresMs });
-    expect(keys.read(cookie, T0 + SESSION_SECONDS * 1000 - 1000)).toStrictEqual({ csrf, expiresMs });
-    expect(keys.read(cookie, T0 + SESSION_SECONDS * 1000)).toBeUndefined();
-    // Another node with the same password hash takes it; another hash does not.
-    expect(new SessionKeys('scrypt$hash-a').read(cookie, T0)).toStrictEqual({ csrf, expiresMs });
-    expect(new SessionKeys('scrypt$hash-b').read(cookie, T0)).toBeUndefined();
+describe('dashboard session cookies', () => {
+  it('reads back what it issued until 12 h after its issue, with the same CSRF token', () => {
+    const keys = new SessionKeys(SECRET, 'scrypt$hash-a');
+    const { cookie, session } = keys.issue(T0);
+    expect(session.expiresMs).toBe(T0 + TWELVE_H);
+    expect(keys.read(cookie, T0)).toStrictEqual(session);
+    expect(keys.read(cookie, T0 + TWELVE_H - 1000)).toStrictEqual(session);
+    expect(keys.read(cookie, T0 + TWELVE_H)).toBeUndefined();
+    // Another node with the same secret and hash takes it; another secret or another hash does not.
+    expect(new SessionKeys(SECRET, 'scrypt$hash-a').read(cookie, T0)).toStrictEqual(session);
+    expect(new SessionKeys(randomBytes(32), 'scrypt$hash-a').read(cookie, T0)).toBeUndefined();
+    expect(new SessionKeys(SECRET, 'scrypt$hash-b').read(cookie, T0)).toBeUndefined();
   });
 
   it('refuses forged, stretched and malformed cookies, and any other CSRF token', () => {
-    const keys = new SessionKeys('scrypt$hash-a');
-    const { cookie, csrf } = keys.issue(T0);
-    const [v, expires, nonce, mac] = cookie.split('.') as [string, string, string, string];
-    const session = keys.read(cookie, T0);
-    if (!session) throw new Error('the issued cookie was not read back');
+    const keys = new SessionKeys(SECRET, 'scrypt$hash-a');
+    const { cookie, session } = keys.issue(T0);
+    const [v, issued, id, mac] = cookie.split('.') as [string, string, string, string];
     for (const forged of [
       undefined,
       '',
-      `${v}.${Number(expires) + 3600}.${nonce}.${mac}`,
-      `${v}.${expires}.${nonce}x.${mac}`,
-      `${v}.${expires}.${nonce}.${mac.slice(0, -1)}A`,
-      `v2.${expires}.${nonce}.${mac}`,
+      `${v}.${Number(issued) + 3600}.${id}.${mac}`,
+      `${v}.${Number(issued) + TEN_YEARS_S}.${id}.${mac}`,
+      `${v}.${issued}.${id.slice(0, -1)}A.${mac}`,
+      `${v}.${issued}.${id}.${mac.slice(0, -1)}A`,
+      `v1.${issued}.${id}.${mac}`,
       `${cookie}.extra`,
     ]) {
       expect(keys.read(forged, T0)).toBeUndefined();
     }
-    expect(keys.csrfMatches(session, csrf)).toBe(true);
-    expect(keys.csrfMatches(session, undefined)).toBe(false);
-    expect(keys.csrfMatches(session, keys.issue(T0).csrf)).toBe(false);
+    expect(csrfMatches(session, session.csrf)).toBe(true);
+    expect(csrfMatches(session, undefined)).toBe(false);
+    expect(csrfMatches(session, keys.issue(T0).session.csrf)).toBe(false);
+  });
+
+  it('refuses a cookie signed with the right key but issued 10 years ahead: no session outlives 12 h from now', () => {
+    const keys = new SessionKeys(SECRET, 'scrypt$hash-a');
+    const { cookie } = keys.issue(T0 + TEN_YEARS_S * 1000);
+    expect(keys.read(cookie, T0)).toBeUndefined();
+    // A minute ahead (another node's clock) is taken, and ends 12 h after that issue time.
+    const { cookie: soon } = keys.issue(T0 + 60_000);
+    expect(keys.read(soon, T0)?.expiresMs).toBe(T0 + 60_000 + TWELVE_H);
+  });
+
+  it('no cookie is made from the password hash alone', () => {
+    const hash = 'scrypt$16384$8$1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g';
+    const keys = new SessionKeys(SECRET, hash);
+    const fromHash = createHmac('sha256', 'realtime dashboard session v1').update(hash).digest();
+    for (const key of [fromHash, createHmac('sha256', hash).update('realtime dashboard session v2').digest()]) {
+      const id = randomBytes(16).toString('base64url');
+      for (const body of [`v1.${T0 / 1000 + 3600}.${id}`, `v2.${T0 / 1000}.${id}`]) {
+        const built = `${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
+        expect(keys.read(built, T0)).toBeUndefined();
+      }
+    }
+  });
+});
+
+describe('DashboardSessions over a store', () => {
+  it('a session is open on every node until signed out on any of them', async () => {
+    const store = new MemoryDashboardSessionStore();
+    const [a, b] = [new DashboardSessions(store, 'scrypt$h'), new DashboardSessions(store, 'scrypt$h')];
+    const { cookie, csrf } = await a.issue(T0);
+    expect((await b.read(cookie, T0 + 1000))?.csrf).toBe(csrf);
+    const session = await b.read(cookie, T0 + 1000);
+    if (!session) throw new Error('not read');
+    await b.end(session);
+    expect(await a.read(cookie, T0 + 2000)).toBeUndefined();
+    expect(await b.read(cookie, T0 + 2000)).toBeUndefined();
+  });
+
+  it('a session ends 12 h after its issue, its record too', async () => {
+    const store = new MemoryDashboardSessionStore();
+    const sessions = new DashboardSessions(store, 'scrypt$h');
+    const { cookie } = await sessions.issue(T0);
+    expect(await sessions.read(cookie, T0 + TWELVE_H - 1)).toBeDefined();
+    expect(await sessions.read(cookie, T0 + TWELVE_H)).toBeUndefined();
+    const id = cookie.split('.')[2] as string;
+    expect(store.isOpen(id, T0 + TWELVE_H)).toBe(false);
+  });
+
+  it('another password hash on the same store refuses every earlier session', async () => {
+    const store = new MemoryDashboardSessionStore();
+    const { cookie } = await new DashboardSessions(store, 'scrypt$old').issue(T0);
+    expect(await new DashboardSessions(store, 'scrypt$new').read(cookie, T0)).toBeUndefined();
+    expect(await new DashboardSessions(store, 'scrypt$old').read(cookie, T0)).toBeDefined();
+  });
+
+  it('follows a secret that changed in the store (a Redis that lost it, made again by another node)', async () => {
+    let store = new MemoryDashboardSessionStore();
+    const shared: DashboardSessionStore = {
+      signingSecret: (candidate) => store.signingSecret(candidate),
+      open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
+      isOpen: (id, nowMs) => store.isOpen(id, nowMs),
+      close: (id) => store.close(id),
+    };
+    const [a, b] = [new DashboardSessions(shared, 'scrypt$h'), new DashboardSessions(shared, 'scrypt$h')];
+    const before = await a.issue(T0);
+    expect(await b.read(before.cookie, T0)).toBeDefined();
+    store = new MemoryDashboardSessionStore();
+    // Sessions of the lost store are gone; the next ones, made by either node, are taken by both.
+    expect(await a.read(before.cookie, T0)).toBeUndefined();
+    const after = await b.issue(T0);
+    expect((await a.read(after.cookie, T0))?.csrf).toBe(after.csrf);
+    const again = await a.issue(T0);
+    expect((await b.read(again.cookie, T0))?.csrf).toBe(again.csrf);
+  });
+
+  it('a value not of the signed form costs no store call', async () => {
+    let calls = 0;
+    const store = new MemoryDashboardSessionStore();
+    const counted: DashboardSessionStore = {
+      signingSecret: (candidate) => {
+        calls++;
+        return store.signingSecret(candidate);
+      },
+      open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
+      isOpen: (id, nowMs) => {
+        calls++;
+        return store.isOpen(id, nowMs);
+      },
+      close: (id) => store.close(id),
+    };
+    const sessions = new DashboardSessions(counted, 'scrypt$h');
+    for (const value of [undefined, '', 'made-up', 'v2.1.2.3', `v1.${T0}.x.y`]) {
+      expect(await sessions.read(value, T0)).toBeUndefined();
+    }
+    expect(calls).toBe(0);
   });
 });

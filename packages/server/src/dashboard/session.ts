@@ -1,57 +1,84 @@
 /**
- * Dashboard sessions without shared state: the cookie is `v1.<expires s>.<nonce>.<mac>`, signed with
- * a key derived from the password hash, so every node accepts it and a new password signs every
- * session out. The CSRF token is derived from the session's nonce, so it needs no store either.
+ * Dashboard session cookies: `v2.<issued s>.<id>.<mac>`, signed with a key made from the service's
+ * own random secret (kept in the store, never configured) and the password hash. Nobody who reads
+ * the hash can sign one; a new hash makes every earlier cookie fail. A session lasts 12 hours from
+ * its issue time, which the cookie carries under the signature, so no cookie can ask for longer.
+ * Whether the session was ended (signed out) is the store's record's to say (sessions.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SESSION_COOKIE = 'rt_dashboard';
 export const SESSION_SECONDS = 12 * 3600;
+/** How far ahead of this node's clock an issue time may be: another node's clock, a little ahead. */
+const SKEW_S = 60;
+const FORM = /^v2\.(\d{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
 
 export interface Session {
+  /** The session's name in the store. */
+  id: string;
   csrf: string;
-  /** When the session ends (ms since the epoch). */
+  /** When the session began (ms since the epoch, whole seconds). */
+  issuedMs: number;
+  /** When the session ends: 12 hours after it began. */
   expiresMs: number;
 }
 
 const mac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest('base64url');
 
-function same(a: string, b: string): boolean {
+/** Whether two strings are the same, in constant time. */
+export function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** Whether `given` is the session's CSRF token (constant time). */
+export function csrfMatches(session: Session, given: string | undefined): boolean {
+  return given !== undefined && same(given, session.csrf);
+}
+
+/** Whether a cookie value has the form of one this service signs (its signature unchecked). */
+export function looksSigned(cookie: string): boolean {
+  return FORM.test(cookie);
+}
+
 export class SessionKeys {
   readonly #key: Buffer;
 
-  constructor(passwordHash: string) {
-    this.#key = createHmac('sha256', 'realtime dashboard session v1').update(passwordHash).digest();
+  /** `secret`: the store's random signing secret; `passwordHash`: the hash as configured. */
+  constructor(secret: Buffer, passwordHash: string) {
+    this.#key = createHmac('sha256', secret).update(`realtime dashboard session v2\0${passwordHash}`).digest();
   }
 
-  /** A new session: the cookie's value and its CSRF token. */
-  issue(nowMs: number): { cookie: string; csrf: string } {
-    const nonce = randomBytes(16).toString('base64url');
-    const body = `v1.${Math.floor(nowMs / 1000) + SESSION_SECONDS}.${nonce}`;
-    return { cookie: `${body}.${mac(this.#key, body)}`, csrf: this.#csrf(nonce) };
+  /** A new session, and its cookie's value. */
+  issue(nowMs: number): { cookie: string; session: Session } {
+    const issued = Math.floor(nowMs / 1000);
+    const id = randomBytes(16).toString('base64url');
+    const body = `v2.${issued}.${id}`;
+    return { cookie: `${body}.${mac(this.#key, body)}`, session: this.#session(issued, id) };
   }
 
-  /** The session of a cookie value, or undefined when it is forged, from another password, or expired. */
+  /**
+   * The session a cookie value names, or undefined when it is forged, of another secret or
+   * password, issued ahead of this clock, or expired. Not whether it was ended: ask the store.
+   */
   read(cookie: string | undefined, nowMs: number): Session | undefined {
-    const parts = cookie?.split('.');
-    if (parts?.length !== 4 || parts[0] !== 'v1') return undefined;
-    const [, expires, nonce, signature] = parts as [string, string, string, string];
-    if (!same(signature, mac(this.#key, `v1.${expires}.${nonce}`))) return undefined;
-    if (!/^\d{1,12}$/.test(expires) || Number(expires) * 1000 <= nowMs) return undefined;
-    return { csrf: this.#csrf(nonce), expiresMs: Number(expires) * 1000 };
+    const parts = cookie === undefined ? null : FORM.exec(cookie);
+    if (!parts) return undefined;
+    const [, issuedText, id, signature] = parts as unknown as [string, string, string, string];
+    if (!same(signature, mac(this.#key, `v2.${issuedText}.${id}`))) return undefined;
+    const issued = Number(issuedText);
+    if (issued * 1000 > nowMs + SKEW_S * 1000) return undefined;
+    const session = this.#session(issued, id);
+    return session.expiresMs > nowMs ? session : undefined;
   }
 
-  /** Whether `given` is the session's CSRF token (constant time). */
-  csrfMatches(session: Session, given: string | undefined): boolean {
-    return given !== undefined && same(given, session.csrf);
-  }
-
-  #csrf(nonce: string): string {
-    return mac(this.#key, `csrf.${nonce}`);
+  #session(issued: number, id: string): Session {
+    return {
+      id,
+      csrf: mac(this.#key, `csrf.${id}`),
+      issuedMs: issued * 1000,
+      expiresMs: (issued + SESSION_SECONDS) * 1000,
+    };
   }
 }

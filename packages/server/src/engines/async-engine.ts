@@ -42,6 +42,7 @@ export function asyncEngine(engine: Engine): Engine {
     calls: deferred(engine.calls),
     groups: deferred(engine.groups),
     streams: deferred(engine.streams),
+    dashboardSessions: deferred(engine.dashboardSessions),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

@@ -8,6 +8,7 @@ import { MemoryStreamStore } from './memory/streams.js';
 import { newNodeId } from './node-id.js';
 import { SqliteAppStore } from './sqlite/apps.js';
 import { CommittedBroker } from './sqlite/committed-broker.js';
+import { SqliteDashboardSessionStore } from './sqlite/dashboard-sessions.js';
 import { openDb } from './sqlite/db.js';
 import { GroupCommit } from './sqlite/group-commit.js';
 import { SqliteHistoryStore } from './sqlite/history.js';
@@ -75,6 +76,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     calls: new MemoryCallStore(),
     groups: new MemoryGroupStore(),
     streams: new MemoryStreamStore(),
+    dashboardSessions: new SqliteDashboardSessionStore(db),
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();

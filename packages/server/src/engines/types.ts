@@ -5,6 +5,7 @@
  * answer later and may fail (a StoreError): a Redis store is on the network.
  */
 import type { DeliveryError, DeliveryState, Feature, HistoryRule, Member } from '@realtime/protocol';
+import type { DashboardSessionStore } from './dashboard-session-store.js';
 
 /** What a store call answers: at once (embedded) or later (networked). */
 export type MaybePromise<T> = T | Promise<T>;
@@ -725,6 +726,8 @@ export interface Engine {
   calls: CallStore;
   groups: GroupStore;
   streams: StreamStore;
+  /** The dashboard's signing secret and open sessions, shared by every node. */
+  dashboardSessions: DashboardSessionStore;
   /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
   check(): Promise<void>;
   /**

@@ -6,6 +6,7 @@ import { RedisBroker } from './broker.js';
 import { RedisCallStore } from './calls.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig } from './config-check.js';
+import { RedisDashboardSessionStore } from './dashboard-sessions.js';
 import { RedisGroupStore } from './groups.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisLimitStore } from './limits.js';
@@ -65,6 +66,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     calls: new RedisCallStore(client),
     groups: new RedisGroupStore(client),
     streams: new RedisStreamStore(client),
+    dashboardSessions: new RedisDashboardSessionStore(client),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {

@@ -1,0 +1,37 @@
+import { afterAll, beforeAll } from 'vitest';
+import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { dashboardSessionsContract } from '../contract/dashboard-sessions.contract.js';
+import { RedisClient } from './client.js';
+import { RedisDashboardSessionStore } from './dashboard-sessions.js';
+
+let redis: TestRedis;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await redis?.close();
+});
+
+dashboardSessionsContract('RedisDashboardSessionStore, two nodes', async () => {
+  const prefix = uniquePrefix('dashboard-sessions');
+  const clients = [
+    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ url: redis.url, prefix }),
+  ];
+  return {
+    store: new RedisDashboardSessionStore(clients[0] as RedisClient),
+    // Another node on the same Redis, with its own connection.
+    peer: new RedisDashboardSessionStore(clients[1] as RedisClient),
+    // A node restarted: a new connection to the Redis that kept everything.
+    reopen: async () => {
+      const client = await RedisClient.open({ url: redis.url, prefix });
+      clients.push(client);
+      return new RedisDashboardSessionStore(client);
+    },
+    cleanup: async () => {
+      for (const client of clients) await client.close();
+    },
+  };
+});
