@@ -72,6 +72,8 @@ describe('calls between two people over raw frames', () => {
     expect(await accept(bob2, call)).toEqual({ t: 'call.accepted', ref, call });
     await alice.next((f) => f.t === 'call.answered' && f.call === call, 'answered');
     expect(await ended(bob1, call)).toMatchObject({ reason: 'elsewhere' });
+    // A page of bob opened after the answer: the call never reached it.
+    const bob3 = await pageOf('bob');
     // The page that answered is not told the call ended elsewhere.
     alice.send({ t: 'call.signal', call, data: { sdp: { type: 'offer', sdp: 'v=0' } } });
     expect(await bob2.next((f) => f.t === 'call.signal', 'offer')).toEqual({
@@ -88,6 +90,10 @@ describe('calls between two people over raw frames', () => {
     alice.send({ t: 'call.hangup', call });
     expect(await ended(alice, call)).toMatchObject({ reason: 'completed' });
     expect(await ended(bob2, call)).toMatchObject({ reason: 'completed' });
+    // The next ring to bob's pages comes after anything the hang-up sent them.
+    const next = (await invite(alice, 'alice', 'bob')).call;
+    for (const bob of [bob1, bob3]) await bob.next((f) => f.t === 'call.ring' && f.call === next, 'the next ring');
+    alice.send({ t: 'call.hangup', call: next });
     await waitFor(() => endedOf(call).length === 1, 'call.ended recorded');
     const event = endedOf(call)[0] as Frame;
     expect(event).toMatchObject({
@@ -102,8 +108,10 @@ describe('calls between two people over raw frames', () => {
     expect(event.seconds).toBeLessThan(10);
     expect(event.answered_at as number).toBeGreaterThanOrEqual(event.started_at as number);
     expect(event.ended_at as number).toBeGreaterThanOrEqual(event.answered_at as number);
-    expect(bob1.frames.filter((f) => f.t === 'call.ended' && f.call === call)).toHaveLength(2);
+    // Each page the call reached heard it end once: bob1 `elsewhere` at the answer, bob2 at the hang-up.
+    expect(bob1.frames.filter((f) => f.t === 'call.ended' && f.call === call)).toHaveLength(1);
     expect(bob2.frames.filter((f) => f.t === 'call.ended' && f.call === call)).toHaveLength(1);
+    expect(bob3.frames.filter((f) => f.call === call)).toEqual([]);
   });
 
   it('ends missed when nobody answers in the ring time, with seconds 0 and no answered_at', async () => {

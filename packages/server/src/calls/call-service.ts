@@ -29,7 +29,7 @@ export interface CallPage {
 export interface CallServiceDeps {
   node: string;
   calls: CallStore;
-  signals: PageSignals;
+  signals: Pick<PageSignals, 'toPage' | 'toUser'>;
   events: EventSink;
   log: Logger;
   now: () => number;
@@ -223,15 +223,20 @@ export class CallService {
     for (const page of [call.fromPage, call.toPage]) if (page !== undefined) this.#pageCalls.get(page)?.delete(call.id);
     const ended: CallEndedFrame = { t: 'call.ended', call: call.id, reason };
     const { app } = call;
-    const told =
-      rejectedBy === undefined
-        ? // Every page of the callee: the one that answered, and those still ringing.
-          [this.#deps.signals.toPage(app, call.fromPage, ended), this.#deps.signals.toUser(app, call.to, ended)]
-        : [
-            this.#deps.signals.toPage(app, call.fromPage, ended),
-            this.#deps.signals.toPage(app, rejectedBy, ended),
-            this.#deps.signals.toUser(app, call.to, { ...ended, reason: 'elsewhere' }, rejectedBy),
-          ];
+    let told: Promise<void>[];
+    if (call.toPage !== undefined) {
+      // Answered: the callee's other pages heard `elsewhere` at the answer, and pages opened since never rang.
+      told = [this.#deps.signals.toPage(app, call.fromPage, ended), this.#deps.signals.toPage(app, call.toPage, ended)];
+    } else if (rejectedBy === undefined) {
+      // Ringing: every page of the callee, each ringing.
+      told = [this.#deps.signals.toPage(app, call.fromPage, ended), this.#deps.signals.toUser(app, call.to, ended)];
+    } else {
+      told = [
+        this.#deps.signals.toPage(app, call.fromPage, ended),
+        this.#deps.signals.toPage(app, rejectedBy, ended),
+        this.#deps.signals.toUser(app, call.to, { ...ended, reason: 'elsewhere' }, rejectedBy),
+      ];
+    }
     for (const result of await Promise.allSettled(told)) {
       if (result.status === 'rejected') {
         this.#deps.log.error({ err: result.reason, app: call.app, call: call.id }, 'telling pages a call ended failed');

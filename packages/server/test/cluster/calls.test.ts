@@ -89,6 +89,13 @@ describe('cluster: calls across nodes', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(endedOf(call)).toHaveLength(1);
     expect(endedOf(call)[0]).toMatchObject({ from: 'alice', to: 'bob', reason: 'completed' });
+    // A later ring on bob's pages comes after anything the hang-up sent them: bob1 heard the call end once.
+    const next = await invite(alice, 'alice', 'bob');
+    await bob1.next((f) => f.t === 'call.ring' && f.call === next, 'the next ring on node 1');
+    alice.send({ t: 'call.hangup', call: next });
+    expect(bob1.frames.filter((f) => f.t === 'call.ended' && f.call === call).map((f) => f.reason)).toEqual([
+      'elsewhere',
+    ]);
   });
 
   it('a call nobody answers ends missed once, whichever of the three nodes sweeps it', async () => {
