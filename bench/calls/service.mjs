@@ -17,5 +17,12 @@ const server = await startServer({
   // A caller page placing calls back to back sends two frames per call, far above a person's pace:
   // the per-page frame budget (100/s) would refuse it, so it is raised for the bench.
   gateway: { framesPerSecond: 100_000, frameBurst: 100_000 },
+  // Each pair places its calls back to back, far above the invite bounds of a person: raised likewise.
+  calls: {
+    invites: {
+      perCaller: { perMinute: 1_000_000, burst: 1_000_000 },
+      perCallee: { perMinute: 1_000_000, burst: 1_000_000 },
+    },
+  },
 });
 ready(server.port);

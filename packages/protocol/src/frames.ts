@@ -218,7 +218,8 @@ export const SOCKET_ERRORS = {
   not_sealed: 'The room is sealed: it takes only sealed data.',
   too_large: 'The data is over 1 MB.',
   not_included: "The app's plan does not include this operation.",
-  rate_limited: 'The page sends too fast.',
+  rate_limited:
+    'The page sends too fast, or places calls (or its callee gets them) more often than the invite bounds allow.',
   wrong_call: 'The call token was issued for another call or group call.',
   wrong_stream: 'The stream grant was issued for another stream or role.',
   no_call: "No such call for this page: it ended, or it is not this page's to answer.",

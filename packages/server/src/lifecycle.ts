@@ -242,6 +242,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const calls = new CallService({
     node: engine.node,
     calls: engine.calls,
+    limits: engine.limits,
     signals,
     events,
     log,

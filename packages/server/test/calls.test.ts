@@ -215,6 +215,44 @@ describe('call frames refused', () => {
     }
   });
 
+  it('refuses an invite-then-hang-up loop rate_limited once the caller placed 5, naming the bound', async () => {
+    const tess = await pageOf('tess');
+    const uma = await pageOf('uma');
+    // One call token, reused as in the report.
+    const token = await callToken({ sub: 'tess', call: { to: 'uma' } });
+    const answers: Frame[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = ++ref;
+      tess.send({ t: 'call.invite', ref: r, to: 'uma', token });
+      const answer = await tess.next((f) => f.ref === r, `the answer to invite ${i}`);
+      answers.push(answer);
+      if (answer.t === 'call.placed') tess.send({ t: 'call.hangup', call: answer.call });
+    }
+    expect(answers.map((a) => (a.t === 'error' ? a.code : a.t))).toEqual([
+      ...Array<string>(5).fill('call.placed'),
+      ...Array<string>(3).fill('rate_limited'),
+    ]);
+    expect(answers[5]).toEqual({
+      t: 'error',
+      code: 'rate_limited',
+      ref: answers[5]?.ref,
+      // 6 s from the first token, less what refilled since (a slow machine).
+      message: expect.stringMatching(
+        /^too many calls placed by this user: at most 10 a minute, 5 at once \(calls\.invites\.perCaller\); try again in [1-6] s$/,
+      ),
+    });
+    // Another caller's ring comes after any of tess's: uma rang 5 times, each reported once.
+    const vera = await pageOf('vera');
+    const other = (await invite(vera, 'vera', 'uma')).call;
+    await uma.next((f) => f.t === 'call.ring' && f.call === other, "vera's ring");
+    vera.send({ t: 'call.hangup', call: other });
+    expect(uma.frames.filter((f) => f.t === 'call.ring' && f.from === 'tess')).toHaveLength(5);
+    await waitFor(
+      () => recorded().filter((e) => e.type === 'call.ended' && e.from === 'tess').length === 5,
+      'five call.ended',
+    );
+  });
+
   it('refuses anonymous pages, unknown calls, bad fields and signals over 64 KB', async () => {
     const anonymous = await pageOf(undefined);
     let r = ++ref;

@@ -13,6 +13,7 @@ import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import type { CallService } from './call-service.js';
+import { inviteRefusalMessage } from './invite-limits.js';
 
 /** Runs a step on the store; its failure becomes an `unavailable` error frame for the frame's ref and call. */
 async function stored<T>(step: () => Promise<T>, ref: number | undefined, call: string | undefined): Promise<T> {
@@ -68,11 +69,14 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
           if (claims.call.to !== f.to) {
             throw new FrameError('wrong_call', 'the call token was issued for a call to another user', f.ref);
           }
-          const { id, outcome } = await stored(
+          const placed = await stored(
             () => calls.place(conn.app.key, { ...page(conn), user }, f.to, [...claims.media], claims.call?.name),
             f.ref,
             undefined,
           );
+          if (placed.outcome === 'limited')
+            throw new FrameError('rate_limited', inviteRefusalMessage(placed, f.to), f.ref);
+          const { id, outcome } = placed;
           if (outcome === 'in_call') {
             throw new FrameError('in_call', 'this user is in a call already: hang it up first', f.ref);
           }

@@ -62,6 +62,94 @@ beforeEach(() => {
   events = new MemoryEventSink();
 });
 
+describe('invites are bounded per caller and per callee', () => {
+  /** The loop of the report: invite, hang up at once, again, with one valid call token. */
+  async function ringAndHangUp(calls: CallService, from: CallPage & { user: string }, to: string, times: number) {
+    const outcomes = [];
+    for (let i = 0; i < times; i++) {
+      const placed = await calls.place(APP, from, to, ['audio'], undefined);
+      outcomes.push(placed);
+      if (placed.outcome === 'placed') expect(await calls.hangup(APP, from, placed.id, 'hangup')).toBe(true);
+    }
+    return outcomes;
+  }
+
+  it('a caller looping invite and hang-up rings the callee `burst` times, then is refused until the bucket refills', async () => {
+    const calls = service({ invites: { perCaller: { perMinute: 6, burst: 3 } } });
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const outcomes = await ringAndHangUp(calls, alice, 'bob', 20);
+    expect(outcomes.filter((o) => o.outcome === 'placed')).toHaveLength(3);
+    const refused = outcomes.slice(3);
+    for (const o of refused) {
+      // One token every 10 s (6 a minute): the first comes back 10 s after the bucket emptied.
+      expect(o).toEqual({ outcome: 'limited', limit: 'perCaller', rate: { perMinute: 6, burst: 3 }, retryMs: 10_000 });
+    }
+    expect(pages.got(bob, 'call.ring')).toHaveLength(3);
+    expect(callEnded()).toHaveLength(3);
+
+    clock += 9_999;
+    expect(await calls.place(APP, alice, 'bob', ['audio'], undefined)).toMatchObject({
+      outcome: 'limited',
+      retryMs: 1,
+    });
+    clock += 1;
+    const again = await ringAndHangUp(calls, alice, 'bob', 2);
+    expect(again.map((o) => o.outcome)).toEqual(['placed', 'limited']);
+    expect(pages.got(bob, 'call.ring')).toHaveLength(4);
+  });
+
+  it('bounds the calls one callee gets from everyone, and leaves other callees and callers alone', async () => {
+    const calls = service({ invites: { perCallee: { perMinute: 2, burst: 2 } } });
+    const bob = pages.open('bob');
+    const carol = pages.open('carol');
+    const outcomes = [];
+    for (const user of ['u1', 'u2', 'u3', 'u4']) {
+      outcomes.push(...(await ringAndHangUp(calls, pages.open(user), 'bob', 1)));
+    }
+    expect(outcomes.map((o) => o.outcome)).toEqual(['placed', 'placed', 'limited', 'limited']);
+    expect(outcomes[2]).toEqual({
+      outcome: 'limited',
+      limit: 'perCallee',
+      rate: { perMinute: 2, burst: 2 },
+      retryMs: 30_000,
+    });
+    expect(pages.got(bob, 'call.ring')).toHaveLength(2);
+    // u3 was refused for bob's sake, not its own: it may call carol.
+    const u3 = pages.open('u3');
+    expect((await ringAndHangUp(calls, u3, 'carol', 1))[0]?.outcome).toBe('placed');
+    expect(pages.got(carol, 'call.ring')).toHaveLength(1);
+  });
+
+  it('counts a call to a busy callee (it is reported too) and bounds by default', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const carol = pages.open('carol');
+    // carol is in a call with dave: alice's calls to her end busy, each reported.
+    expect((await calls.place(APP, carol, 'dave', ['audio'], undefined)).outcome).toBe('placed');
+    const outcomes = [];
+    for (let i = 0; i < 8; i++) outcomes.push((await calls.place(APP, alice, 'carol', ['audio'], undefined)).outcome);
+    expect(outcomes).toEqual(['busy', 'busy', 'busy', 'busy', 'busy', 'limited', 'limited', 'limited']);
+    expect(await calls.place(APP, alice, 'bob', ['audio'], undefined)).toMatchObject({
+      outcome: 'limited',
+      limit: 'perCaller',
+      rate: { perMinute: 10, burst: 5 },
+    });
+    expect(pages.got(bob, 'call.ring')).toHaveLength(0);
+    // Callees by default: 10 at once from anyone.
+    const callee = [];
+    for (let i = 0; i < 12; i++) {
+      const from = pages.open(`caller${i}`);
+      const placed = await calls.place(APP, from, 'bob', ['audio'], undefined);
+      callee.push(placed.outcome);
+      if (placed.outcome === 'placed') await calls.hangup(APP, from, placed.id, 'hangup');
+    }
+    expect(callee.filter((o) => o === 'placed')).toHaveLength(10);
+    expect(callee.slice(10)).toEqual(['limited', 'limited']);
+  });
+});
+
 describe('call.ended reaches each page of the call once', () => {
   it('a callee page that stopped ringing (elsewhere) hears nothing at the hang-up, nor one opened after the answer', async () => {
     const calls = service();

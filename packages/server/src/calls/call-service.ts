@@ -10,8 +10,9 @@ import type { Logger } from 'pino';
 import type { EventSink } from '../core/events.js';
 import type { PageSignals } from '../core/page-signals.js';
 import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
-import type { CallRecord, CallStore } from '../engines/types.js';
+import type { CallRecord, CallStore, LimitStore } from '../engines/types.js';
 import { iceServers } from './ice.js';
+import { InviteLimiter, type InviteRefusal } from './invite-limits.js';
 import type { CallOptions } from './options.js';
 
 /** A node that has not renewed for this long is dead: its calls end `failed`. */
@@ -29,6 +30,8 @@ export interface CallPage {
 export interface CallServiceDeps {
   node: string;
   calls: CallStore;
+  /** Where the invite bounds are counted (the engine's, so every node counts the same). */
+  limits: LimitStore;
   signals: Pick<PageSignals, 'toPage' | 'toUser'>;
   events: EventSink;
   log: Logger;
@@ -50,9 +53,11 @@ export class CallService {
   /** Calls of the pages on this node, by page id: ended `failed` when the page closes without hanging up. */
   readonly #pageCalls = new Map<string, Set<string>>();
   readonly #lease: StoreLease;
+  readonly #invites: InviteLimiter;
 
   constructor(deps: CallServiceDeps) {
     this.#deps = deps;
+    this.#invites = new InviteLimiter(deps.limits, deps.options?.invites);
     const leaseMs = deps.leaseMs ?? CALL_LEASE_MS;
     this.#lease = new StoreLease({
       leaseMs,
@@ -81,7 +86,8 @@ export class CallService {
   /**
    * Places a call from a page of `from` (checked by the caller: token, plan). Answers the call's id
    * and whether the callee was busy (then it has ended already, reported `busy`); `in_call` when the
-   * caller is in a call.
+   * caller is in a call; `limited` when the caller placed, or the callee got, too many calls lately
+   * (then nothing rings and nothing is reported).
    */
   async place(
     app: string,
@@ -89,8 +95,11 @@ export class CallService {
     to: string,
     media: CallRecord['media'],
     name: string | undefined,
-  ): Promise<{ id: string; outcome: 'placed' | 'busy' | 'in_call' }> {
+  ): Promise<{ id: string; outcome: 'placed' | 'busy' | 'in_call' } | InviteRefusal> {
     const now = this.#deps.now();
+    // Before the store: a busy callee's call is reported too, so it counts as much as one that rings.
+    const refusal = await this.#invites.take(app, page.user, to, now);
+    if (refusal) return refusal;
     const suffix = `${now.toString(36)}${randomBytes(8).toString('hex')}`;
     const id = `call_${suffix}`;
     const call: CallRecord = {

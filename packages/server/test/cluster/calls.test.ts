@@ -98,6 +98,26 @@ describe('cluster: calls across nodes', () => {
     ]);
   });
 
+  it("counts a caller's invites over every node: pages on two nodes place 5 between them, then rate_limited", async () => {
+    const callers = [await open(0, 'hal'), await open(1, 'hal')];
+    const ivy = await open(2, 'ivy');
+    const token = await cluster.sdk(1).callToken('hal', { to: 'ivy', media: ['audio'] });
+    const answers: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const page = callers[i % 2] as RawPage;
+      const r = ++ref;
+      page.send({ t: 'call.invite', ref: r, to: 'ivy', token });
+      const answer = await page.next((f) => f.ref === r, `the answer to invite ${i}`);
+      answers.push(answer.t === 'error' ? String(answer.code) : String(answer.t));
+      if (answer.t === 'call.placed') {
+        page.send({ t: 'call.hangup', call: answer.call });
+        await page.next((f) => f.t === 'call.ended' && f.call === answer.call, 'cancelled');
+      }
+    }
+    expect(answers).toEqual([...Array<string>(5).fill('call.placed'), ...Array<string>(3).fill('rate_limited')]);
+    await until(() => ivy.frames.filter((f) => f.t === 'call.ring').length === 5, 'five rings', 5000);
+  });
+
   it('a call nobody answers ends missed once, whichever of the three nodes sweeps it', async () => {
     const carl = await open(0, 'carl');
     const dina = await open(1, 'dina');
