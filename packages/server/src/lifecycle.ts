@@ -37,7 +37,7 @@ import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
 import type { StreamOptions } from './streams/options.js';
-import { STREAM_CONNECT_TIMEOUT_MS, unitMedia } from './streams/options.js';
+import { STREAM_CONNECT_TIMEOUT_MS, unitLimits, unitMedia } from './streams/options.js';
 import { streamModule } from './streams/stream-module.js';
 import { StreamService } from './streams/stream-service.js';
 import { iceConfig } from './units/ice-settings.js';
@@ -257,6 +257,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const units = new UnitHost({
     media,
     connectTimeoutMs: options.streams?.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
+    limits: unitLimits(options.streams),
     log,
   });
   const groups = new GroupService({

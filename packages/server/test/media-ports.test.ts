@@ -1,20 +1,33 @@
 import { createSocket } from 'node:dgram';
 import { Realtime } from '@realtime/node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { newApp } from '../src/apps/generate.js';
+import type { App } from '../src/engines/types.js';
+import { waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
+import { boundUdpPorts } from './proc-sockets.js';
 import { StreamPeer } from './stream-peers.js';
 
 type Frame = Record<string, unknown>;
 
-let server: TestServer;
-let sdk: Realtime;
+let server: TestServer | undefined;
 let ref = 0;
 const peers: StreamPeer[] = [];
+const pages: RawPage[] = [];
+const sdks: Realtime[] = [];
 
-/** Two neighbouring UDP ports on 127.0.0.1 that are free now. */
-async function freePortPair(): Promise<[number, number]> {
-  const bound = (port: number) =>
+afterEach(async () => {
+  await Promise.all(peers.splice(0).map((p) => p.close().catch(() => undefined)));
+  await Promise.all(pages.splice(0).map((p) => p.close()));
+  await Promise.all(sdks.splice(0).map((s) => s.close()));
+  await server?.close();
+  server = undefined;
+});
+
+/** `count` neighbouring UDP ports on 127.0.0.1 that are free now. */
+async function freeRange(count: number): Promise<[number, number]> {
+  const free = (port: number) =>
     new Promise<boolean>((resolve) => {
       const socket = createSocket('udp4');
       socket.once('error', () => resolve(false));
@@ -22,9 +35,11 @@ async function freePortPair(): Promise<[number, number]> {
     });
   for (let attempt = 0; attempt < 50; attempt++) {
     const first = 42_000 + Math.floor(Math.random() * 8000);
-    if ((await bound(first)) && (await bound(first + 1))) return [first, first + 1];
+    let all = true;
+    for (let port = first; port < first + count && all; port++) all = await free(port);
+    if (all) return [first, first + count - 1];
   }
-  throw new Error('no two free neighbouring UDP ports found');
+  throw new Error(`no ${count} free neighbouring UDP ports found`);
 }
 
 async function ask(page: RawPage, frame: Frame): Promise<Frame> {
@@ -33,16 +48,38 @@ async function ask(page: RawPage, frame: Frame): Promise<Frame> {
   return page.next((f) => f.ref === r, `the answer to ${String(frame.t)}`);
 }
 
-/** A page presenting `stream` that sends its offer; answers the page and what came back for the offer. */
-async function present(stream: string): Promise<{ page: RawPage; reply: Frame }> {
-  const page = await helloPage(server.url, server.app.key);
-  const grant = await sdk.streamGrant(stream, { role: 'presenter' });
-  expect(await ask(page, { t: 'stream.present', stream, grant })).toMatchObject({ t: 'stream.presenting', stream });
+/** A page of `app`, with a stream grant maker. */
+async function pageOf(app: App): Promise<{ page: RawPage; grant: (stream: string) => Promise<string> }> {
+  const running = server as TestServer;
+  let sdk = sdks.find((s) => (s as unknown as { key?: string }).key === app.key);
+  if (!sdk) {
+    sdk = new Realtime({ url: running.url, key: app.key, secret: app.secret });
+    sdks.push(sdk);
+  }
+  const own = sdk;
+  const page = await helloPage(running.url, app.key);
+  pages.push(page);
+  return { page, grant: (stream) => own.streamGrant(stream, { role: 'presenter' }) };
+}
+
+/** The page presents `stream` and sends an offer; answers what came back for the offer and the peer that made it. */
+async function present(
+  of: { page: RawPage; grant: (stream: string) => Promise<string> },
+  stream: string,
+): Promise<{ reply: Frame; peer: StreamPeer }> {
+  const { page } = of;
+  expect(await ask(page, { t: 'stream.present', stream, grant: await of.grant(stream) })).toMatchObject({
+    t: 'stream.presenting',
+    stream,
+  });
   const peer = new StreamPeer();
   peers.push(peer);
   page.send({ t: 'stream.signal', stream, data: { sdp: { type: 'offer', sdp: await peer.offer() } } });
-  const reply = await page.next((f) => f.t === 'stream.signal' || f.t === 'error', 'the unit’s answer or a refusal');
-  return { page, reply };
+  const reply = await page.next(
+    (f) => (f.t === 'stream.signal' || f.t === 'error') && f.stream === stream,
+    'the unit’s answer or a refusal',
+  );
+  return { reply, peer };
 }
 
 /** The ports of the unit's candidates (one per session: its media lines are bundled). */
@@ -56,28 +93,22 @@ const candidatePorts = (reply: Frame) => [
   ),
 ];
 
+const inRange = (range: [number, number]) => boundUdpPorts().filter((p) => p >= range[0] && p <= range[1]);
+
 describe('a media port range that is used up', () => {
-  let range: [number, number];
-
-  beforeAll(async () => {
-    range = await freePortPair();
-    server = await startTestServer({ streams: { remoteAddresses: ['127.0.0.1'], portRange: range } });
-    sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
-  });
-
-  afterAll(async () => {
-    await Promise.all(peers.map((p) => p.close().catch(() => undefined)));
-    await sdk.close();
-    await server.close();
-  });
-
   it('refuses the offer that finds no free port with unavailable, naming the stream; the units running keep theirs', async () => {
-    const first = await present('ports-1');
-    const second = await present('ports-2');
+    const range = await freeRange(2);
+    // Three apps, one presenter each: none holds more than its share, so the range itself runs out.
+    const apps = [newApp({ name: 'a' }), newApp({ name: 'b' }), newApp({ name: 'c' })];
+    server = await startTestServer({ apps, streams: { remoteAddresses: ['127.0.0.1'], portRange: range } });
+    const [a, b, c] = await Promise.all(apps.map(pageOf));
+    if (!a || !b || !c) throw new Error('three pages');
+    const first = await present(a, 'ports-1');
+    const second = await present(b, 'ports-2');
     const used = [...candidatePorts(first.reply), ...candidatePorts(second.reply)];
     expect(used.sort()).toStrictEqual([...range]);
 
-    const third = await present('ports-3');
+    const third = await present(c, 'ports-3');
     expect(third.reply).toStrictEqual({
       t: 'error',
       code: 'unavailable',
@@ -86,17 +117,88 @@ describe('a media port range that is used up', () => {
     });
 
     // The first presenter leaves: its port is free again, and the third's next offer gets it.
-    expect(await ask(first.page, { t: 'stream.leave', stream: 'ports-1' })).toMatchObject({ t: 'stream.left' });
+    expect(await ask(a.page, { t: 'stream.leave', stream: 'ports-1' })).toMatchObject({ t: 'stream.left' });
     const retry = new StreamPeer();
     peers.push(retry);
-    third.page.send({
-      t: 'stream.signal',
-      stream: 'ports-3',
-      data: { sdp: { type: 'offer', sdp: await retry.offer() } },
-    });
-    const answer = await third.page.next((f) => f.t === 'stream.signal' || f.t === 'error', 'the retry’s answer');
+    c.page.send({ t: 'stream.signal', stream: 'ports-3', data: { sdp: { type: 'offer', sdp: await retry.offer() } } });
+    const answer = await c.page.next((f) => f.t === 'stream.signal' || f.t === 'error', 'the retry’s answer');
     expect(answer.t).toBe('stream.signal');
     expect(candidatePorts(answer)).toStrictEqual(candidatePorts(first.reply));
-    await Promise.all([first.page, second.page, third.page].map((page) => page.close()));
   });
+});
+
+describe('one app flooding offers that never connect', () => {
+  it('is bounded per page and to its share of a short range; another app still presents; idle units close and give their ports back', async () => {
+    const range = await freeRange(16);
+    const flood = newApp({ name: 'flood' });
+    const other = newApp({ name: 'other' });
+    // Units whose sender's media has not connected within 1.5 s end (15 s by default).
+    server = await startTestServer({
+      apps: [flood, other],
+      streams: { remoteAddresses: ['127.0.0.1'], portRange: range, connectTimeoutMs: 1500 },
+    });
+
+    // One page of the flooding app: 4 units at most (streams.unitsPerPage), the fifth is refused.
+    const floodPages = [await pageOf(flood), await pageOf(flood), await pageOf(flood), await pageOf(flood)];
+    const [p1] = floodPages;
+    if (!p1) throw new Error('a page');
+    const answered: string[] = [];
+    for (let s = 0; s < 4; s++) {
+      const { reply } = await present(p1, `f1-${s}`);
+      expect(reply).toMatchObject({ t: 'stream.signal', stream: `f1-${s}` });
+      answered.push(`f1-${s}`);
+    }
+    expect((await present(p1, 'f1-4')).reply).toStrictEqual({
+      t: 'error',
+      code: 'unavailable',
+      message:
+        'stream.signal: a page sends to at most 4 forwarding units on a node at once (streams.unitsPerPage): leave a stream or group call first',
+      stream: 'f1-4',
+    });
+
+    // More pages of the same app: it gets 12 of the 16 ports; past that the range is short and the
+    // app holds more than its share, so it is refused while ports are still free.
+    const refusals: Frame[] = [];
+    for (const [i, p] of floodPages.slice(1).entries()) {
+      for (let s = 0; s < 4; s++) {
+        const stream = `f${i + 2}-${s}`;
+        const { reply } = await present(p, stream);
+        if (reply.t === 'stream.signal') answered.push(stream);
+        else refusals.push(reply);
+      }
+    }
+    expect(answered).toHaveLength(12);
+    expect(refusals).toHaveLength(4);
+    for (const refusal of refusals) {
+      expect(refusal).toMatchObject({
+        t: 'error',
+        code: 'unavailable',
+        message:
+          'stream.signal: the media ports of this node are running short and the app holds 12 of 16, its share or more; try again later',
+      });
+    }
+
+    // Another app's presenter gets a unit, and its media connects.
+    const o = await pageOf(other);
+    const { reply, peer } = await present(o, 'keynote');
+    expect(reply).toMatchObject({ t: 'stream.signal', stream: 'keynote' });
+    await peer.accept((reply.data as { sdp: { sdp: string } }).sdp.sdp);
+    await peer.connected;
+    await o.page.next((f) => f.t === 'stream.live', 'stream.live');
+
+    // The flood's units never connected: each ends after the bound (its page hears stream.ended)
+    // and its port is free again; the other app's live unit keeps its port.
+    const ended = (p: RawPage) => p.frames.filter((f) => f.t === 'stream.ended').map((f) => f.stream as string);
+    await waitFor(
+      () => floodPages.flatMap((p) => ended(p.page)).length === 12,
+      'stream.ended for the 12 idle units',
+      10_000,
+    );
+    expect(floodPages.flatMap((p) => ended(p.page)).sort()).toStrictEqual([...answered].sort());
+    await waitFor(() => inRange(range).length === 1, `one port of the range bound (${inRange(range).length})`, 5000);
+    expect(inRange(range)).toStrictEqual(candidatePorts(reply));
+
+    // With its ports back, the flooding app may present again.
+    expect((await present(p1, 'f1-again')).reply).toMatchObject({ t: 'stream.signal', stream: 'f1-again' });
+  }, 30_000);
 });

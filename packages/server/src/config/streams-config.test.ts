@@ -77,6 +77,8 @@ describe('streams in the config file', () => {
       portRange: [40000, 40100],
       maxPages: 500,
       connectTimeoutMs: 10_000,
+      unitsPerPage: 2,
+      unitsPerApp: 40,
     };
     expect(parseStreamsConfig(value, where)).toEqual(value);
     expect(parseStreamsConfig({}, where)).toEqual({});
@@ -110,6 +112,14 @@ describe('streams in the config file', () => {
     ['maxPages too many', { maxPages: 10_001 }, `${where}.maxPages must be a whole number from 2 to 10000`],
     ['maxPages as text', { maxPages: '200' }, `${where}.maxPages must be a whole number`],
     ['a timeout too short', { connectTimeoutMs: 10 }, `${where}.connectTimeoutMs must be a whole number of ms`],
+    ['no unit per page', { unitsPerPage: 0 }, `${where}.unitsPerPage must be a whole number from 1 to 64`],
+    ['units per page as text', { unitsPerPage: '4' }, `${where}.unitsPerPage must be a whole number`],
+    [
+      'too many units per app',
+      { unitsPerApp: 100_001 },
+      `${where}.unitsPerApp must be a whole number from 1 to 100000`,
+    ],
+    ['units per app not whole', { unitsPerApp: 2.5 }, `${where}.unitsPerApp must be a whole number`],
   ];
   it.for(bad)('refuses %s in one line naming the field', ([, value, message]) => {
     expect(usageError(() => parseStreamsConfig(value, where))).toContain(message);

@@ -1,8 +1,8 @@
 /**
  * The live-stream settings of `realtime serve` (docs/operations.md, "Live streams"): the addresses
  * the forwarding units announce and the UDP ports they bind, from the config file, flags or
- * REALTIME_* variables (a flag or variable wins over the file, field by field); the page cap and the
- * connect timeout from the config file.
+ * REALTIME_* variables (a flag or variable wins over the file, field by field); the page cap, the
+ * connect timeout and the bounds of units per page and per app from the config file.
  */
 import { BlockList, isIP } from 'node:net';
 import type { StreamOptions } from '../streams/options.js';
@@ -14,6 +14,8 @@ export interface StreamsFileConfig {
   portRange?: [number, number];
   maxPages?: number;
   connectTimeoutMs?: number;
+  unitsPerPage?: number;
+  unitsPerApp?: number;
 }
 
 /** What the command line (or its variables) gave: addresses already split at commas. */
@@ -22,7 +24,14 @@ export interface StreamFlags {
   mediaPorts?: string | undefined;
 }
 
-const STREAM_FIELDS = new Set(['mediaAddresses', 'portRange', 'maxPages', 'connectTimeoutMs']);
+const STREAM_FIELDS = new Set([
+  'mediaAddresses',
+  'portRange',
+  'maxPages',
+  'connectTimeoutMs',
+  'unitsPerPage',
+  'unitsPerApp',
+]);
 /** Below 1024 a port needs privileges, and browsers block some of them. */
 const MIN_MEDIA_PORT = 1024;
 const MAX_MEDIA_PORT = 65535;
@@ -94,7 +103,10 @@ function wholeIn(value: unknown, min: number, max: number, where: string, unit: 
   return value;
 }
 
-/** Checks `"streams": { "mediaAddresses": [...], "portRange": [min, max], "maxPages", "connectTimeoutMs" }`. */
+/**
+ * Checks `"streams": { "mediaAddresses": [...], "portRange": [min, max], "maxPages", "connectTimeoutMs",
+ * "unitsPerPage", "unitsPerApp" }`.
+ */
 export function parseStreamsConfig(value: unknown, where: string): StreamsFileConfig {
   if (!isObject(value)) {
     throw new UsageError(
@@ -120,6 +132,12 @@ export function parseStreamsConfig(value: unknown, where: string): StreamsFileCo
   if (value.maxPages !== undefined) out.maxPages = wholeIn(value.maxPages, 2, 10_000, `${where}.maxPages`, '');
   if (value.connectTimeoutMs !== undefined) {
     out.connectTimeoutMs = wholeIn(value.connectTimeoutMs, 1000, 600_000, `${where}.connectTimeoutMs`, ' of ms');
+  }
+  if (value.unitsPerPage !== undefined) {
+    out.unitsPerPage = wholeIn(value.unitsPerPage, 1, 64, `${where}.unitsPerPage`, '');
+  }
+  if (value.unitsPerApp !== undefined) {
+    out.unitsPerApp = wholeIn(value.unitsPerApp, 1, 100_000, `${where}.unitsPerApp`, '');
   }
   return out;
 }

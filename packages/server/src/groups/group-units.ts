@@ -51,10 +51,12 @@ export class GroupUnits {
   async send(app: string, group: string, page: string, signal: UnitSignal): Promise<void> {
     const key = unitOf(app, group, page);
     if ('sdp' in signal) {
-      const answer = await this.#deps.units.present(key, page, signal.sdp, {
+      const answer = await this.#deps.units.present(key, { app, page }, signal.sdp, {
         connected: () => void this.#connected(app, group, page),
         failed: () => void this.#failed(app, group, page),
       });
+      // A later offer of the page, or its leaving, overtook this one: nothing to answer.
+      if (answer === undefined) return;
       await this.#deps.signals.toPage(app, page, {
         t: 'group.signal',
         group,

@@ -1,4 +1,5 @@
 import type { IceSettings } from '../units/ice-settings.js';
+import { DEFAULT_UNIT_LIMITS, type UnitLimits } from '../units/unit-budget.js';
 
 /**
  * How the service runs live streams (docs/calls.md, "Live streams"): the addresses its forwarding
@@ -16,11 +17,18 @@ export interface StreamOptions {
   remoteAddresses?: string[];
   /** Pages one stream takes at most (presenter and watchers); default STREAM_MAX_PAGES (200). */
   maxPages?: number;
-  /** A presenter's or viewer's media that has not connected by then ends failed (ms); default 30,000. */
+  /**
+   * A presenter's or viewer's media that has not connected by then ends failed, and its UDP port is
+   * free again (ms); default 15,000.
+   */
   connectTimeoutMs?: number;
+  /** Forwarding units one page may send to on a node at once (streams and group calls); default 4. */
+  unitsPerPage?: number;
+  /** Forwarding units one app may have on a node at once; default 100. */
+  unitsPerApp?: number;
 }
 
-export const STREAM_CONNECT_TIMEOUT_MS = 30_000;
+export const STREAM_CONNECT_TIMEOUT_MS = 15_000;
 
 /** Streams one page may be on at once. */
 export const STREAMS_PER_PAGE = 8;
@@ -32,5 +40,13 @@ export function unitMedia(options: StreamOptions = {}): IceSettings {
     hostAddresses: options.mediaAddresses ?? ['127.0.0.1'],
     portRange: options.portRange,
     allowRemoteAddress: allowed === undefined ? undefined : (address: string) => allowed.includes(address),
+  };
+}
+
+/** The bounds of this node's forwarding units, from the stream options. */
+export function unitLimits(options: StreamOptions = {}): UnitLimits {
+  return {
+    unitsPerPage: options.unitsPerPage ?? DEFAULT_UNIT_LIMITS.unitsPerPage,
+    unitsPerApp: options.unitsPerApp ?? DEFAULT_UNIT_LIMITS.unitsPerApp,
   };
 }

@@ -142,10 +142,12 @@ export class StreamService {
       if ('sdp' in signal) {
         // A new offer starts a new unit: a run of the old one ends first, so the new one goes live anew.
         if (this.#host.hosts(unitOf(app, stream), page)) await this.#stopLive(app, stream, page, false);
-        const answer = await this.#host.present(unitOf(app, stream), page, signal.sdp, {
+        const answer = await this.#host.present(unitOf(app, stream), { app, page }, signal.sdp, {
           connected: () => void this.#goLive(app, stream, page),
           failed: () => void this.#stopLive(app, stream, page, true),
         });
+        // A later offer of the page, or its leaving, overtook this one: nothing to answer.
+        if (answer === undefined) return;
         await this.#deps.signals.toPage(app, page, {
           t: 'stream.signal',
           stream,

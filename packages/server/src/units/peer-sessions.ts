@@ -78,7 +78,6 @@ export function mediaConfig(): RTCPeerConnectionConfig {
   };
 }
 
-/** What both kinds share: the peer connection, candidate intake and the end. */
 /** No UDP port was free for a new session (the media port range is used up): the node is full, not the page wrong. */
 export class NoMediaPortError extends Error {
   constructor() {
@@ -87,11 +86,26 @@ export class NoMediaPortError extends Error {
   }
 }
 
+/** The session ended while its description was being made: there is nothing to send. */
+export class SessionClosedError extends Error {
+  constructor() {
+    super('the media session ended while its description was being made');
+    this.name = 'SessionClosedError';
+  }
+}
+
+/** What both kinds share: the peer connection, candidate intake and the end. */
 export abstract class PeerSession implements Session {
   protected readonly pc: RTCPeerConnection;
   private readonly listeners: Array<(reason: SessionEnd) => void> = [];
   private connectedListeners: Array<() => void> | undefined = [];
   private ended = false;
+  /**
+   * The description steps in flight, one after another. werift binds the UDP socket inside
+   * setLocalDescription and adds it to the connection after that returns: a close in between closes
+   * what exists then, and the socket bound later is never released. So the end waits for this.
+   */
+  private setup: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly id: string,
@@ -132,14 +146,30 @@ export abstract class PeerSession implements Session {
     return this.ended;
   }
 
-  /** Ends the session once: detaches it from the unit, closes the connection, tells listeners. */
+  /**
+   * Ends the session once: detaches it from the unit, lets a description being made finish (so its
+   * socket exists to be closed), closes the connection, tells listeners.
+   */
   async end(reason: SessionEnd): Promise<void> {
     if (this.ended) return;
     this.ended = true;
     this.connectedListeners = undefined;
     this.detach();
+    await this.setup.catch(() => undefined);
     await this.pc.close().catch(() => undefined);
     for (const listener of this.listeners.splice(0)) listener(reason);
+  }
+
+  /** Runs a description step after those before it; refused once the session has ended. */
+  protected describe<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.setup
+      .catch(() => undefined)
+      .then(() => {
+        if (this.ended) throw new SessionClosedError();
+        return step();
+      });
+    this.setup = run;
+    return run;
   }
 
   protected sdp(): string {
@@ -172,10 +202,12 @@ export class Presenter extends PeerSession implements PresenterSession {
     };
   }
 
-  async answer(offerSdp: string): Promise<string> {
-    await this.pc.setRemoteDescription({ type: 'offer', sdp: this.remote(offerSdp) });
-    await this.pc.setLocalDescription(await this.pc.createAnswer());
-    return this.sdp();
+  answer(offerSdp: string): Promise<string> {
+    return this.describe(async () => {
+      await this.pc.setRemoteDescription({ type: 'offer', sdp: this.remote(offerSdp) });
+      await this.pc.setLocalDescription(await this.pc.createAnswer());
+      return this.sdp();
+    });
   }
 
   /** Asks the presenter's browser for a keyframe of the video it sends as `ssrc`. */
@@ -204,13 +236,15 @@ export class Viewer extends PeerSession implements ViewerSession {
     this.senders.video.onPictureLossIndication.subscribe(() => hub.requestKeyframe());
   }
 
-  async offer(): Promise<string> {
-    await this.pc.setLocalDescription(await this.pc.createOffer());
-    return this.sdp();
+  offer(): Promise<string> {
+    return this.describe(async () => {
+      await this.pc.setLocalDescription(await this.pc.createOffer());
+      return this.sdp();
+    });
   }
 
   async accept(answerSdp: string): Promise<void> {
-    await this.pc.setRemoteDescription({ type: 'answer', sdp: this.remote(answerSdp) });
+    await this.describe(() => this.pc.setRemoteDescription({ type: 'answer', sdp: this.remote(answerSdp) }));
   }
 
   /** Packets flow from the moment DTLS is up; a keyframe lets the viewer decode at once. */

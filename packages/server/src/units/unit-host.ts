@@ -7,13 +7,29 @@
 import type { Logger } from 'pino';
 import { ForwardingUnit } from './forwarding-unit.js';
 import type { IceSettings } from './ice-settings.js';
-import type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
+import { Lanes } from './lanes.js';
+import {
+  type IceCandidateInit,
+  type PresenterSession,
+  SessionClosedError,
+  type SessionEnd,
+  type ViewerSession,
+} from './peer-sessions.js';
+import { DEFAULT_UNIT_LIMITS, rangeCapacity, UnitBudget, type UnitLimits } from './unit-budget.js';
 
 export interface UnitHostDeps {
   media: IceSettings;
-  /** A session whose media has not connected by then ends as failed. */
+  /** A session whose media has not connected by then ends as failed, and its port is free again. */
   connectTimeoutMs: number;
+  /** Units per page and per app on this node; DEFAULT_UNIT_LIMITS when absent. */
+  limits?: UnitLimits;
   log: Logger;
+}
+
+/** Who a unit is for: the app, and the page sending to it. */
+export interface UnitOwner {
+  app: string;
+  page: string;
 }
 
 /** What one unit tells whoever started it. */
@@ -25,6 +41,7 @@ export interface UnitEvents {
 }
 
 interface Hosted {
+  app: string;
   sender: string;
   unit: ForwardingUnit;
   presenter: PresenterSession;
@@ -36,9 +53,25 @@ export class UnitHost {
   readonly #deps: UnitHostDeps;
   /** By the caller's key: a stream's, or a group page's. */
   readonly #hosted = new Map<string, Hosted>();
+  /**
+   * One lane per unit key (its sender's offers and its end) and one per receiving page of a unit
+   * (its opens and closes): a burst of offers or restarts runs one at a time, never two sessions
+   * of one page being made at once.
+   */
+  readonly #lanes = new Lanes();
+  readonly #budget: UnitBudget;
 
   constructor(deps: UnitHostDeps) {
     this.#deps = deps;
+    this.#budget = new UnitBudget(
+      deps.limits ?? DEFAULT_UNIT_LIMITS,
+      rangeCapacity(deps.media.portRange, deps.media.hostAddresses.length),
+    );
+  }
+
+  /** Sessions (each holding a media port) open on this node now, in all and of `app`. */
+  sessions(app?: string): number {
+    return this.#budget.held(app);
   }
 
   /** How many units run here, and how many viewer sessions they hold. */
@@ -55,35 +88,52 @@ export class UnitHost {
 
   /**
    * The sender's offer: a new unit takes it (an earlier unit of the key ends, with its viewers:
-   * they get the new unit's offers once it connects). Answers the unit's answer.
+   * they get the new unit's offers once it connects). Answers the unit's answer, or undefined when a
+   * later offer or the unit's end overtook this one (that answer is for nobody). Rejects with a
+   * UnitLimitError when a bound of the page or app refuses a new unit.
    */
-  async present(key: string, sender: string, offerSdp: string, events: UnitEvents): Promise<string> {
-    await this.end(key);
-    const unit = new ForwardingUnit(this.#deps.media);
-    const presenter = unit.createPresenter(sender);
-    const hosted: Hosted = { sender, unit, presenter, connected: false, viewers: new Map() };
-    this.#hosted.set(key, hosted);
-    const timer = setTimeout(() => void presenter.close(), this.#deps.connectTimeoutMs);
-    timer.unref();
-    presenter.onConnected(() => {
-      clearTimeout(timer);
-      hosted.connected = true;
-      events.connected();
+  async present(key: string, owner: UnitOwner, offerSdp: string, events: UnitEvents): Promise<string | undefined> {
+    return this.#lanes.run(key, async () => {
+      await this.#end(key);
+      const release = this.#budget.unit(owner.app, owner.page);
+      const unit = new ForwardingUnit(this.#deps.media);
+      const presenter = unit.createPresenter(owner.page);
+      const hosted: Hosted = {
+        app: owner.app,
+        sender: owner.page,
+        unit,
+        presenter,
+        connected: false,
+        viewers: new Map(),
+      };
+      this.#hosted.set(key, hosted);
+      const timer = setTimeout(() => void presenter.close(), this.#deps.connectTimeoutMs);
+      timer.unref();
+      presenter.onConnected(() => {
+        clearTimeout(timer);
+        hosted.connected = true;
+        events.connected();
+      });
+      presenter.onEnded((reason: SessionEnd) => {
+        clearTimeout(timer);
+        release();
+        // Ended by the host (left, replaced, closed): the caller knows. Anything else is a failure.
+        if (this.#hosted.get(key) !== hosted) return;
+        this.#hosted.delete(key);
+        void unit.close();
+        if (reason !== 'unit-closed') events.failed();
+      });
+      try {
+        return await presenter.answer(offerSdp);
+      } catch (error) {
+        if (this.#hosted.get(key) === hosted) {
+          this.#hosted.delete(key);
+          await unit.close();
+        }
+        if (error instanceof SessionClosedError) return undefined;
+        throw error;
+      }
     });
-    presenter.onEnded((reason: SessionEnd) => {
-      clearTimeout(timer);
-      // Ended by the host (left, replaced, closed): the caller knows. Anything else is a failure.
-      if (this.#hosted.get(key) !== hosted) return;
-      this.#hosted.delete(key);
-      void unit.close();
-      if (reason !== 'unit-closed') events.failed();
-    });
-    try {
-      return await presenter.answer(offerSdp);
-    } catch (error) {
-      await this.end(key);
-      throw error;
-    }
   }
 
   async presenterCandidate(key: string, sender: string, candidate: IceCandidateInit): Promise<void> {
@@ -98,10 +148,20 @@ export class UnitHost {
    * and this is no `restart` (its media failed: a new session replaces it).
    */
   async openViewer(key: string, page: string, restart: boolean): Promise<string | undefined> {
+    // Restarts asked for while one waits its turn are that one: a burst makes at most two sessions.
+    return this.#lanes.run(
+      `${key}\u0000${page}`,
+      () => this.#openViewer(key, page, restart),
+      restart ? 'restart' : 'open',
+    );
+  }
+
+  async #openViewer(key: string, page: string, restart: boolean): Promise<string | undefined> {
     const hosted = this.#hosted.get(key);
     if (!hosted?.connected) return undefined;
     const existing = hosted.viewers.get(page);
     if (existing && !restart) return undefined;
+    const release = this.#budget.session(hosted.app);
     const viewer = hosted.unit.createViewer(page);
     hosted.viewers.set(page, viewer);
     const timer = setTimeout(() => void viewer.close(), this.#deps.connectTimeoutMs);
@@ -109,6 +169,7 @@ export class UnitHost {
     viewer.onConnected(() => clearTimeout(timer));
     viewer.onEnded(() => {
       clearTimeout(timer);
+      release();
       if (hosted.viewers.get(page) === viewer) hosted.viewers.delete(page);
     });
     let sdp: string;
@@ -116,6 +177,7 @@ export class UnitHost {
       sdp = await viewer.offer();
     } catch (error) {
       await viewer.close();
+      if (error instanceof SessionClosedError) return undefined;
       throw error;
     }
     // Replaced or closed while the offer was made: that offer is for nobody.
@@ -131,15 +193,21 @@ export class UnitHost {
   }
 
   async closeViewer(key: string, page: string): Promise<void> {
-    const hosted = this.#hosted.get(key);
-    const viewer = hosted?.viewers.get(page);
-    if (!hosted || !viewer) return;
-    hosted.viewers.delete(page);
-    await viewer.close();
+    await this.#lanes.run(`${key}\u0000${page}`, async () => {
+      const hosted = this.#hosted.get(key);
+      const viewer = hosted?.viewers.get(page);
+      if (!hosted || !viewer) return;
+      hosted.viewers.delete(page);
+      await viewer.close();
+    });
   }
 
   /** Ends the unit of `key` here, with every session of it (its sender left or offered anew). */
   async end(key: string): Promise<void> {
+    await this.#lanes.run(key, () => this.#end(key));
+  }
+
+  async #end(key: string): Promise<void> {
     const hosted = this.#hosted.get(key);
     if (!hosted) return;
     this.#hosted.delete(key);

@@ -1,4 +1,5 @@
 import { type IceCandidateInit, NoMediaPortError } from './peer-sessions.js';
+import { UnitLimitError } from './unit-budget.js';
 
 /** A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, or a restart request. */
 export type UnitSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
@@ -33,12 +34,15 @@ export function readUnitSignal(data: Record<string, unknown>, sends: boolean, wh
   return sends ? 'data must hold sdp or candidate' : 'data must hold sdp, candidate or restart: true';
 }
 
-/** Why a unit could not take a page's signal: the node has no port left, or the page's SDP is at fault. */
+/**
+ * Why a unit could not take a page's signal: the node has no port left, a bound of the page or app
+ * (units per page or app, the app's share of a short port range), or the page's SDP is at fault.
+ */
 export interface UnitRefusal {
   code: 'unavailable' | 'bad_frame';
   /** For the page, after the frame's name. */
   message: string;
-  /** Whether the operator should hear of it (the node is full), or it is the page's business. */
+  /** Whether the operator should hear of it (the node is full), or it is the page's or app's business. */
   operator: boolean;
 }
 
@@ -46,6 +50,7 @@ export function unitRefusal(error: unknown): UnitRefusal {
   if (error instanceof NoMediaPortError) {
     return { code: 'unavailable', message: 'the service has no free media port now; try again later', operator: true };
   }
+  if (error instanceof UnitLimitError) return { code: 'unavailable', message: error.message, operator: false };
   // werift could not take the description: the page's SDP is at fault, not the service.
   return { code: 'bad_frame', message: 'the forwarding unit could not use this signal', operator: false };
 }
