@@ -108,7 +108,36 @@ describe('peer connections of forwarding units release their sockets', () => {
     await released(start);
   }, 30_000);
 
-  it('a group page restarting its session on another page’s unit 60 times leaves nothing behind (any free port)', async () => {
+  it('a presenter offering 20 times in a burst gets one unit at a time and leaves nothing behind (with --media-ports)', async () => {
+    server = await startTestServer({ streams: { remoteAddresses: ['127.0.0.1'], portRange: await freeRange(64) } });
+    const sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
+    const start = heldNow();
+    const stream = 'offers';
+    const presenter = await page();
+    const grant = await sdk.streamGrant(stream, { role: 'presenter' });
+    expect(await ask(presenter, { t: 'stream.present', stream, grant })).toMatchObject({ t: 'stream.presenting' });
+    const offers: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const peer = new StreamPeer();
+      peers.push(peer);
+      offers.push(await peer.offer());
+    }
+    for (const sdp of offers) presenter.send({ t: 'stream.signal', stream, data: { sdp: { type: 'offer', sdp } } });
+    // Each offer in turn ends the unit before it: the last one's unit is the one left running.
+    await waitFor(
+      () => presenter.frames.filter((f) => f.t === 'stream.signal' || f.t === 'error').length === 20,
+      'an answer (or a refusal) to each offer',
+      10_000,
+    );
+    expect(presenter.frames.filter((f) => f.t === 'error')).toEqual([]);
+    expect(await ask(presenter, { t: 'stream.leave', stream })).toMatchObject({ t: 'stream.left' });
+    await Promise.all(peers.splice(0).map((p) => p.close()));
+    await Promise.all(pages.splice(0).map((p) => p.close()));
+    await sdk.close();
+    await released(start);
+  }, 30_000);
+
+  it('a group page restarting its session on another page’s unit 100 times leaves nothing behind (any free port)', async () => {
     server = await startTestServer({
       calls: { groupUnitFrom: 2, groupMaxPages: 4 },
       streams: { remoteAddresses: ['127.0.0.1'] },
@@ -145,7 +174,7 @@ describe('peer connections of forwarding units release their sockets', () => {
     await sending.connected;
     const offered = (f: Frame) => f.t === 'group.signal' && f.from === ann.id && sdpOf(f)?.type === 'offer';
     await ben.page.next(offered, 'the offer of ann’s unit');
-    for (let i = 0; i < 60; i++) ben.page.send({ t: 'group.signal', group, to: ann.id, data: { restart: true } });
+    for (let i = 0; i < 100; i++) ben.page.send({ t: 'group.signal', group, to: ann.id, data: { restart: true } });
     await ben.page.next(offered, 'an offer after the burst');
 
     for (const m of [ben, ann]) {
