@@ -1,4 +1,5 @@
 import { Realtime } from '@realtime/node';
+import { newApp } from '@realtime/server';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API, post } from '../../packages/server/test/helpers.js';
@@ -110,6 +111,19 @@ describe('dashboard live console (Chromium)', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await table.locator('td[data-label="Event"]', { hasText: 'on-a-phone' }).waitFor();
     expect(await scrollsSideways(page)).toBe(false);
+    await page.close();
+  });
+  it('ends with the app: a deletion in the dashboard says so on the open console at once', async () => {
+    const doomed = newApp({ key: 'doomed-console', name: 'Doomed' });
+    await rig.server.apps.upsert(doomed);
+    const page = await signedInPage(rig, `#/apps/${doomed.key}/console`);
+    await page.getByText('Live', { exact: true }).waitFor();
+    // Deleted as the Settings tab does it: the session's CSRF token on a DELETE.
+    const { csrf } = (await (await page.request.get(`${rig.url}api/session`)).json()) as { csrf: string };
+    const gone = await page.request.delete(`${rig.url}api/apps/${doomed.key}`, { headers: { 'X-CSRF-Token': csrf } });
+    expect(gone.status()).toBe(200);
+    // Said at once, from the stream's last event (not after a reconnect refused with no_app).
+    await page.getByText('This app was deleted: its console ended.').waitFor({ timeout: 2500 });
     await page.close();
   });
 });

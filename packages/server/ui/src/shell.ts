@@ -30,7 +30,10 @@ export function Shell({ onSignedOut }: { onSignedOut: () => void }) {
       <nav aria-label="Dashboard">
         ${topScreens.map(
           (screen) =>
-            html`<a href=${href({ screen: screen.id })} aria-current=${route.screen === screen.id ? 'page' : undefined}
+            html`<a
+              href=${href({ screen: screen.id })}
+              data-label=${screen.label}
+              aria-current=${route.screen === screen.id ? 'page' : undefined}
               >${screen.label}</a
             >`,
         )}
@@ -60,7 +63,10 @@ function appPage(appKey: string, tab: string | undefined) {
       <nav class="tabs" aria-label="App">
         ${appScreens.map(
           (s) =>
-            html`<a href=${href({ screen: 'apps', app: appKey, tab: s.id })} aria-current=${s === screen ? 'page' : undefined}
+            html`<a
+              href=${href({ screen: 'apps', app: appKey, tab: s.id })}
+              data-label=${s.label}
+              aria-current=${s === screen ? 'page' : undefined}
               >${s.label}</a
             >`,
         )}

@@ -187,6 +187,22 @@ export function Console({ appKey }: { appKey: string }) {
       if (incoming.current.length > MAX_ROWS) incoming.current.splice(0, incoming.current.length - MAX_ROWS);
       drawTimer ??= setTimeout(draw, DRAW_MS);
     };
+    // The service's last word on a stream it ends for good (the app was deleted): stop, and say so.
+    source.addEventListener('end', (message: MessageEvent<string>) => {
+      if (!live) return;
+      source.close();
+      let reason = '';
+      try {
+        reason = String((JSON.parse(message.data) as { reason?: unknown }).reason ?? '');
+      } catch {
+        // A reason that does not read: the stream still ended.
+      }
+      setStatus({
+        state: 'refused',
+        message:
+          reason === 'app_deleted' ? 'This app was deleted: its console ended.' : 'The service ended the console.',
+      });
+    });
     source.onerror = () => {
       if (!live) return;
       if (source.readyState !== EventSource.CLOSED) {

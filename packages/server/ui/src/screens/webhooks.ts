@@ -3,7 +3,7 @@
  * receiver answered, the tries of the last hour by outcome, and the delivery log (newest first)
  * with each batch's events and a resend. The chart and the log refresh every few seconds.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { failed, useAction } from '../action.js';
 import { ApiFailure, api, seg } from '../api.js';
 import { BarChart, type Series } from '../charts.js';
@@ -93,6 +93,8 @@ export function Webhooks({ appKey }: { appKey: string }) {
 
 function Address({ appKey, base, onChanged }: { appKey: string; base: string; onChanged: () => void }) {
   const [address, setAddress] = useState('');
+  // Typed before the app was read: what the operator typed wins over the loaded address.
+  const typed = useRef(false);
   const [saved, setSaved] = useState<string | undefined>(undefined);
   const [planned, setPlanned] = useState(true);
   const [notice, setNotice] = useState('');
@@ -105,7 +107,7 @@ function Address({ appKey, base, onChanged }: { appKey: string; base: string; on
     api
       .get<{ app: { webhook: string; features: string[] } }>(`/apps/${seg(appKey)}`)
       .then(({ app }) => {
-        setAddress(app.webhook);
+        if (!typed.current) setAddress(app.webhook);
         setSaved(app.webhook);
         setPlanned(app.features.includes('webhooks'));
       })
@@ -161,7 +163,10 @@ function Address({ appKey, base, onChanged }: { appKey: string; base: string; on
             value=${address}
             aria-invalid=${error ? 'true' : undefined}
             aria-describedby=${error ? 'webhook-address-error' : undefined}
-            onInput=${(e: Event) => setAddress((e.target as HTMLInputElement).value)}
+            onInput=${(e: Event) => {
+              typed.current = true;
+              setAddress((e.target as HTMLInputElement).value);
+            }}
           />
         </label>
         <button class="btn primary" type="submit" disabled=${busy || address.trim() === saved}>
