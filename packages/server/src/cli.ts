@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
@@ -24,14 +25,14 @@ import type { LogLevel } from './log.js';
 const USAGE = `Usage:
   realtime serve [--host H] [--port P] [STORE] [--config FILE] [--allow-private-webhooks] [--log-level L]
                 [--stun URL] [--turn URL --turn-secret S] [--media-address IP] [--media-ports MIN-MAX]
-                [--dashboard-password-hash HASH]
+                [--dashboard-password-hash-file FILE | --dashboard-password-hash HASH]
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
   realtime apps rotate-secret KEY [STORE]
   realtime apps set-webhook KEY URL|"" [STORE] [--allow-private-webhooks]
   realtime keygen
-  realtime dashboard-password   (reads the password on stdin, prints its hash for --dashboard-password-hash)
+  realtime dashboard-password   (reads the password on stdin, prints its hash for --dashboard-password-hash-file)
 
 STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
 DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis).
@@ -44,10 +45,14 @@ TURN server's static-auth-secret (better in REALTIME_TURN_SECRET or the config f
 where browsers reach the forwarding units of live streams; --media-ports MIN-MAX the UDP ports they
 bind (ports 1024 to 65535; open them to browsers in the firewall).
 
+--dashboard-password-hash-file FILE turns the dashboard on with the hash in FILE (one line, as
+realtime dashboard-password prints it). The hash is a secret too: prefer the file or
+REALTIME_DASHBOARD_PASSWORD_HASH to --dashboard-password-hash (ps shows flags).
+
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
 REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
 REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET, REALTIME_MEDIA_ADDRESS, REALTIME_MEDIA_PORTS,
-REALTIME_DASHBOARD_PASSWORD_HASH.
+REALTIME_DASHBOARD_PASSWORD_HASH, REALTIME_DASHBOARD_PASSWORD_HASH_FILE.
 The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
@@ -135,6 +140,43 @@ function printDevelopmentApp(app: App, url: string, store: { dir?: string; redis
   process.stderr.write(developmentAppBanner(app, url, options));
 }
 
+/**
+ * The dashboard password hash from `--dashboard-password-hash`, `--dashboard-password-hash-file`
+ * or their variables, checked; `where` names the one it came from. The command line wins over the
+ * environment; the hash and the file from the same place are refused together.
+ */
+function dashboardHashGiven(
+  values: Values,
+  source: (flag: string) => string,
+): { hash: string; where: string } | undefined {
+  const [direct, file] = ['dashboard-password-hash', 'dashboard-password-hash-file'] as const;
+  const text = str(values, direct);
+  const path = str(values, file);
+  let use: typeof direct | typeof file | undefined =
+    text !== undefined ? direct : path !== undefined ? file : undefined;
+  if (text !== undefined && path !== undefined) {
+    const flagged = (flag: string) => source(flag).startsWith('--');
+    if (flagged(direct) === flagged(file)) throw new UsageError(`give ${source(direct)} or ${source(file)}, not both`);
+    use = flagged(direct) ? direct : file;
+  }
+  if (use === undefined) return undefined;
+  const where = source(use);
+  let hash = text as string;
+  if (use === file) {
+    try {
+      hash = readFileSync(resolve(path as string), 'utf8').trim();
+    } catch (error) {
+      throw new UsageError(`${where}: ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  try {
+    parsePasswordHash(hash);
+  } catch (error) {
+    throw new UsageError(`${where}: ${(error as Error).message}`);
+  }
+  return { hash, where };
+}
+
 const SERVE_FLAGS: Flags = {
   host: { type: 'string' },
   port: { type: 'string' },
@@ -149,6 +191,7 @@ const SERVE_FLAGS: Flags = {
   'media-address': { type: 'string', multiple: true },
   'media-ports': { type: 'string' },
   'dashboard-password-hash': { type: 'string' },
+  'dashboard-password-hash-file': { type: 'string' },
 };
 
 function list(values: Values, name: string): string[] | undefined {
@@ -197,14 +240,8 @@ async function serve(args: string[]): Promise<void> {
   );
   const host = str(values, 'host') ?? '127.0.0.1';
   const dir = dataDir(values);
-  const dashboardHash = str(values, 'dashboard-password-hash') ?? config.dashboardPasswordHash;
-  if (dashboardHash !== undefined && str(values, 'dashboard-password-hash') !== undefined) {
-    try {
-      parsePasswordHash(dashboardHash);
-    } catch (error) {
-      throw new UsageError(`${source('dashboard-password-hash')}: ${(error as Error).message}`);
-    }
-  }
+  const given = dashboardHashGiven(values, source);
+  const dashboardHash = given?.hash ?? config.dashboardPasswordHash;
 
   // The config's apps are in place before the port opens, so no early request meets a missing app.
   // The store stays open until the server listens: a development app is made only then, so a start
@@ -264,6 +301,11 @@ async function serve(args: string[]): Promise<void> {
   server.log.info(engine.kind === 'redis' ? { engine: 'redis' } : { data: dir }, `listening on ${server.url}`);
   const unreachable = unreachableStreamsWarning(host, streams, streamsInPlans);
   if (unreachable) server.log.warn(unreachable);
+  if (given?.where === '--dashboard-password-hash') {
+    server.log.warn(
+      'the dashboard password hash was given on the command line, where any local user can read it (ps, /proc): give it in --dashboard-password-hash-file or REALTIME_DASHBOARD_PASSWORD_HASH instead',
+    );
+  }
   if (created) {
     server.log.info({ key: created.key }, 'created a development app');
     // The commands shown name the store as it was given: a variable is read again by the CLI.

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashDashboardPassword } from '@realtime/server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,8 @@ import { type RawAnswer, send, startTestServer } from './helpers.js';
  * The dashboard from the CLI (docs/dashboard.md, "Turning it on"), spawned for real from its build
  * (`npx tsc -b packages/protocol packages/server` runs before the tests): `realtime dashboard-password`
  * turns the password on standard input into its hash, and `realtime serve` takes the hash from
- * `--dashboard-password-hash`, REALTIME_DASHBOARD_PASSWORD_HASH or the config file's `dashboard`;
+ * `--dashboard-password-hash-file`, REALTIME_DASHBOARD_PASSWORD_HASH_FILE, `--dashboard-password-hash`
+ * (with a warning: ps shows it), REALTIME_DASHBOARD_PASSWORD_HASH or the config file's `dashboard`;
  * without one the dashboard answers 404, and a hash not of the form stops the start in one line.
  */
 
@@ -168,5 +169,85 @@ describe('realtime serve and the dashboard', () => {
     ]);
     expectOneLine(byVariable, 'REALTIME_DASHBOARD_PASSWORD_HASH');
     expectOneLine(byConfig, 'dashboard');
+  });
+});
+
+/** A file holding `text` (a hash as dashboard-password prints it, newline included); its path. */
+function hashFile(text: string): string {
+  const path = join(tempDir(), 'dashboard-hash');
+  writeFileSync(path, text, { mode: 0o600 });
+  return path;
+}
+
+const FLAG_WARNING = /"level":40,.*"msg":"the dashboard password hash was given on the command line/;
+
+/** `realtime serve` in a fresh data folder until it listens, then stopped: its URL checked by `check`, its log. */
+async function serveThen(args: string[], env: Record<string, string>, check: (url: string) => Promise<void>) {
+  const run = start(['serve', '--port', '0', '--data', tempDir(), ...args], env);
+  await check(await run.url);
+  const [exit] = await cli.kill([run.child], 'SIGTERM');
+  return exit as CliExit;
+}
+
+describe('the hash from a file, and the flag warned against', () => {
+  it('--dashboard-password-hash-file turns it on (a trailing newline is not part of it), with no warning', async () => {
+    const exit = await serveThen(['--dashboard-password-hash-file', hashFile(`${hash}\n`)], {}, async (url) => {
+      await expectSignsIn(url, PASSWORD);
+      await expectWrongPassword(url, 'not the password');
+    });
+    expect(exit.stdout).not.toMatch(FLAG_WARNING);
+  });
+
+  it('REALTIME_DASHBOARD_PASSWORD_HASH_FILE turns it on; the file flag wins over the hash variable', async () => {
+    await serveThen([], { REALTIME_DASHBOARD_PASSWORD_HASH_FILE: hashFile(hash) }, (url) =>
+      expectSignsIn(url, PASSWORD),
+    );
+    await serveThen(
+      ['--dashboard-password-hash-file', hashFile(hash)],
+      { REALTIME_DASHBOARD_PASSWORD_HASH: envHash },
+      async (url) => {
+        await expectSignsIn(url, PASSWORD);
+        await expectWrongPassword(url, 'the variable password');
+      },
+    );
+  });
+
+  it('--dashboard-password-hash works but logs a warning naming the file and the variable; the variable does not', async () => {
+    const byFlag = await serveThen(['--dashboard-password-hash', hash], {}, (url) => expectSignsIn(url, PASSWORD));
+    expect(byFlag.stdout).toMatch(FLAG_WARNING);
+    expect(byFlag.stdout).toContain('--dashboard-password-hash-file or REALTIME_DASHBOARD_PASSWORD_HASH');
+    const byVariable = await serveThen([], { REALTIME_DASHBOARD_PASSWORD_HASH: hash }, (url) =>
+      expectSignsIn(url, PASSWORD),
+    );
+    expect(byVariable.stdout).not.toMatch(FLAG_WARNING);
+  });
+
+  it('a file missing, or not holding a hash, stops serve in one line naming where it came from, exit 2', async () => {
+    const missing = join(tempDir(), 'no-such-file');
+    const [byFlag, malformed, byVariable] = await Promise.all([
+      start(['serve', '--port', '0', '--data', tempDir(), '--dashboard-password-hash-file', missing]).exited,
+      start(['serve', '--port', '0', '--data', tempDir(), '--dashboard-password-hash-file', hashFile(PASSWORD)]).exited,
+      start(['serve', '--port', '0', '--data', tempDir()], { REALTIME_DASHBOARD_PASSWORD_HASH_FILE: missing }).exited,
+    ]);
+    expectOneLine(byFlag, '--dashboard-password-hash-file');
+    expect(byFlag.stderr).toContain('ENOENT');
+    expectOneLine(malformed, '--dashboard-password-hash-file');
+    expect(malformed.stderr).not.toContain(PASSWORD);
+    expectOneLine(byVariable, 'REALTIME_DASHBOARD_PASSWORD_HASH_FILE');
+  });
+
+  it('the hash and the file from the same place are refused together, exit 2', async () => {
+    const exit = await start([
+      'serve',
+      '--port',
+      '0',
+      '--data',
+      tempDir(),
+      '--dashboard-password-hash',
+      hash,
+      '--dashboard-password-hash-file',
+      hashFile(hash),
+    ]).exited;
+    expectOneLine(exit, 'not both');
   });
 });
