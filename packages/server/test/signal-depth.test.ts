@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { Realtime } from '@realtime/node';
 import { deriveKey } from '@realtime/protocol';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nowSeconds, signToken } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
@@ -54,6 +54,10 @@ beforeAll(async () => {
   sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
 });
 
+beforeEach(() => {
+  logged.length = 0;
+});
+
 afterAll(async () => {
   await Promise.all(pages.map((p) => p.close()));
   await sdk.close();
@@ -80,6 +84,43 @@ describe('signal data nested too deeply', () => {
     });
     alice.send({ t: 'call.signal', call, data: { candidate: { candidate: 'c' } } });
     expect(await bob.next((f) => f.t === 'call.signal', 'the next signal')).toMatchObject({ call });
+    expect(logged).toEqual([]);
+  });
+
+  it('call.signal at every depth around where JSON.stringify gives up: relayed or refused, never a failure', async () => {
+    const alice = await pageOf('edge-alice');
+    const bob = await pageOf('edge-bob');
+    const placed = await answer(alice, {
+      t: 'call.invite',
+      to: 'edge-bob',
+      token: await callToken({ sub: 'edge-alice', call: { to: 'edge-bob' } }),
+    });
+    const call = placed.call;
+    await answer(bob, { t: 'call.accept', call });
+    let marker = 0;
+    /** Sends data `depth` deep, then a marker signal; answers whether the deep one was refused. */
+    const refused = async (depth: number): Promise<boolean> => {
+      const from = alice.frames.length;
+      alice.sendText(
+        `{"t":"call.signal","call":${JSON.stringify(call)},"data":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`,
+      );
+      alice.send({ t: 'call.signal', call, data: { marker: ++marker } });
+      await bob.next((f) => f.t === 'call.signal' && (f.data as { marker?: number }).marker === marker, 'the marker');
+      const errors = alice.frames.slice(from).filter((f) => f.t === 'error');
+      for (const error of errors)
+        expect(error).toMatchObject({ message: 'call.signal: data is nested too deeply', call });
+      return errors.length > 0;
+    };
+    // The deepest data relayed; the service re-encodes it inside its own frame, deeper in the stack.
+    let relayed = 1;
+    let refusedAt = DEPTH;
+    expect(await refused(refusedAt)).toBe(true);
+    while (refusedAt - relayed > 1) {
+      const mid = Math.floor((relayed + refusedAt) / 2);
+      if (await refused(mid)) refusedAt = mid;
+      else relayed = mid;
+    }
+    for (let depth = relayed - 2; depth <= refusedAt + 2; depth++) await refused(depth);
     expect(logged).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { EPOCH_MAX_LENGTH } from '@realtime/protocol';
 import { describe, expect, it } from 'vitest';
 import type { GatewayDeps } from './context.js';
-import { FrameError, FrameRegistry } from './frame-registry.js';
+import { FrameError, FrameRegistry, frameData } from './frame-registry.js';
 import { roomModule } from './room-module.js';
 
 const registry = new FrameRegistry();
@@ -45,5 +45,30 @@ describe('parseFrame: a join resuming with an epoch', () => {
 
   it('takes no epoch on frames other than join', () => {
     expect(refusal({ t: 'leave', ref: 4, room: 'r', epoch: 'e' })).toMatchObject({ code: 'bad_frame', ref: 4 });
+  });
+});
+
+describe('frameData: a frame data encoded once, with room to spare for the frames it goes into', () => {
+  it('is the JSON text of the data', () => {
+    for (const data of [{}, { sdp: { type: 'offer', sdp: 'v=0\r\n' } }, { a: [1, [2, [3]]], s: '[]' }, [], null]) {
+      expect(frameData('call.signal', data, undefined, {})).toBe(JSON.stringify(data));
+    }
+  });
+
+  it('refuses data nested too deeply as bad_frame with the ref and what the frame named', () => {
+    const deep = JSON.parse(`${'['.repeat(5000)}${']'.repeat(5000)}`) as unknown;
+    let error: unknown;
+    try {
+      frameData('group.signal', deep, 7, { group: 'g' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(FrameError);
+    expect(error).toMatchObject({
+      code: 'bad_frame',
+      message: 'group.signal: data is nested too deeply',
+      ref: 7,
+      group: 'g',
+    });
   });
 });

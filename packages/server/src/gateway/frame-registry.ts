@@ -72,13 +72,22 @@ export function frame<F extends { t: string }>(
 }
 
 /**
+ * Levels of nesting a frame's data must leave free: services put it in frames of their own and
+ * encode it again, deeper in the stack, where data that only just passed would overflow.
+ */
+const DATA_DEPTH_MARGIN = 64;
+
+/**
  * A frame's `data` as JSON text, with the emit's check: data nested deeper than JSON can be written
  * (JSON.parse takes 5,000 levels, JSON.stringify overflows the stack) is the page's mistake, refused
  * `bad_frame` naming the frame's ref and what it was about, not a failure logged with a stack.
  */
 export function frameData(type: string, data: unknown, ref: number | undefined, about: FrameAbout): string {
+  let wrapped: unknown = data;
+  for (let i = 0; i < DATA_DEPTH_MARGIN; i++) wrapped = [wrapped];
   try {
-    return encodeData(data, `${type}: `);
+    // Encoded once, inside the margin: `[[...data...]]`, then the brackets cut off.
+    return encodeData(wrapped, `${type}: `).slice(DATA_DEPTH_MARGIN, -DATA_DEPTH_MARGIN);
   } catch (error) {
     if (error instanceof ApiError) throw new FrameError('bad_frame', error.message, ref, about);
     throw error;
