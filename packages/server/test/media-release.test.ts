@@ -69,7 +69,10 @@ async function released(start: { descriptors: number; udpPorts: number }): Promi
     `descriptors and UDP ports back to ${JSON.stringify(start)} (now ${JSON.stringify(heldNow())})`,
     10_000,
   ).catch(() => undefined);
-  expect(heldNow()).toStrictEqual(start);
+  const now = heldNow();
+  expect(now.udpPorts).toBe(start.udpPorts);
+  // Fewer is no leak: a store connection may have closed meanwhile.
+  expect(now.descriptors).toBeLessThanOrEqual(start.descriptors);
 }
 
 describe('peer connections of forwarding units release their sockets', () => {
