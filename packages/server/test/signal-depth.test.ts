@@ -12,7 +12,6 @@ import { helloPage, type RawPage } from './pages.js';
  * signal frame refuses it as a room send does, naming its call, group or stream, and logs nothing.
  */
 const DEPTH = 5000;
-const deepText = `${'{"a":'.repeat(DEPTH)}1${'}'.repeat(DEPTH)}`;
 
 let server: TestServer;
 let sdk: Realtime;
@@ -30,10 +29,10 @@ async function pageOf(user: string): Promise<RawPage> {
   return page;
 }
 
-/** Sends the frame with `"data":` the deep object, as raw text (it cannot be built by JSON.stringify). */
-function sendDeep(page: RawPage, frame: Record<string, unknown>): void {
+/** Sends the frame with `"data":` an object `depth` deep, as raw text (JSON.stringify could not write it). */
+function sendDeep(page: RawPage, frame: Record<string, unknown>, depth = DEPTH): void {
   const head = JSON.stringify(frame).slice(0, -1);
-  page.sendText(`${head},"data":${deepText}}`);
+  page.sendText(`${head},"data":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`);
 }
 
 let ref = 0;
@@ -41,6 +40,32 @@ async function answer(page: RawPage, frame: Record<string, unknown>): Promise<Re
   const r = ++ref;
   page.send({ ...frame, ref: r });
   return page.next((f) => f.ref === r, `the answer to ${String(frame.t)}`);
+}
+
+/**
+ * Finds the depth where the frame's data is first refused as nested too deeply, and sends the
+ * depths around it: each is handled (relayed, or refused bad_frame naming `about`), none fails.
+ * A frame with a ref after each marks when the page's queue has handled it.
+ */
+async function walkTheEdge(page: RawPage, frame: Record<string, unknown>, about: Record<string, unknown>) {
+  const tooDeep = async (depth: number): Promise<boolean> => {
+    const from = page.frames.length;
+    sendDeep(page, frame, depth);
+    await answer(page, { t: 'call.accept', call: 'call_marker' });
+    const errors = page.frames.slice(from).filter((f) => f.t === 'error' && f.call !== 'call_marker');
+    for (const error of errors) expect(error).toMatchObject({ code: 'bad_frame', ...about });
+    return errors.some((f) => f.message === `${String(frame.t)}: data is nested too deeply`);
+  };
+  let passed = 1;
+  let refused = DEPTH;
+  expect(await tooDeep(refused)).toBe(true);
+  while (refused - passed > 1) {
+    const mid = Math.floor((passed + refused) / 2);
+    if (await tooDeep(mid)) refused = mid;
+    else passed = mid;
+  }
+  for (let depth = passed - 2; depth <= refused + 2; depth++) await tooDeep(depth);
+  expect(logged).toEqual([]);
 }
 
 beforeAll(async () => {
@@ -95,33 +120,21 @@ describe('signal data nested too deeply', () => {
       to: 'edge-bob',
       token: await callToken({ sub: 'edge-alice', call: { to: 'edge-bob' } }),
     });
-    const call = placed.call;
-    await answer(bob, { t: 'call.accept', call });
-    let marker = 0;
-    /** Sends data `depth` deep, then a marker signal; answers whether the deep one was refused. */
-    const refused = async (depth: number): Promise<boolean> => {
-      const from = alice.frames.length;
-      alice.sendText(
-        `{"t":"call.signal","call":${JSON.stringify(call)},"data":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`,
-      );
-      alice.send({ t: 'call.signal', call, data: { marker: ++marker } });
-      await bob.next((f) => f.t === 'call.signal' && (f.data as { marker?: number }).marker === marker, 'the marker');
-      const errors = alice.frames.slice(from).filter((f) => f.t === 'error');
-      for (const error of errors)
-        expect(error).toMatchObject({ message: 'call.signal: data is nested too deeply', call });
-      return errors.length > 0;
-    };
-    // The deepest data relayed; the service re-encodes it inside its own frame, deeper in the stack.
-    let relayed = 1;
-    let refusedAt = DEPTH;
-    expect(await refused(refusedAt)).toBe(true);
-    while (refusedAt - relayed > 1) {
-      const mid = Math.floor((relayed + refusedAt) / 2);
-      if (await refused(mid)) refusedAt = mid;
-      else relayed = mid;
-    }
-    for (let depth = relayed - 2; depth <= refusedAt + 2; depth++) await refused(depth);
-    expect(logged).toEqual([]);
+    await answer(bob, { t: 'call.accept', call: placed.call });
+    await walkTheEdge(alice, { t: 'call.signal', call: placed.call }, { call: placed.call });
+  });
+
+  it('group.signal and stream.signal at every depth around the edge: never a failure', async () => {
+    const token = (user: string) => callToken({ sub: user, group: 'edge-room' });
+    const ann = await pageOf('edge-ann');
+    const ben = await pageOf('edge-ben');
+    const joined = await answer(ann, { t: 'group.join', group: 'edge-room', token: await token('edge-ann') });
+    await answer(ben, { t: 'group.join', group: 'edge-room', token: await token('edge-ben') });
+    await walkTheEdge(ben, { t: 'group.signal', group: 'edge-room', to: joined.page }, { group: 'edge-room' });
+    const cam = await pageOf('edge-cam');
+    const grant = await sdk.streamGrant('edge-live', { role: 'presenter', userId: 'edge-cam' });
+    await answer(cam, { t: 'stream.present', stream: 'edge-live', grant });
+    await walkTheEdge(cam, { t: 'stream.signal', stream: 'edge-live' }, { stream: 'edge-live' });
   });
 
   it('group.signal: refused bad_frame naming the group; signals between its pages go on', async () => {
