@@ -397,6 +397,67 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     expect(recorded('group.left', 'many-0')).toHaveLength(1);
   }, 30_000);
 
+  it('a page sends to at most 4 units at once (streams.unitsPerPage): its fifth group’s offer is refused naming the group', async () => {
+    const groups = ['u-0', 'u-1', 'u-2', 'u-3', 'u-4'];
+    const [zed, x, y] = [await pageOf('zed'), await pageOf('xav'), await pageOf('yan')];
+    const ids = new Map<string, string>();
+    for (const group of groups) {
+      for (const [page, user] of [
+        [x, 'xav'],
+        [y, 'yan'],
+      ] as const) {
+        expect(await joinWith(page, user, group)).toMatchObject({ t: 'group.joined', group });
+      }
+      const joined = await joinWith(zed, 'zed', group);
+      expect(joined).toMatchObject({ t: 'group.joined', group, mode: 'unit' });
+      ids.set(group, joined.page as string);
+    }
+    const replies: Frame[] = [];
+    for (const group of groups) {
+      const peer = new MediaPeer();
+      peers.push(peer);
+      const from = zed.frames.length;
+      const to = ids.get(group) as string;
+      zed.send({ t: 'group.signal', group, to, data: { sdp: { type: 'offer', sdp: await peer.offer() } } });
+      replies.push(
+        await frameOf(
+          zed,
+          (f) => f.group === group && (f.t === 'error' || (f.t === 'group.signal' && sdpOf(f)?.type === 'answer')),
+          `the answer or refusal in ${group}`,
+          from,
+        ),
+      );
+    }
+    expect(replies.slice(0, 4).map((f) => f.t)).toEqual([
+      'group.signal',
+      'group.signal',
+      'group.signal',
+      'group.signal',
+    ]);
+    expect(replies[4]).toStrictEqual({
+      t: 'error',
+      code: 'unavailable',
+      message:
+        'group.signal: a page sends to at most 4 forwarding units on a node at once (streams.unitsPerPage): leave a stream or group call first',
+      group: 'u-4',
+    });
+    // Leaving one group ends its unit: the fifth group's offer is taken now.
+    expect(await ask(zed, { t: 'group.leave', group: 'u-0' })).toMatchObject({ t: 'group.left' });
+    const peer = new MediaPeer();
+    peers.push(peer);
+    const from = zed.frames.length;
+    zed.send({
+      t: 'group.signal',
+      group: 'u-4',
+      to: ids.get('u-4'),
+      data: { sdp: { type: 'offer', sdp: await peer.offer() } },
+    });
+    expect(
+      await frameOf(zed, (f) => f.group === 'u-4' && (f.t === 'error' || f.t === 'group.signal'), 'the retry', from),
+    ).toMatchObject({ t: 'group.signal', data: { sdp: { type: 'answer' } } });
+    for (const page of [zed, x, y]) await page.close();
+  }, 30_000);
+
   it('a unit whose sender’s media never connects asks its page to offer again', async () => {
     const group = 'never-connects';
     const members = [await join('h1', group), await join('h2', group), await join('h3', group)];

@@ -69,11 +69,6 @@ export class UnitHost {
     );
   }
 
-  /** Sessions (each holding a media port) open on this node now, in all and of `app`. */
-  sessions(app?: string): number {
-    return this.#budget.held(app);
-  }
-
   /** How many units run here, and how many viewer sessions they hold. */
   get size(): { units: number; viewers: number } {
     let viewers = 0;
