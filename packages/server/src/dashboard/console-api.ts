@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { LIMITS } from '@realtime/protocol';
-import type { ConsoleFilter, ConsoleSink } from '../core/console-tap.js';
+import type { ConsoleEnd, ConsoleFilter, ConsoleSink } from '../core/console-tap.js';
 import { Refusal } from './refusal.js';
 import { DASHBOARD_PATH, type Handler, queryNames, type Route, signedIn } from './request.js';
 
@@ -48,6 +48,7 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
   let blocked = false;
   let dropped = 0;
   let ended = false;
+  let endedEarly: ConsoleEnd | undefined;
   let stop: (() => Promise<void>) | undefined;
   let keepalive: NodeJS.Timeout | undefined;
   let sessionEnd: NodeJS.Timeout | undefined;
@@ -63,8 +64,13 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
       else write(`data: ${json}\n\n`);
     },
     end: (reason) => {
+      // Before the stream began: answered once the tap's open returns, as a refusal.
+      if (!started) {
+        endedEarly = reason;
+        return;
+      }
       // Said before the end, so the page stops instead of opening the stream again.
-      if (reason === 'app_deleted' && started && !ended) write(`event: end\ndata: ${APP_DELETED}\n\n`);
+      if (reason === 'app_deleted' && !ended) write(`event: end\ndata: ${APP_DELETED}\n\n`);
       res.end();
     },
   };
@@ -82,6 +88,12 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
   if (ended) {
     void stop();
     return;
+  }
+  if (endedEarly !== undefined) {
+    void stop();
+    throw endedEarly === 'app_deleted'
+      ? new Refusal(404, 'no_app', 'no app has this key')
+      : new Refusal(503, 'unavailable', 'the service is stopping');
   }
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',

@@ -423,7 +423,7 @@ function DeleteApp({ appKey }: { appKey: string }) {
         confirming
           ? html`<${Confirm}
               label="Confirm the deletion"
-              text=${`Delete ${appKey} for good? Its key and secret stop working, and its open pages are closed at their next join or send.`}
+              text=${`Delete ${appKey} for good? Its key and secret stop working, its rooms' history, webhook log and live consoles go with it, and its open pages are closed at their next join or send.`}
               action="Delete for good"
               danger=${true}
               busy=${busy}
