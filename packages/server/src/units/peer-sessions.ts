@@ -86,6 +86,26 @@ export class NoMediaPortError extends Error {
   }
 }
 
+/**
+ * How long an ending session waits for a description being made. Host candidates only are
+ * gathered (binding one socket), so this is never reached but for a fault in werift; the session
+ * ends all the same then.
+ */
+const SETUP_WAIT_MS = 5000;
+
+/** Waits for `step` to settle, at most `ms`. */
+async function settledWithin(step: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([step.then(noop, noop), late]);
+  clearTimeout(timer);
+}
+
+const noop = (): void => undefined;
+
 /** The session ended while its description was being made: there is nothing to send. */
 export class SessionClosedError extends Error {
   constructor() {
@@ -101,9 +121,9 @@ export abstract class PeerSession implements Session {
   private connectedListeners: Array<() => void> | undefined = [];
   private ended = false;
   /**
-   * The description steps in flight, one after another. werift binds the UDP socket inside
-   * setLocalDescription and adds it to the connection after that returns: a close in between closes
-   * what exists then, and the socket bound later is never released. So the end waits for this.
+   * The description steps in flight, one after another. werift binds the UDP socket during
+   * setLocalDescription and adds it to the connection's sockets only once bound: a close meanwhile
+   * closes those there are, and the one bound after it is never released. So the end waits for this.
    */
   private setup: Promise<unknown> = Promise.resolve();
 
@@ -155,7 +175,7 @@ export abstract class PeerSession implements Session {
     this.ended = true;
     this.connectedListeners = undefined;
     this.detach();
-    await this.setup.catch(() => undefined);
+    await settledWithin(this.setup, SETUP_WAIT_MS);
     await this.pc.close().catch(() => undefined);
     for (const listener of this.listeners.splice(0)) listener(reason);
   }
@@ -243,8 +263,13 @@ export class Viewer extends PeerSession implements ViewerSession {
     });
   }
 
+  /** Takes the page's answer; one coming after the session ended is for nobody and dropped. */
   async accept(answerSdp: string): Promise<void> {
-    await this.describe(() => this.pc.setRemoteDescription({ type: 'answer', sdp: this.remote(answerSdp) }));
+    try {
+      await this.describe(() => this.pc.setRemoteDescription({ type: 'answer', sdp: this.remote(answerSdp) }));
+    } catch (error) {
+      if (!(error instanceof SessionClosedError)) throw error;
+    }
   }
 
   /** Packets flow from the moment DTLS is up; a keyframe lets the viewer decode at once. */
