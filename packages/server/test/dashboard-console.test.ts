@@ -379,4 +379,39 @@ describe('the console tap across nodes', () => {
       await b.close();
     }
   });
+
+  it("ends a deleted app's consoles on every node, saying why, and leaves other apps' consoles open", async () => {
+    const clock = manualClock();
+    const fanout = new MemoryFanout();
+    const a = new ConsoleTap({ node: 'a', broker: memoryBroker(fanout), log, now: clock.now });
+    const b = new ConsoleTap({ node: 'b', broker: memoryBroker(fanout), log, now: clock.now });
+    await a.start();
+    await b.start();
+    const ended: string[] = [];
+    const sink = (name: string) => ({
+      filter: {},
+      deliver: () => {},
+      end: (reason: string) => ended.push(`${name} ${reason}`),
+    });
+    try {
+      await a.open('app1', sink('a/app1'));
+      await b.open('app1', sink('b/app1'));
+      await b.open('app2', sink('b/app2'));
+      expect([a.consoles, b.consoles]).toEqual([1, 2]);
+
+      await a.endApp('app1');
+
+      await waitFor(() => ended.length === 2, 'both consoles of app1 to end');
+      expect(ended.sort()).toEqual(['a/app1 app_deleted', 'b/app1 app_deleted']);
+      expect([a.consoles, b.consoles]).toEqual([0, 1]);
+      // No node taps the deleted app any more; the other app is still watched.
+      await waitFor(() => !a.watching('app1') && !b.watching('app1'), 'app1 to be watched nowhere');
+      expect(a.watching('app2')).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    // The service stopping ends what is left, saying so.
+    expect(ended).toContain('b/app2 stopping');
+  });
 });
