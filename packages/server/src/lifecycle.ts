@@ -340,7 +340,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ? undefined
       : {
           password: dashboardHash,
-          sessions: new DashboardSessions(engine.dashboardSessions, dashboardHash.text),
+          sessions: new DashboardSessions(engine.dashboardSessions, dashboardHash.text, { now }),
           checks: newCheckQueue(options.dashboard?.signInQueue),
           apps,
           storedApps: engine.apps,

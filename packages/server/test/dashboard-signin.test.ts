@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hashDashboardPassword, newApp, type RunningServer, startServer } from '@realtime/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openConsole } from './console-stream.js';
 import { type RawAnswer, send, startTestServer, type TestServer, testEngine } from './helpers.js';
 import { startRedis, type TestRedis, uniquePrefix } from './redis-server.js';
 
@@ -530,6 +531,22 @@ describe('the lockout on two nodes of one Redis', () => {
     expect((await ask(b, { method: 'DELETE', cookie, csrf })).json).toEqual({ ok: true });
     expectError(await ask(a, { method: 'GET', cookie }), 401, 'signed_out');
     expectError(await ask(a, { method: 'GET', path: APPS, cookie }), 401, 'signed_out');
+  });
+
+  it('a live console ends with its session: at once on the node signed out on, within 5 s on another', async () => {
+    const [a, b] = nodes as [TestServer, TestServer];
+    const { cookie, csrf } = await session(a, newAddress());
+    const here = await openConsole(a, a.app.key, cookie);
+    const there = await openConsole(b, b.app.key, cookie);
+    expect([here.status, there.status]).toEqual([200, 200]);
+    try {
+      expect((await ask(a, { method: 'DELETE', cookie, csrf })).json).toEqual({ ok: true });
+      await here.until(() => here.ended, 'the console on the node signed out on to end', 1000);
+      await there.until(() => there.ended, 'the console on the other node to end', 10_000);
+    } finally {
+      here.close();
+      there.close();
+    }
   });
 
   it('a locked address flooding one node crowds out no operator, on either node', async () => {

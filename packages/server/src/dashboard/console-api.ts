@@ -52,6 +52,7 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
   let stop: (() => Promise<void>) | undefined;
   let keepalive: NodeJS.Timeout | undefined;
   let sessionEnd: NodeJS.Timeout | undefined;
+  let unwatch: (() => void) | undefined;
   const write = (text: string): void => {
     if (!res.write(text)) blocked = true;
   };
@@ -79,6 +80,7 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
     ended = true;
     clearInterval(keepalive);
     clearTimeout(sessionEnd);
+    unwatch?.();
     // Never rejects: a failure to tell the other nodes is logged, and their watch runs out.
     void stop?.();
   };
@@ -117,6 +119,8 @@ const stream: Handler = async (req, res, deps, [key = '']) => {
   // The stream lives no longer than the session that opened it; the page then finds it signed out.
   sessionEnd = setTimeout(() => res.end(), Math.max(0, session.expiresMs - deps.now()));
   sessionEnd.unref();
+  // Nor past its sign-out, on this node or another.
+  unwatch = deps.sessions.watch(session, () => res.end());
 };
 
 export const consoleRoutes: Route[] = [{ path: `${DASHBOARD_PATH}/api/apps/:key/console`, methods: { GET: stream } }];

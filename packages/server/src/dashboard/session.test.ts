@@ -1,9 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
 import { MemoryDashboardSessionStore } from '../engines/memory/dashboard-sessions.js';
 import { csrfMatches, SESSION_SECONDS, SessionKeys } from './session.js';
-import { DashboardSessions } from './sessions.js';
+import { DashboardSessions, SESSION_CHECK_MS } from './sessions.js';
 
 const T0 = 1_800_000_000_000;
 const TWELVE_H = SESSION_SECONDS * 1000;
@@ -138,5 +138,71 @@ describe('DashboardSessions over a store', () => {
       expect(await sessions.read(value, T0)).toBeUndefined();
     }
     expect(calls).toBe(0);
+  });
+});
+
+describe('watching a session (streams that outlive their request)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('ends at once when signed out on this node, at the next check when on another, and when it expires', async () => {
+    vi.useFakeTimers();
+    let clock = T0;
+    const store = new MemoryDashboardSessionStore();
+    const here = new DashboardSessions(store, 'scrypt$h', { now: () => clock });
+    const there = new DashboardSessions(store, 'scrypt$h', { now: () => clock });
+    const [one, two, three] = [await here.issue(T0), await here.issue(T0), await here.issue(T0)];
+    const read = async (sessions: DashboardSessions, cookie: string) => {
+      const session = await sessions.read(cookie, clock);
+      if (!session) throw new Error('not read');
+      return session;
+    };
+    const ended: string[] = [];
+    here.watch(await read(here, one.cookie), () => ended.push('one here'));
+    there.watch(await read(there, one.cookie), () => ended.push('one there'));
+    there.watch(await read(there, two.cookie), () => ended.push('two there'));
+    const stop = there.watch(await read(there, three.cookie), () => ended.push('three, unwatched'));
+    stop();
+
+    await here.end(await read(here, one.cookie));
+    expect(ended).toEqual(['one here']);
+    await vi.advanceTimersByTimeAsync(SESSION_CHECK_MS);
+    expect(ended).toEqual(['one here', 'one there']);
+    // Unwatched, never called; open, not ended until it expires.
+    clock = T0 + TWELVE_H;
+    await vi.advanceTimersByTimeAsync(SESSION_CHECK_MS);
+    expect(ended).toEqual(['one here', 'one there', 'two there']);
+    // Nothing watched: no timer left behind.
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a store that fails ends nothing: the next check asks again', async () => {
+    vi.useFakeTimers();
+    const store = new MemoryDashboardSessionStore();
+    let failing = true;
+    const flaky: DashboardSessionStore = {
+      signingSecret: (candidate) => store.signingSecret(candidate),
+      open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
+      isOpen: (id, nowMs) => {
+        if (failing) throw new Error('unavailable');
+        return store.isOpen(id, nowMs);
+      },
+      close: (id) => store.close(id),
+    };
+    failing = false;
+    const sessions = new DashboardSessions(flaky, 'scrypt$h', { now: () => T0 });
+    const { cookie } = await sessions.issue(T0);
+    const session = await sessions.read(cookie, T0);
+    if (!session) throw new Error('not read');
+    let ended = 0;
+    sessions.watch(session, () => ended++);
+    store.close(session.id);
+    failing = true;
+    await vi.advanceTimersByTimeAsync(SESSION_CHECK_MS);
+    expect(ended).toBe(0);
+    failing = false;
+    await vi.advanceTimersByTimeAsync(SESSION_CHECK_MS);
+    expect(ended).toBe(1);
   });
 });

@@ -7,15 +7,30 @@ import { randomBytes } from 'node:crypto';
 import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
 import { looksSigned, type Session, SessionKeys } from './session.js';
 
+/** How often the sessions of open streams (live consoles) are read again: one signed out elsewhere ends by then. */
+export const SESSION_CHECK_MS = 5_000;
+
 export class DashboardSessions {
   readonly #store: DashboardSessionStore;
   readonly #passwordHash: string;
+  readonly #now: () => number;
+  readonly #checkMs: number;
   /** The keys of the secret last read from the store. */
   #keys: { secret: Buffer; keys: SessionKeys } | undefined;
+  /** What to call when a watched session ends, by session id. */
+  readonly #watchers = new Map<string, Set<() => void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #checking = false;
 
-  constructor(store: DashboardSessionStore, passwordHash: string) {
+  constructor(
+    store: DashboardSessionStore,
+    passwordHash: string,
+    options: { now?: () => number; checkMs?: number } = {},
+  ) {
     this.#store = store;
     this.#passwordHash = passwordHash;
+    this.#now = options.now ?? Date.now;
+    this.#checkMs = options.checkMs ?? SESSION_CHECK_MS;
   }
 
   /** A new session: its cookie's value and CSRF token; recorded in the store before it is answered. */
@@ -42,9 +57,64 @@ export class DashboardSessions {
     return (await this.#store.isOpen(session.id, nowMs)) ? session : undefined;
   }
 
-  /** Ends the session on every node. */
+  /** Ends the session on every node: its streams here at once, elsewhere at their next check. */
   async end(session: Session): Promise<void> {
     await this.#store.close(session.id);
+    this.#ended(session.id);
+  }
+
+  /**
+   * Calls `onEnd` once the session is signed out (here at once, on another node within
+   * SESSION_CHECK_MS) or expired; answers the function that stops watching. For streams that
+   * outlive the request that checked the session.
+   */
+  watch(session: Session, onEnd: () => void): () => void {
+    let callbacks = this.#watchers.get(session.id);
+    if (callbacks === undefined) {
+      callbacks = new Set();
+      this.#watchers.set(session.id, callbacks);
+    }
+    callbacks.add(onEnd);
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(() => void this.#check(), this.#checkMs);
+      this.#timer.unref();
+    }
+    return () => {
+      callbacks.delete(onEnd);
+      if (callbacks.size === 0 && this.#watchers.get(session.id) === callbacks) this.#watchers.delete(session.id);
+      this.#idle();
+    };
+  }
+
+  async #check(): Promise<void> {
+    // A slow store must not pile checks up.
+    if (this.#checking) return;
+    this.#checking = true;
+    try {
+      for (const id of [...this.#watchers.keys()]) {
+        try {
+          if (!(await this.#store.isOpen(id, this.#now()))) this.#ended(id);
+        } catch {
+          // A store that does not answer ends nothing: the next check asks again.
+        }
+      }
+    } finally {
+      this.#checking = false;
+    }
+  }
+
+  #ended(id: string): void {
+    const callbacks = this.#watchers.get(id);
+    if (callbacks === undefined) return;
+    this.#watchers.delete(id);
+    for (const onEnd of callbacks) onEnd();
+    this.#idle();
+  }
+
+  #idle(): void {
+    if (this.#watchers.size > 0 || this.#timer === undefined) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
   }
 
   async #fresh(): Promise<{ secret: Buffer; keys: SessionKeys }> {
