@@ -742,6 +742,20 @@ describe('sign-in under a flood of other sign-ins', () => {
     }
   });
 
+  it('every place taken by addresses checked a moment ago: an address not checked lately still gets its turn', async () => {
+    const flooders = Array.from({ length: 12 }, () => newAddress());
+    for (const [i, address] of flooders.entries()) {
+      expectError(await signIn(small, `first ${i}`, { from: address }), 401, 'wrong_password');
+    }
+    const flood = flooders.map((address, i) => signIn(small, `again ${i}`, { from: address }));
+    const operator = await signIn(small, PASSWORD, { from: newAddress() });
+    expect(operator.status, operator.text).toBe(200);
+    for (const answer of await Promise.all(flood)) {
+      if (answer.status === 503) expectError(answer, 503, 'busy');
+      else expectError(answer, 401, 'wrong_password');
+    }
+  });
+
   it('more addresses at once than a node queues: the rest 503 busy with Retry-After, no try taken, none locked', async () => {
     const from = Array.from({ length: 30 }, () => newAddress());
     const answers = await Promise.all(from.map((address, i) => signIn(small, `guess ${i}`, { from: address })));

@@ -1,22 +1,40 @@
 import { describe, expect, it } from 'vitest';
-import { CheckQueue } from './check-queue.js';
+import { CheckQueue, type QueueRefusal, type Turn } from './check-queue.js';
 
 /** Lets every settled promise run its callbacks. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+/** The end of a turn that came; fails the test for a refusal or a place given up. */
+async function ended(turn: Promise<Turn> | QueueRefusal): Promise<() => void> {
+  if (typeof turn === 'string') throw new Error(`refused ${turn}`);
+  const end = await turn;
+  if (end === 'full') throw new Error('its place was given up');
+  return end;
+}
+
+/** Enters every address; records the order turns come in and what ends each. */
+function enterAll(queue: CheckQueue, addresses: string[]) {
+  const started: string[] = [];
+  const given: string[] = [];
+  const ends = new Map<string, () => void>();
+  for (const address of addresses) {
+    const turn = queue.enter(address);
+    if (typeof turn === 'string') throw new Error(`${address} refused ${turn}`);
+    void turn.then((end) => {
+      if (end === 'full') given.push(address);
+      else {
+        started.push(address);
+        ends.set(address, end);
+      }
+    });
+  }
+  return { started, given, ends };
+}
+
 describe('CheckQueue', () => {
   it('runs at most `running` at once; the others start in arrival order as turns end', async () => {
     const queue = new CheckQueue({ running: 2, waiting: 10 });
-    const started: string[] = [];
-    const ends = new Map<string, () => void>();
-    for (const address of ['a', 'b', 'c', 'd']) {
-      const turn = queue.enter(address);
-      if (typeof turn === 'string') throw new Error(`refused ${turn}`);
-      void turn.then((end) => {
-        started.push(address);
-        ends.set(address, end);
-      });
-    }
+    const { started, ends } = enterAll(queue, ['a', 'b', 'c', 'd']);
     await settle();
     expect(started).toEqual(['a', 'b']);
     expect(queue.size).toEqual({ running: 2, waiting: 2 });
@@ -36,25 +54,25 @@ describe('CheckQueue', () => {
   it('holds one place per address: a second is refused `queued` until the first ends', async () => {
     const queue = new CheckQueue({ running: 1, waiting: 10 });
     const first = queue.enter('a');
-    if (typeof first === 'string') throw new Error('refused');
     expect(queue.enter('a')).toBe('queued');
     const waiting = queue.enter('b');
-    if (typeof waiting === 'string') throw new Error('refused');
+    expect(typeof waiting).toBe('object');
     expect(queue.enter('b')).toBe('queued');
-    (await first)();
+    (await ended(first))();
     expect(typeof queue.enter('a')).toBe('object');
   });
 
-  it('refuses `full` once every place waits, taking nothing; a place that frees takes a newcomer', async () => {
+  it('refuses `full` once every place waits for addresses checked as little, taking nothing', async () => {
     const queue = new CheckQueue({ running: 1, waiting: 2 });
-    const turns = ['a', 'b', 'c'].map((address) => queue.enter(address));
-    expect(turns.every((turn) => typeof turn === 'object')).toBe(true);
+    const first = queue.enter('a');
+    enterAll(queue, ['b', 'c']);
     expect(queue.enter('d')).toBe('full');
     expect(queue.enter('e')).toBe('full');
     expect(queue.size).toEqual({ running: 1, waiting: 2 });
-    (await (turns[0] as Promise<() => void>))();
-    const late = queue.enter('d');
-    expect(typeof late).toBe('object');
+    (await ended(first))();
+    await settle();
+    // b started, a place freed: a newcomer takes it.
+    expect(typeof queue.enter('d')).toBe('object');
     expect(queue.enter('e')).toBe('full');
   });
 
@@ -63,10 +81,8 @@ describe('CheckQueue', () => {
     const order: string[] = [];
     const all: Promise<void>[] = [];
     const take = (address: string) => {
-      const turn = queue.enter(address);
-      if (typeof turn === 'string') throw new Error(`${address} refused ${turn}`);
       all.push(
-        turn.then(async (end) => {
+        ended(queue.enter(address)).then(async (end) => {
           order.push(address);
           await settle();
           end();
@@ -79,5 +95,56 @@ describe('CheckQueue', () => {
     await Promise.all(all);
     expect(order.indexOf('operator')).toBe(30);
     expect(order).toHaveLength(61);
+  });
+
+  it('an address not checked lately goes before those checked, and takes the place of the one checked most when full', async () => {
+    let clock = 0;
+    const queue = new CheckQueue({ running: 1, waiting: 3, now: () => clock, memoryMs: 60_000 });
+    // Each flooder had checks a moment ago: f1 one, f2 and f3 two.
+    for (const [address, times] of [
+      ['f1', 1],
+      ['f2', 2],
+      ['f3', 2],
+    ] as const) {
+      for (let i = 0; i < times; i++) (await ended(queue.enter(address)))();
+    }
+    const runner = await ended(queue.enter('r'));
+    const flood = enterAll(queue, ['f3', 'f2', 'f1']);
+    // Full; the operator, never checked, takes the place of the latest of those checked most (f2).
+    const mine = enterAll(queue, ['operator']);
+    await settle();
+    expect(flood.given).toEqual(['f2']);
+    // An address checked as much as the last waiting finds no place.
+    expect(queue.enter('f2')).toBe('full');
+    runner();
+    await settle();
+    expect(mine.started).toEqual(['operator']);
+    mine.ends.get('operator')?.();
+    await settle();
+    expect(flood.started).toEqual(['f1']);
+    flood.ends.get('f1')?.();
+    await settle();
+    expect(flood.started).toEqual(['f1', 'f3']);
+    flood.ends.get('f3')?.();
+    // A minute later their checks no longer count: f2 no longer waits behind a newcomer.
+    clock += 60_001;
+    const later = await ended(queue.enter('x'));
+    const again = enterAll(queue, ['f2', 'z']);
+    later();
+    await settle();
+    expect(again.started).toEqual(['f2']);
+  });
+
+  it('forgets the oldest addresses beyond its bound', async () => {
+    const queue = new CheckQueue({ running: 1, waiting: 1, remember: 3 });
+    for (const address of ['a', 'b', 'c']) (await ended(queue.enter(address)))();
+    const runner = await ended(queue.enter('x'));
+    // Four remembered past the bound of three: a, the oldest, is forgotten (counts 0), b is
+    // remembered (1): a waiting b gives its place up to a.
+    const { given } = enterAll(queue, ['b']);
+    enterAll(queue, ['a']);
+    await settle();
+    expect(given).toEqual(['b']);
+    runner();
   });
 });

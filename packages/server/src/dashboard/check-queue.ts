@@ -1,25 +1,55 @@
 /**
  * Password checks of one node (scrypt: 16 MB and one of libuv's four threads each): at most
- * `running` at once, the others waiting their turn in arrival order with one place per address, at
- * most `waiting` places. One place per address makes the order round-robin over addresses: a flood
- * from many addresses delays the operator's sign-in by one turn each, never refuses it as `locked`.
+ * `running` at once, the others waiting their turn, one place per address, at most `waiting`
+ * places. Turns go first to the addresses checked least in the last minute, then in arrival order,
+ * so that a flood from many addresses delays the operator's sign-in by at most a turn each, and an
+ * address not checked lately takes the place of one checked often when every place is taken: the
+ * flood is refused `busy`, not the operator.
  */
 
-/** Why a check was not queued: every place is taken, or its address has one already. */
+/** Why a check was not queued: every place is taken by addresses checked as little, or its address has one already. */
 export type QueueRefusal = 'full' | 'queued';
+
+/** A turn that came (the function ending it), or `full`: the place was given to an address checked less. */
+export type Turn = (() => void) | 'full';
+
+export interface CheckQueueOptions {
+  running: number;
+  waiting: number;
+  now?: () => number;
+  /** How long a check counts against its address's priority (default a minute). */
+  memoryMs?: number;
+  /** Addresses remembered at most (default 10,000): the oldest are forgotten first. */
+  remember?: number;
+}
+
+interface Waiter {
+  address: string;
+  /** Checks of the address in the last `memoryMs` when it came. */
+  checks: number;
+  resolve: (turn: Turn) => void;
+}
 
 export class CheckQueue {
   readonly #running: number;
   readonly #waiting: number;
+  readonly #now: () => number;
+  readonly #memoryMs: number;
+  readonly #remember: number;
   #busy = 0;
-  /** Starts of the checks waiting, oldest first. */
-  readonly #queue: (() => void)[] = [];
+  /** Checks waiting, in the order their turns come. */
+  readonly #queue: Waiter[] = [];
   /** Addresses with a check running or waiting here. */
   readonly #addresses = new Set<string>();
+  /** Checks started per address lately, the least recently checked first (Map order). */
+  readonly #recent = new Map<string, { count: number; at: number }>();
 
-  constructor(limits: { running: number; waiting: number }) {
-    this.#running = limits.running;
-    this.#waiting = limits.waiting;
+  constructor(options: CheckQueueOptions) {
+    this.#running = options.running;
+    this.#waiting = options.waiting;
+    this.#now = options.now ?? Date.now;
+    this.#memoryMs = options.memoryMs ?? 60_000;
+    this.#remember = options.remember ?? 10_000;
   }
 
   /** Checks running now, and waiting. */
@@ -29,35 +59,69 @@ export class CheckQueue {
 
   /**
    * A turn for `address`: resolves, when it comes, to the function that ends it (call it once the
-   * check is done, whatever its outcome). Refused at once, taking nothing, when it cannot wait.
+   * check is done, whatever its outcome), or to `full` when its place went to an address checked
+   * less. Refused at once, taking nothing, when it cannot wait.
    */
-  enter(address: string): Promise<() => void> | QueueRefusal {
+  enter(address: string): Promise<Turn> | QueueRefusal {
     if (this.#addresses.has(address)) return 'queued';
-    if (this.#busy >= this.#running && this.#queue.length >= this.#waiting) return 'full';
+    if (this.#busy < this.#running) {
+      this.#addresses.add(address);
+      return Promise.resolve(this.#start(address));
+    }
+    const checks = this.#checks(address);
+    if (this.#queue.length >= this.#waiting) {
+      // The last in line is the one checked most (the latest of those): it gives its place up only
+      // to an address checked less.
+      const last = this.#queue.at(-1);
+      if (last === undefined || last.checks <= checks) return 'full';
+      this.#queue.pop();
+      this.#addresses.delete(last.address);
+      last.resolve('full');
+    }
     this.#addresses.add(address);
+    return new Promise((resolve) => {
+      const waiter: Waiter = { address, checks, resolve };
+      const at = this.#queue.findIndex((w) => w.checks > checks);
+      if (at < 0) this.#queue.push(waiter);
+      else this.#queue.splice(at, 0, waiter);
+    });
+  }
+
+  #start(address: string): () => void {
+    this.#busy++;
+    this.#counted(address);
     let ended = false;
-    const end = (): void => {
+    return () => {
       if (ended) return;
       ended = true;
       this.#addresses.delete(address);
       this.#busy--;
       this.#next();
     };
-    if (this.#busy < this.#running) {
-      this.#busy++;
-      return Promise.resolve(end);
-    }
-    return new Promise((resolve) => {
-      this.#queue.push(() => resolve(end));
-    });
   }
 
   #next(): void {
     while (this.#busy < this.#running) {
-      const start = this.#queue.shift();
-      if (start === undefined) return;
-      this.#busy++;
-      start();
+      const waiter = this.#queue.shift();
+      if (waiter === undefined) return;
+      waiter.resolve(this.#start(waiter.address));
+    }
+  }
+
+  #checks(address: string): number {
+    const seen = this.#recent.get(address);
+    return seen !== undefined && seen.at > this.#now() - this.#memoryMs ? seen.count : 0;
+  }
+
+  #counted(address: string): void {
+    const now = this.#now();
+    const count = this.#checks(address) + 1;
+    this.#recent.delete(address);
+    this.#recent.set(address, { count, at: now });
+    // Forget what is past the memory, and the oldest beyond the bound.
+    for (const [old, seen] of this.#recent) {
+      if (seen.at > now - this.#memoryMs && this.#recent.size <= this.#remember) break;
+      this.#recent.delete(old);
     }
   }
 }

@@ -61,6 +61,9 @@ const checkingAlready = () =>
     'Retry-After': '1',
   });
 
+const busy = () =>
+  new Refusal(503, 'busy', 'this node is checking many sign-ins: try again in a second', { 'Retry-After': '1' });
+
 const signIn: Handler = async (req, res, deps) => {
   checkOrigin(req);
   const password = await readPassword(req);
@@ -86,12 +89,8 @@ async function checkPassword(deps: DashboardDeps, address: string, password: str
   try {
     const turn = deps.checks.enter(address);
     if (turn === 'queued') throw checkingAlready();
-    if (turn === 'full') {
-      throw new Refusal(503, 'busy', 'this node is checking many sign-ins: try again in a second', {
-        'Retry-After': '1',
-      });
-    }
-    const end = await turn;
+    const end = turn === 'full' ? turn : await turn;
+    if (end === 'full') throw busy();
     try {
       // Read again now that the address's slot is held: a check of another node may have ended.
       const left = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
