@@ -8,6 +8,7 @@ import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { AskService } from './core/ask.js';
 import { ConsoleTap } from './core/console-tap.js';
+import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
@@ -87,6 +88,8 @@ export interface ServerOptions {
   };
   /** How long a node that died stays counted before others sweep its pages (default 15 s). */
   nodeLeaseMs?: number;
+  /** How closes and webhook events that could not be written are tried again (core/departures.ts). */
+  departures?: Partial<DepartureOptions>;
   /** On stop, how long /ready answers 503 before pages are closed and the port stops listening. */
   shutdownDelayMs?: number;
   /** DNS lookup for webhook addresses (tests stub it); default node:dns. */
@@ -189,8 +192,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ? {
         record: (app, event) => {
           const recorded = webhooks.record(app, event);
-          extra.record(app, event);
-          return recorded;
+          // Once stored: an event the store refused (and Departures tries again) is seen once.
+          if (recorded === undefined) return extra.record(app, event);
+          return recorded.then(() => extra.record(app, event));
         },
         reportOf: (app, event) => webhooks.reportOf(app, event),
         reported: (app, event) => {
@@ -199,9 +203,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         },
       }
     : webhooks;
+  // Closes and webhook events the store could not take, tried until it does.
+  const departures = new Departures({
+    node: engine.node,
+    presence: engine.presence,
+    broker,
+    events,
+    log,
+    now,
+    holds: (page) => gateway.holds(page),
+    ...(options.departures === undefined ? {} : { options: options.departures }),
+  });
   const users = new UserPresence({
     presence: engine.presence,
-    events,
+    events: departures,
     log,
     now,
     tap: consoleTap,
@@ -211,8 +226,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const lease = new NodeLease({
     node: engine.node,
     presence: engine.presence,
-    broker,
-    events,
+    departures,
     log,
     now,
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
@@ -297,6 +311,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ask,
     events,
     users,
+    departures,
     log,
     now,
     traffic: metrics.traffic,
@@ -307,6 +322,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     groupModule(gatewayDeps, groups),
     streamModule(gatewayDeps, streams),
   ]);
+  departures.start();
 
   // Publications lost while the subscriber connection was down: pages resume from history (or learn
   // of the gap from `truncated`) by reconnecting.
@@ -445,6 +461,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopGapListener?.();
       stopRepair?.();
       await gateway.close();
+      // One last try of what waits; what the store still holds after it goes with this node's lease.
+      await departures.flush();
+      departures.close();
       await calls.close();
       await groups.close();
       await streams.close();

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_FEATURES } from '../src/apps/defaults.js';
 import { AskService } from '../src/core/ask.js';
+import { Departures } from '../src/core/departures.js';
 import { Emitter } from '../src/core/emit.js';
 import { MemoryEventSink } from '../src/core/events.js';
 import { Hub } from '../src/core/hub.js';
@@ -317,6 +318,15 @@ describe('join: live events that arrive while history is read', () => {
       now: Date.now,
     }),
     events: new MemoryEventSink(),
+    departures: new Departures({
+      node: engine.node,
+      presence: engine.presence,
+      broker,
+      events: new MemoryEventSink(),
+      log: pino({ level: 'silent' }),
+      now: Date.now,
+      holds: () => true,
+    }),
     log: pino({ level: 'silent' }),
     now: Date.now,
     traffic: { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 },

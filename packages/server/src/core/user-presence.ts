@@ -14,7 +14,7 @@ const TAKE_AT_ONCE = 500;
  */
 export class UserPresence {
   readonly #presence: PresenceStore;
-  readonly #events: EventSink;
+  readonly #events: Pick<EventSink, 'record'>;
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #tap: ConsoleTap | undefined;
@@ -23,7 +23,8 @@ export class UserPresence {
 
   constructor(deps: {
     presence: PresenceStore;
-    events: EventSink;
+    /** Where `user.online` and `user.offline` go: Departures, which tries them again until stored. */
+    events: Pick<EventSink, 'record'>;
     log: Logger;
     now: () => number;
     offlineDelayMs?: number;
@@ -72,7 +73,7 @@ export class UserPresence {
           try {
             await this.#events.record(app, { type: 'user.offline', user });
           } catch (error) {
-            // Claimed and not stored: this report is lost (logged); the user is offline all the same.
+            // Claimed and not stored (an events sink that does not try again): lost, logged.
             this.#log.error({ err: error, app }, 'recording user.offline failed');
           }
         }

@@ -299,6 +299,19 @@ export interface PresenceStore {
    */
   renew(node: string, nowMs: number, leaseMs: number): MaybePromise<void>;
   /**
+   * The pages of `node` that hold anything here (open as a user, seated in a room, a presence
+   * member): what a live node checks against the pages it really has, to close those whose records
+   * outlived them (their close could not be written).
+   */
+  nodePages(node: string): MaybePromise<string[]>;
+  /**
+   * Takes the given pages out of every room, presence room and user, as their closes would (what a
+   * close did already stays done), and answers what that ended for the caller to report. Each
+   * departure is answered once, whoever else closes or sweeps the same pages at the same time.
+   * One step: callers give a bounded list (a hundred pages or so) at a time.
+   */
+  closePages(pages: readonly string[], nowMs: number): MaybePromise<Departure[]>;
+  /**
    * Takes the pages of nodes whose lease ended out of every room, presence room and user, as their
    * close would have, and answers what that ended, for the caller to report: each node is swept by
    * one caller only, so each departure is reported once. Users left with no page fall due for

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AskService } from '../core/ask.js';
 import type { ConsoleTap } from '../core/console-tap.js';
+import type { Departures } from '../core/departures.js';
 import type { EventSink } from '../core/events.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
@@ -20,6 +21,8 @@ export interface GatewayDeps {
   ask: AskService;
   events: EventSink;
   users: UserPresence;
+  /** Webhook events of pages' lives, and closes that could not be written: tried until they are. */
+  departures: Pick<Departures, 'record' | 'closeLater'>;
   log: Logger;
   now: () => number;
   /** What pages were sent, for metrics. */

@@ -76,6 +76,8 @@ export class Gateway {
   readonly #greeting = new Set<Connection>();
   /** Open pages by id: page frames from other nodes are addressed to one. */
   readonly #byId = new Map<string, Connection>();
+  /** Ids of every page from its upgrade until its clean-up ran: what the store's records may name. */
+  readonly #held = new Set<string>();
   readonly #registry = new FrameRegistry();
   readonly #modules: PageModule[];
   readonly #options: Required<Omit<GatewayOptions, 'members'>>;
@@ -123,6 +125,11 @@ export class Gateway {
   /** The open page of this id on this node, if any. */
   page(id: string): Connection | undefined {
     return this.#byId.get(id);
+  }
+
+  /** Whether this node has the page: from its upgrade until its clean-up ran (open or closing). */
+  holds(id: string): boolean {
+    return this.#held.has(id);
   }
 
   /** Takes an HTTP upgrade; answers 404 for any other path. */
@@ -182,6 +189,7 @@ export class Gateway {
 
   #open(conn: Connection): void {
     this.#connections.add(conn);
+    this.#held.add(conn.id);
     this.#greeting.add(conn);
     conn.onSlow = () => {
       if (conn.state !== 'closed') this.#deps.traffic.slowConsumerCloses++;
@@ -397,17 +405,34 @@ export class Gateway {
         this.#deps.log.error({ err: error, page: conn.id }, 'closing a page in a module failed');
       }
     }
-    try {
-      for (const room of [...conn.rooms.keys()]) await leaveRoom(this.#deps, conn, room);
-      if (conn.user !== null) {
-        await this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
-        await this.#deps.users.closed(conn.app.key, conn.user, conn.id);
+    // Every room is left here whatever fails in another: the hub lets go of the page in each.
+    let unwritten: unknown;
+    for (const room of [...conn.rooms.keys()]) {
+      try {
+        await leaveRoom(this.#deps, conn, room);
+      } catch (error) {
+        unwritten ??= error;
       }
-    } catch (error) {
-      this.#deps.log.error({ err: error, page: conn.id }, 'cleaning up a closed page failed');
-    } finally {
-      this.#connections.delete(conn);
     }
+    if (conn.user !== null) {
+      try {
+        await this.#deps.hub.removeUserPage(conn.app.key, conn.user, conn);
+      } catch (error) {
+        unwritten ??= error;
+      }
+      try {
+        await this.#deps.users.closed(conn.app.key, conn.user, conn.id);
+      } catch (error) {
+        unwritten ??= error;
+      }
+    }
+    if (unwritten !== undefined) {
+      // What the store still holds of the page is closed (and reported) once the store answers.
+      this.#deps.log.warn({ err: unwritten, page: conn.id }, 'cleaning up a closed page failed: tried again');
+      this.#deps.departures.closeLater(conn.id);
+    }
+    this.#held.delete(conn.id);
+    this.#connections.delete(conn);
   }
 
   #sweepGreeting(): void {

@@ -45,15 +45,11 @@ function keptFrame(app: string, room: string, kept: KeptEvent): Frame {
 }
 
 /**
- * Records a webhook event of a page's life (room.*, member.*): a store failure loses the report
- * (logged) but not the page's place; the page's own operation goes on.
+ * Records a webhook event of a page's life (room.*, member.*): one the store did not take is tried
+ * again until it is (in order), and the page's own operation goes on meanwhile.
  */
-async function recordLife(deps: GatewayDeps, conn: Connection, event: AppEvent): Promise<void> {
-  try {
-    await deps.events.record(conn.app.key, event);
-  } catch (error) {
-    deps.log.error({ err: error, page: conn.id, type: event.type }, 'recording a webhook event failed');
-  }
+function recordLife(deps: GatewayDeps, conn: Connection, event: AppEvent): Promise<void> {
+  return deps.departures.record(conn.app.key, event);
 }
 
 /**
@@ -83,7 +79,13 @@ async function publishMember(
     }
   }
   const data = memberChangeData(member, after);
-  await deps.broker.publish([{ app, room, event, data, presence: true }], deps.now());
+  try {
+    await deps.broker.publish([{ app, room, event, data, presence: true }], deps.now());
+  } catch (error) {
+    // The change holds in the store; the room's pages on a node cut off from the broker resume on its gap.
+    deps.log.error({ err: error, page: conn.id }, 'announcing a presence change failed');
+    return;
+  }
   if (deps.tap?.watching(app)) {
     const change = event === '$member.joined' ? 'member.joined' : 'member.left';
     deps.tap.record(app, { kind: 'presence', room, user, event: change, data: JSON.stringify(member) });

@@ -772,6 +772,75 @@ export function presenceContract(
       });
     });
 
+    describe('pages closed later', () => {
+      const ann: Member = { user: 'ann', info: { name: 'Ann' } };
+      const bob: Member = { user: 'bob' };
+      const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
+
+      it("lists a node's pages that hold something, until their closes are written", async () => {
+        const { store, peer } = await makeBoth();
+        await store.pageOpened('app1', 'ann', 'na.1', T0);
+        await store.enterRoom('app1', 'lobby', 'na.2');
+        await store.joinRoom('app1', 'stage', bob, 'na.3');
+        await peer.pageOpened('app1', 'bob', 'nb.1', T0);
+        expect((await peer.nodePages('na')).sort()).toEqual(['na.1', 'na.2', 'na.3']);
+        expect(await store.nodePages('nb')).toEqual(['nb.1']);
+        expect(await store.nodePages('nc')).toEqual([]);
+        await store.pageClosed('app1', 'ann', 'na.1', T0);
+        await store.exitRoom('app1', 'lobby', 'na.2');
+        await store.leaveRoom('app1', 'stage', 'bob', 'na.3');
+        expect(await peer.nodePages('na')).toEqual([]);
+      });
+
+      it('closes pages whose closes were never written, as their closes would, and answers each departure once', async () => {
+        const { store, peer } = await makeBoth();
+        // ann's page na.1 closed without a trace; bob stays in lobby on another node.
+        await store.pageOpened('app1', 'ann', 'na.1', T0);
+        await store.enterRoom('app1', 'lobby', 'na.1');
+        await store.joinRoom('app1', 'lobby', ann, 'na.1');
+        await store.enterRoom('app1', 'solo', 'na.1');
+        await store.joinRoom('app1', 'solo', ann, 'na.1');
+        // Half of a close was written: it is not answered again.
+        expect(await store.leaveRoom('app1', 'solo', 'ann', 'na.1')).toBe(true);
+        await peer.pageOpened('app1', 'bob', 'nb.1', T0);
+        await peer.enterRoom('app1', 'lobby', 'nb.1');
+        await peer.joinRoom('app1', 'lobby', bob, 'nb.1');
+
+        const now = T0 + 1000;
+        const answers = await Promise.all([
+          store.closePages(['na.1', 'na.9'], now),
+          peer.closePages(['na.1'], now),
+          store.closePages([], now),
+        ]);
+        const closed = answers.flat();
+        expect(texts(closed)).toEqual(
+          texts([
+            { type: 'member.left', app: 'app1', room: 'lobby', member: ann },
+            { type: 'room.vacated', app: 'app1', room: 'solo' },
+          ]),
+        );
+        expect(await peer.members('app1', 'lobby')).toEqual([bob]);
+        expect(await peer.nodePages('na')).toEqual([]);
+        expect(await store.onlineUsers('app1', { limit: 10 })).toEqual({
+          users: [{ user: 'bob', pages: 1 }],
+          more: false,
+        });
+        expect(await store.occupiedRooms('app1', { limit: 10 })).toEqual({
+          rooms: [{ room: 'lobby', pages: 1, members: 1 }],
+          more: false,
+        });
+        // ann goes offline after the delay from the close, once.
+        expect(await store.online('app1', ['ann'], now + DELAY - 1)).toEqual([true]);
+        expect(names(await peer.takeOffline(now + DELAY, 10))).toEqual(['app1/ann']);
+        expect(await store.takeOffline(now + DELAY, 10)).toEqual([]);
+        // Closed again (its own close coming late, or another retry): nothing more ends.
+        expect(await store.closePages(['na.1'], now + 1)).toEqual([]);
+        expect(await store.leaveRoom('app1', 'lobby', 'ann', 'na.1')).toBe(false);
+        expect(await store.exitRoom('app1', 'lobby', 'na.1')).toBe(false);
+        expect(await peer.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
+      });
+    });
+
     if (features.leases) leaseTests();
   });
 

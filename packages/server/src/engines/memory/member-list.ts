@@ -45,6 +45,11 @@ export class MemberList {
     return true;
   }
 
+  /** The member a user joined as, while they are in the room. */
+  get(user: string): Member | undefined {
+    return this.#byUser.get(user)?.member;
+  }
+
   all(): Member[] {
     return [...this.#byUser.values()].map((entry) => entry.member);
   }

@@ -1,4 +1,5 @@
 import { LIMITS, type Member } from '@realtime/protocol';
+import { nodeOfPage } from '../node-id.js';
 import type {
   Departure,
   GoneUser,
@@ -26,6 +27,13 @@ interface UserState {
   offlineAt: number | undefined;
 }
 
+/** What one page holds: its user, the rooms it is seated in, the presence rooms it is a member of (keys). */
+interface Held {
+  user?: { app: string; user: string };
+  rooms: Set<string>;
+  members: Map<string, { app: string; room: string; user: string }>;
+}
+
 /** A `user.offline` still to come, kept across a graceful restart. */
 export interface PendingOffline extends GoneUser {
   dueAt: number;
@@ -48,14 +56,30 @@ export class MemoryPresenceStore implements PresenceStore {
   #seq = 0;
   readonly #nextSeq = () => ++this.#seq;
   readonly #offlineDelayMs: number;
+  /** What each page holds, so the pages whose closes could not be written can be closed later. */
+  readonly #held = new Map<string, Held>();
 
   constructor(options: { offlineDelayMs?: number } = {}) {
     this.#offlineDelayMs = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
   }
 
+  #holding(page: string): Held {
+    let held = this.#held.get(page);
+    if (!held) {
+      held = { rooms: new Set(), members: new Map() };
+      this.#held.set(page, held);
+    }
+    return held;
+  }
+
+  #release(page: string, held: Held): void {
+    if (held.user === undefined && held.rooms.size === 0 && held.members.size === 0) this.#held.delete(page);
+  }
+
   pageOpened(app: string, user: string, page: string): boolean {
     const key = `${app}\u0000${user}`;
     const state = this.#users.get(key);
+    this.#holding(page).user = { app, user };
     this.#onlineUsers.add(app, user);
     if (!state) {
       this.#users.set(key, { pages: new Set([page]), offlineAt: undefined });
@@ -69,6 +93,11 @@ export class MemoryPresenceStore implements PresenceStore {
 
   pageClosed(app: string, user: string, page: string, nowMs: number): void {
     const key = `${app}\u0000${user}`;
+    const held = this.#held.get(page);
+    if (held?.user?.app === app && held.user.user === user) {
+      held.user = undefined;
+      this.#release(page, held);
+    }
     const state = this.#users.get(key);
     if (!state?.pages.delete(page) || state.pages.size > 0) return;
     this.#onlineUsers.remove(app, user);
@@ -135,6 +164,7 @@ export class MemoryPresenceStore implements PresenceStore {
 
   enterRoom(app: string, room: string, page: string): boolean {
     const key = `${app}\u0000${room}`;
+    this.#holding(page).rooms.add(key);
     const pages = this.#occupied.get(key);
     if (pages) {
       pages.add(page);
@@ -147,6 +177,8 @@ export class MemoryPresenceStore implements PresenceStore {
 
   exitRoom(app: string, room: string, page: string): boolean {
     const key = `${app}\u0000${room}`;
+    const held = this.#held.get(page);
+    if (held?.rooms.delete(key)) this.#release(page, held);
     const pages = this.#occupied.get(key);
     if (!pages?.delete(page) || pages.size > 0) return false;
     this.#occupied.delete(key);
@@ -161,11 +193,17 @@ export class MemoryPresenceStore implements PresenceStore {
       members = new MemberList();
       this.#rooms.set(key, members);
     }
+    this.#holding(page).members.set(key, { app, room, user: member.user });
     return members.add(member, page, this.#nextSeq);
   }
 
   leaveRoom(app: string, room: string, user: string, page: string): boolean {
     const key = `${app}\u0000${room}`;
+    const held = this.#held.get(page);
+    if (held?.members.get(key)?.user === user) {
+      held.members.delete(key);
+      this.#release(page, held);
+    }
     const members = this.#rooms.get(key);
     if (!members?.remove(user, page)) return false;
     this.#seq++;
@@ -213,11 +251,36 @@ export class MemoryPresenceStore implements PresenceStore {
     return [];
   }
 
+  nodePages(node: string): string[] {
+    return [...this.#held.keys()].filter((page) => nodeOfPage(page) === node);
+  }
+
+  closePages(pages: readonly string[], nowMs: number): Departure[] {
+    const departures: Departure[] = [];
+    for (const page of pages) {
+      const held = this.#held.get(page);
+      if (!held) continue;
+      // As a close goes: presence rooms, then rooms, then the user.
+      for (const { app, room, user } of [...held.members.values()]) {
+        const member = this.#rooms.get(`${app}\u0000${room}`)?.get(user) ?? { user };
+        if (this.leaveRoom(app, room, user, page)) departures.push({ type: 'member.left', app, room, member });
+      }
+      for (const key of [...held.rooms]) {
+        const [app = '', room = ''] = key.split('\u0000');
+        if (this.exitRoom(app, room, page)) departures.push({ type: 'room.vacated', app, room });
+      }
+      if (held.user) this.pageClosed(held.user.app, held.user.user, page, nowMs);
+      this.#held.delete(page);
+    }
+    return departures;
+  }
+
   close(): void {
     this.#users.clear();
     this.#rooms.clear();
     this.#occupied.clear();
     this.#onlineUsers.clear();
     this.#occupiedRooms.clear();
+    this.#held.clear();
   }
 }

@@ -110,6 +110,31 @@ local function split(text)
     from = at + 1
   end
 end
+
+-- Closes what one page still holds as its close would (presence rooms, rooms, then the user), adding
+-- kind, app, room, member JSON per departure to out ('l' member left, 'v' room vacated).
+local function close_held(node, page, now, delay, out)
+  local g = gkey(node, page)
+  local held = {u = {}, r = {}, m = {}}
+  for _, entry in ipairs(redis.call('smembers', g)) do
+    local parts = split(entry)
+    local list = held[parts[1]]
+    if list then list[#list + 1] = parts end
+  end
+  redis.call('del', g)
+  for _, e in ipairs(held.m) do
+    local member = leave_room(e[2], e[3], e[4], page)
+    if member then
+      out[#out + 1] = 'l'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = member
+    end
+  end
+  for _, e in ipairs(held.r) do
+    if exit_room(e[2], e[3], page) then
+      out[#out + 1] = 'v'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = ''
+    end
+  end
+  for _, e in ipairs(held.u) do close_page(e[2], e[3], page, now, delay) end
+end
 `;
 
 // ARGV: prefix, app, user, page. 1 when the user had no page and no offline pending.
@@ -311,33 +336,26 @@ const CHUNK_LUA = `${PRESENCE_LUA}
 local node, now, count, delay = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = skey(node)
 local out = {0}
-for _, page in ipairs(redis.call('spop', s, count)) do
-  local g = gkey(node, page)
-  local held = {u = {}, r = {}, m = {}}
-  for _, entry in ipairs(redis.call('smembers', g)) do
-    local parts = split(entry)
-    local list = held[parts[1]]
-    if list then list[#list + 1] = parts end
-  end
-  redis.call('del', g)
-  for _, e in ipairs(held.m) do
-    local member = leave_room(e[2], e[3], e[4], page)
-    if member then
-      out[#out + 1] = 'l'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = member
-    end
-  end
-  for _, e in ipairs(held.r) do
-    if exit_room(e[2], e[3], page) then
-      out[#out + 1] = 'v'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = ''
-    end
-  end
-  for _, e in ipairs(held.u) do close_page(e[2], e[3], page, now, delay) end
-end
+for _, page in ipairs(redis.call('spop', s, count)) do close_held(node, page, now, delay, out) end
 if redis.call('exists', s) == 0 then
   redis.call('zrem', SWEEPING, node)
   out[1] = 1
 else
   redis.call('zadd', SWEEPING, 'XX', now + tonumber(ARGV[6]), node)
+end
+return out`;
+
+// ARGV: prefix, now, offline delay, pages... Closes what each page still holds, wherever it is
+// counted (its node's set, or the set of a node being swept); answers as CHUNK_LUA, without the flag.
+const CLOSE_PAGES_LUA = `${PRESENCE_LUA}
+local now, delay = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out = {}
+for n = 4, #ARGV do
+  local page = ARGV[n]
+  local node = node_of(page)
+  redis.call('srem', nkey(node), page)
+  redis.call('srem', skey(node), page)
+  close_held(node, page, now, delay, out)
 end
 return out`;
 
@@ -391,6 +409,7 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #list: Script;
   readonly #claim: Script;
   readonly #sweepChunk: Script;
+  readonly #closePages: Script;
 
   constructor(client: RedisClient, options: RedisPresenceOptions = {}) {
     this.#client = client;
@@ -412,6 +431,7 @@ export class RedisPresenceStore implements PresenceStore {
     this.#list = client.script('rtPresenceList', LIST_LUA);
     this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
     this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
+    this.#closePages = client.script('rtPresenceClosePages', CLOSE_PAGES_LUA);
   }
 
   get #prefix(): string {
@@ -530,12 +550,7 @@ export class RedisPresenceStore implements PresenceStore {
           const reply = strings(
             await this.#sweepChunk([], [this.#prefix, node, nowMs, this.#chunk, this.#delay, this.#claimMs]),
           );
-          for (let i = 1; i + 3 < reply.length; i += 4) {
-            const app = reply[i + 1] ?? '';
-            const room = reply[i + 2] ?? '';
-            if (reply[i] === 'v') departures.push({ type: 'room.vacated', app, room });
-            else departures.push({ type: 'member.left', app, room, member: toMember(reply[i + 3] ?? '') });
-          }
+          departures.push(...toDepartures(reply, 1));
           if (reply[0] === '1') break;
         }
       }
@@ -545,7 +560,29 @@ export class RedisPresenceStore implements PresenceStore {
     }
   }
 
+  async nodePages(node: string): Promise<string[]> {
+    return this.#client.call((redis) => redis.smembers(this.#client.key(`pr:n:{${node}}`)));
+  }
+
+  /** One script, so the departures of every page given reach this caller or none (callers give a few). */
+  async closePages(pages: readonly string[], nowMs: number): Promise<Departure[]> {
+    if (pages.length === 0) return [];
+    return toDepartures(strings(await this.#closePages([], [this.#prefix, nowMs, this.#delay, ...pages])), 0);
+  }
+
   close(): void {
     // The client is shared by the engine's stores and closed by whoever opened it.
   }
+}
+
+/** The departures a closing script answered from `start`: kind, app, room, member JSON each. */
+function toDepartures(reply: readonly string[], start: number): Departure[] {
+  const departures: Departure[] = [];
+  for (let i = start; i + 3 < reply.length; i += 4) {
+    const app = reply[i + 1] ?? '';
+    const room = reply[i + 2] ?? '';
+    if (reply[i] === 'v') departures.push({ type: 'room.vacated', app, room });
+    else departures.push({ type: 'member.left', app, room, member: toMember(reply[i + 3] ?? '') });
+  }
+  return departures;
 }
