@@ -2,8 +2,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashDashboardPassword, newApp, type RunningServer, startServer } from '@realtime/server';
+import { hashDashboardPassword, newApp } from '@realtime/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningServer, startServer } from '../src/index.js';
 import { openConsole } from './console-stream.js';
 import { type RawAnswer, send, startTestServer, type TestServer, testEngine } from './helpers.js';
 import { startRedis, type TestRedis, uniquePrefix } from './redis-server.js';
@@ -11,9 +12,10 @@ import { startRedis, type TestRedis, uniquePrefix } from './redis-server.js';
 /**
  * The dashboard's sign-in over raw HTTP, as docs/dashboard.md promises it: the session cookie and its
  * flags, the CSRF token and Origin check, the lockout per client address (counted in the rate-limit
- * store, so across the nodes of one Redis), stateless sessions bound to the password hash, and the
- * error codes. Every request goes to 127.0.0.1; client addresses other than the peer's come through
- * a trusted proxy's X-Forwarded-For.
+ * store, so across the nodes of one Redis), fair turns for password checks under a flood, sessions
+ * signed with the store's secret (none made from the hash) and recorded in the store (sign-out on
+ * any node, restarts, password changes), and the error codes. Every request goes to 127.0.0.1;
+ * client addresses other than the peer's come through a trusted proxy's X-Forwarded-For.
  */
 
 const PASSWORD = 'correct horse battery staple';
@@ -666,7 +668,8 @@ describe('sessions over a restart and a password change', () => {
     dirs.push(dir);
     return dir;
   };
-  const asServer = (server: RunningServer) => ({ ...server, app: newApp({ name: 'unused' }) }) as TestServer;
+  /** What the requests of this file take: a server's URL (the app and folder are not used). */
+  const asServer = (server: RunningServer): TestServer => ({ ...server, app: newApp({ name: 'unused' }), dataDir: '' });
 
   it('a restart keeps every session, with its CSRF token', async () => {
     const dir = folder();
