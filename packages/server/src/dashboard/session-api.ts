@@ -76,7 +76,8 @@ const signIn: Handler = async (req, res, deps) => {
 /**
  * The password against the hash, in named stages: an address out of tries is refused before it
  * takes anything (a locked address flooding costs one store read per request, no turn); then one
- * check at a time per address over every node; then a turn among this node's checks; then scrypt.
+ * check at a time per address over every node, its tries read again; then a turn among this
+ * node's checks, for scrypt only; then a wrong password takes a try.
  */
 async function checkPassword(deps: DashboardDeps, address: string, password: string): Promise<void> {
   const key = `dashboard-signin:${address}`;
@@ -87,21 +88,24 @@ async function checkPassword(deps: DashboardDeps, address: string, password: str
   const slot = randomUUID();
   if (!(await deps.limits.acquire(`${key}:checking`, slot, 1, CHECK_MS, deps.now()))) throw checkingAlready();
   try {
+    // Read again now that the address's slot is held: a check of another node may have ended.
+    const left = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
+    if (left > 0) throw locked(left);
     const turn = deps.checks.enter(address);
     if (turn === 'queued') throw checkingAlready();
     const end = turn === 'full' ? turn : await turn;
     if (end === 'full') throw busy();
+    // The turn is held for scrypt alone, no store call.
+    let matches: boolean;
     try {
-      // Read again now that the address's slot is held: a check of another node may have ended.
-      const left = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
-      if (left > 0) throw locked(left);
-      if (!(await passwordMatches(deps.password, password))) {
-        await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
-        deps.log.warn({ address: key }, 'a wrong dashboard password');
-        throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
-      }
+      matches = await passwordMatches(deps.password, password);
     } finally {
       end();
+    }
+    if (!matches) {
+      await deps.limits.take(key, TRIES.perSecond, TRIES.burst, deps.now());
+      deps.log.warn({ address: key }, 'a wrong dashboard password');
+      throw new Refusal(401, 'wrong_password', 'the password is not the dashboard’s');
     }
   } finally {
     // A release that fails leaves the slot to lapse after CHECK_MS.
