@@ -230,6 +230,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     now,
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+    lapsed: () => gateway.lapsed(),
   });
   await lease.start();
   const ask = new AskService({

@@ -15,15 +15,24 @@ export interface NodeLeaseDeps {
   now: () => number;
   /** Default NODE_LEASE_MS; renewed three times per lease, swept every tenth of it (at most 2 s). */
   leaseMs?: number;
+  /**
+   * The node found its lease taken: it did not renew in time (paused, a stalled event loop, Redis
+   * that lost its data) and its pages were taken out. Its pages must go and come back to count again.
+   */
+  lapsed?: () => void;
 }
 
 /**
  * Keeps this node counted among the living, and reports what the pages of dead nodes ended: a node
  * killed without closing its pages has them taken out within a lease and a sweep (at most 17 s),
  * and each `member.left` and `room.vacated` is reported once, by the node whose sweep claimed it.
+ * A node that comes back after its pages were taken out (SIGSTOP past its lease) learns it from its
+ * next renewal, and says so (`lapsed`) once per lapse.
  */
 export class NodeLease {
   readonly #lease: StoreLease;
+  /** The first renewal took the lease: only later ones can find it lapsed. */
+  #held = false;
 
   constructor(deps: NodeLeaseDeps) {
     const leaseMs = deps.leaseMs ?? NODE_LEASE_MS;
@@ -32,7 +41,14 @@ export class NodeLease {
       sweepMs: 2000,
       log: deps.log,
       what: 'presence',
-      renew: () => deps.presence.renew(deps.node, deps.now(), leaseMs),
+      renew: async () => {
+        const held = await deps.presence.renew(deps.node, deps.now(), leaseMs);
+        if (!held && this.#held) {
+          deps.log.warn('this node lost its lease (it did not renew in time): its pages reconnect to count again');
+          deps.lapsed?.();
+        }
+        this.#held = true;
+      },
       sweep: async () => {
         await deps.departures.report(await deps.presence.sweep(deps.now()));
       },

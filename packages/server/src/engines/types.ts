@@ -296,8 +296,10 @@ export interface PresenceStore {
   /**
    * Keeps this node's pages counted until `nowMs + leaseMs`. A node that stops renewing (it died
    * without closing its pages) has them taken out by another node's `sweep` once the lease ended.
+   * Answers whether the store still held the node's lease: false at its first renewal, and once a
+   * sweep took the node (it was paused past its lease): its pages are no longer counted.
    */
-  renew(node: string, nowMs: number, leaseMs: number): MaybePromise<void>;
+  renew(node: string, nowMs: number, leaseMs: number): MaybePromise<boolean>;
   /**
    * The pages of `node` that hold anything here (open as a user, seated in a room, a presence
    * member): what a live node checks against the pages it really has, to close those whose records

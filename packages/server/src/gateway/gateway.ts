@@ -473,6 +473,17 @@ export class Gateway {
     }
   }
 
+  /**
+   * This node's lease lapsed and its pages were taken out of presence by another node: every page
+   * is closed with 4100, and comes back (here or elsewhere) to be counted again. Their clean-ups
+   * end what is left (calls, seats), and report nothing twice: the sweep reported the departures.
+   */
+  lapsed(): void {
+    for (const conn of this.#connections) {
+      if (conn.state !== 'closed') conn.close(CLOSE.shutdown, 'this node lost its place in the cluster; reconnect');
+    }
+  }
+
   /** Closes every page with 4100 (reconnect) and waits until their clean-up ran. */
   async close(): Promise<void> {
     for (const timer of this.#timers) clearInterval(timer);

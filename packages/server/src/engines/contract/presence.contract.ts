@@ -1004,6 +1004,20 @@ export function presenceContract(
         expect(await due(store, T0 + LEASE + DELAY)).toHaveLength(users);
       });
 
+      it('answers whether a renewal found the lease held: not at first, nor once a sweep took the node', async () => {
+        const { store, peer } = await makeBoth();
+        expect(await store.renew('na', T0, LEASE)).toBe(false);
+        expect(await store.renew('na', T0 + LEASE / 3, LEASE)).toBe(true);
+        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
+        // Late, but nobody swept it meanwhile: its pages were counted all along.
+        expect(await store.renew('na', T0 + 2 * LEASE, LEASE)).toBe(true);
+        expect(await peer.sweep(T0 + 2 * LEASE + 1)).toEqual([]);
+        // Paused past its lease: another node swept it. Its next renewal says so, once.
+        expect(await peer.sweep(T0 + 3 * LEASE)).toHaveLength(2);
+        expect(await store.renew('na', T0 + 4 * LEASE, LEASE)).toBe(false);
+        expect(await store.renew('na', T0 + 4 * LEASE + 1, LEASE)).toBe(true);
+      });
+
       it('counts what a node opens after its pages were swept, once it renews again', async () => {
         const { store, peer } = await makeBoth();
         await store.renew('na', T0, LEASE);

@@ -244,8 +244,15 @@ export class MemoryPresenceStore implements PresenceStore {
     return { rooms, more };
   }
 
+  /** Nodes that renewed: one process, so nobody else sweeps them. */
+  readonly #renewed = new Set<string>();
+
   /** One process: its pages go with it, and a restart starts with none. */
-  renew(): void {}
+  renew(node: string): boolean {
+    if (this.#renewed.has(node)) return true;
+    this.#renewed.add(node);
+    return false;
+  }
 
   sweep(): Departure[] {
     return [];

@@ -359,6 +359,13 @@ for n = 4, #ARGV do
 end
 return out`;
 
+// ARGV: prefix, node, lease end. 1 when the node's lease was still there (no sweep took it).
+const RENEW_LUA = `${PRESENCE_LUA}
+local held = redis.call('zscore', NODES, ARGV[2])
+redis.call('zadd', NODES, ARGV[3], ARGV[2])
+if held then return 1 end
+return 0`;
+
 export interface RedisPresenceOptions {
   /** How long a user stays online after their last page closed. */
   offlineDelayMs?: number;
@@ -410,6 +417,7 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #claim: Script;
   readonly #sweepChunk: Script;
   readonly #closePages: Script;
+  readonly #renew: Script;
 
   constructor(client: RedisClient, options: RedisPresenceOptions = {}) {
     this.#client = client;
@@ -432,6 +440,7 @@ export class RedisPresenceStore implements PresenceStore {
     this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
     this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
     this.#closePages = client.script('rtPresenceClosePages', CLOSE_PAGES_LUA);
+    this.#renew = client.script('rtPresenceRenew', RENEW_LUA);
   }
 
   get #prefix(): string {
@@ -531,8 +540,8 @@ export class RedisPresenceStore implements PresenceStore {
     return { more: reply[0] === '1', rows: reply.slice(1) };
   }
 
-  async renew(node: string, nowMs: number, leaseMs: number): Promise<void> {
-    await this.#client.call((redis) => redis.zadd(this.#client.key('pr:nodes'), nowMs + leaseMs, node));
+  async renew(node: string, nowMs: number, leaseMs: number): Promise<boolean> {
+    return (await this.#renew([], [this.#prefix, node, nowMs + leaseMs])) === 1;
   }
 
   /**
