@@ -162,7 +162,14 @@ export class Departures {
     return this.#flushing;
   }
 
+  /**
+   * Stops the timers. Pages still waiting are left in the store under this node, which the other
+   * nodes sweep once its lease ends; webhook events still waiting are lost, and logged.
+   */
   close(): void {
+    if (this.#reports.length > 0) {
+      this.#deps.log.error({ events: this.#reports.length }, 'stopping with webhook events not stored: they are lost');
+    }
     this.#closed = true;
     clearTimeout(this.#retry);
     clearInterval(this.#reconcile);

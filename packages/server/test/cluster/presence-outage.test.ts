@@ -1,5 +1,6 @@
 import { Realtime } from '@realtime/node';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { DepartureOptions } from '../../src/core/departures.js';
 import type { MemoryEventSink } from '../../src/index.js';
 import { API, send, startTestServer, type TestServer } from '../helpers.js';
 import { helloPage, type RawPage } from '../pages.js';
@@ -27,12 +28,14 @@ afterEach(async () => {
   redis = undefined;
 });
 
-async function start(): Promise<{ server: TestServer; sdk: Realtime; events: MemoryEventSink; redis: TestRedis }> {
+async function start(
+  departures: Partial<DepartureOptions> = {},
+): Promise<{ server: TestServer; sdk: Realtime; events: MemoryEventSink; redis: TestRedis }> {
   redis = await startRedis({ persistence: 'aof-always' });
   server = await startTestServer({
     engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('presence-outage') },
     offlineDelayMs: 300,
-    departures: { retryMs: 50, retryMaxMs: 250, reconcileMs: 60_000 },
+    departures: { retryMs: 50, retryMaxMs: 250, reconcileMs: 60_000, ...departures },
   });
   sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
   return { server, sdk, events: server.events as MemoryEventSink, redis };
@@ -91,5 +94,26 @@ describe('presence through a Redis outage', () => {
     const carol = await page(s, client, 'carol');
     const joined = await joinRoom(carol, client, 'lobby', { presence: true });
     expect((joined.members as { user: string }[]).map((m) => m.user)).not.toContain('alice');
+  });
+
+  it("a page left out of the retries at their bound is closed by the node's check of its own records", async () => {
+    // One page waits for a retry at most: of two pages closed in the outage, the first is let go.
+    const { server: s, sdk: client, events, redis: r } = await start({ maxWaiting: 1, reconcileMs: 300 });
+    const alice = await page(s, client, 'alice');
+    await joinRoom(alice, client, 'lobby', { presence: true });
+    const dave = await page(s, client, 'dave');
+    await joinRoom(dave, client, 'lobby', { presence: true });
+    await r.stop();
+    await alice.close();
+    await until(() => s.pages() === 1, 'the service to let go of the first page');
+    await dave.close();
+    await until(() => s.pages() === 0, 'the service to let go of the second page');
+
+    await r.restart({ keepData: true });
+    await until(async () => JSON.stringify(await onlineOf(s, 'alice,dave')) === '[]', 'both to be offline', 15_000);
+    await until(() => reported(events, 'room.vacated', { room: 'lobby' }).length > 0, 'lobby to be vacated');
+    expect(reported(events, 'member.left', { user: 'alice', room: 'lobby' })).toHaveLength(1);
+    expect(reported(events, 'member.left', { user: 'dave', room: 'lobby' })).toHaveLength(1);
+    expect(reported(events, 'room.vacated', { room: 'lobby' })).toHaveLength(1);
   });
 });
