@@ -61,6 +61,32 @@ describe('dashboard sign-in (Chromium)', () => {
     await page.close();
   });
 
+  it('waits its turn through sign-ins refused busy (a flood from other addresses), then signs in', async () => {
+    const page = await rig.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    let refused = 0;
+    // The service answers busy twice, as it does while other addresses' checks fill its queue.
+    await page.route('**/dashboard/api/session', async (route) => {
+      if (route.request().method() === 'POST' && refused < 2) {
+        refused++;
+        await route.fulfill({
+          status: 503,
+          headers: { 'Retry-After': '1', 'Content-Type': 'application/json' },
+          body: JSON.stringify({ ok: false, error: 'busy', message: 'this node is checking many sign-ins' }),
+        });
+        return;
+      }
+      await route.fallback();
+    });
+    await page.goto(rig.url);
+    await page.getByLabel('Operator password').fill(DASHBOARD_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10_000 });
+    expect(refused).toBe(2);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Operator password').waitFor();
+    await page.close();
+  });
+
   it('says a wrong password is wrong, then locks after five, refusing even the right one', async () => {
     const page = await rig.browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(rig.url);

@@ -13,8 +13,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (csrf: string) => void }) {
     setBusy(true);
     setError('');
     try {
-      const { csrf } = await api.post<{ csrf: string }>('/session', { password });
-      onSignedIn(csrf);
+      onSignedIn(await signIn(password));
     } catch (failure) {
       setError(describe(failure));
       setPassword('');
@@ -45,12 +44,34 @@ export function SignIn({ onSignedIn }: { onSignedIn: (csrf: string) => void }) {
   `;
 }
 
+/**
+ * Tries a few more times, after the wait the service names, while the service is only busy with other
+ * sign-ins (a flood from other addresses queues them): the operator waits through it, never retyping.
+ */
+const TURN_TRIES = 10;
+
+async function signIn(password: string): Promise<string> {
+  for (let tried = 1; ; tried++) {
+    try {
+      return (await api.post<{ csrf: string }>('/session', { password })).csrf;
+    } catch (failure) {
+      if (tried >= TURN_TRIES || !(failure instanceof ApiFailure) || !waitingTurn(failure)) throw failure;
+      const seconds = Math.min(5, Math.max(1, failure.retryAfter ?? 1));
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    }
+  }
+}
+
+/** Refused only for now: the node checks many sign-ins, or another from this address. */
+function waitingTurn(failure: unknown): boolean {
+  if (!(failure instanceof ApiFailure)) return false;
+  return failure.code === 'busy' || (failure.code === 'locked' && !failure.message.includes('wrong passwords'));
+}
+
 function describe(failure: unknown): string {
   if (!(failure instanceof ApiFailure)) return 'Signing in failed.';
   if (failure.code === 'wrong_password') return 'Wrong password.';
-  if (failure.code === 'locked' && !failure.message.includes('wrong passwords')) {
-    return 'Other sign-ins are being checked: try again in a second.';
-  }
+  if (waitingTurn(failure)) return 'The service is checking many sign-ins: try again in a few seconds.';
   if (failure.code === 'locked') {
     const wait = failure.retryAfter ?? 0;
     const when = wait >= 60 ? `${Math.ceil(wait / 60)} min` : `${Math.max(1, wait)} s`;
