@@ -46,7 +46,7 @@ function broker(): { broker: Broker; sent: Outgoing[] } {
   return {
     sent,
     broker: {
-      publish: (events) => {
+      publish: (events: readonly Outgoing[]) => {
         sent.push(...events);
         return events.map(() => undefined);
       },
