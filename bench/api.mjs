@@ -1,9 +1,10 @@
 // npm run bench:api — signed emits per second against the real service, side by side in one run
 // with a bare node:http server that only checks an HMAC-SHA256 of the body. Prints both and the ratio.
+// Also the CPU time each process used per request (from /proc): steadier than req/s on a busy machine.
 // Env: BENCH_SECONDS (default 10 per round), BENCH_ROUNDS (default 2), BENCH_CONNECTIONS (default 50).
 
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deriveKey, sign } from '@realtime/protocol';
@@ -79,12 +80,21 @@ const targets = {
   }),
 };
 
+/** CPU time (user + system, ms) a child has used so far, from /proc: a figure the machine's noise moves less than req/s. */
+function cpuMs(child) {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+const processOf = { bare: () => bare.child, service: () => service.child, 'service+history': () => service.child };
+
 const results = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
 try {
   for (const name of Object.keys(targets)) await load({ ...targets[name](), duration: 2, connections }); // warm-up
   for (let round = 0; round < rounds; round++) {
     for (const name of Object.keys(targets)) {
+      const before = cpuMs(processOf[name]());
       const r = await load({ ...targets[name](), duration: seconds, connections });
+      r.cpuUs = ((cpuMs(processOf[name]()) - before) * 1000) / (r.rps * seconds);
       if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       results[name].push(r);
     }
@@ -101,8 +111,10 @@ console.log(
 );
 for (const [name, list] of Object.entries(results)) {
   console.log(
-    `  ${name.padEnd(16)} ${Math.round(mean(list, 'rps')).toString().padStart(7)} req/s   p50 ${mean(list, 'p50').toFixed(1)} ms   p99 ${mean(list, 'p99').toFixed(1)} ms`,
+    `  ${name.padEnd(16)} ${Math.round(mean(list, 'rps')).toString().padStart(7)} req/s   p50 ${mean(list, 'p50').toFixed(1)} ms   p99 ${mean(list, 'p99').toFixed(1)} ms   ${mean(list, 'cpuUs').toFixed(1)} µs CPU/req`,
   );
 }
 const ratio = mean(results.service, 'rps') / mean(results.bare, 'rps');
 console.log(`  ratio service / bare HMAC server: ${ratio.toFixed(2)} (goal >= 0.80)`);
+const cpuRatio = mean(results.bare, 'cpuUs') / mean(results.service, 'cpuUs');
+console.log(`  CPU per request, bare / service: ${cpuRatio.toFixed(2)}`);
