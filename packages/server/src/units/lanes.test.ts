@@ -89,4 +89,26 @@ describe('lanes', () => {
     expect(await Promise.all(runs)).toEqual(['failed open', 'restart 1', 'close', 'restart 2', undefined]);
     expect(order).toEqual(['open', 'restart 1', 'close', 'restart 2']);
   });
+
+  it('idle settles once every lane is empty, steps queued meanwhile included', async () => {
+    const lanes = new Lanes();
+    const log: string[] = [];
+    const a = gate(log, 'a');
+    const b = gate(log, 'b');
+    void lanes.run('x', a.step);
+    let idle = false;
+    const waiting = lanes.idle().then(() => {
+      idle = true;
+    });
+    // A step on another lane, asked for while idle() waits.
+    void lanes.run('y', b.step);
+    a.open();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['start a', 'start b', 'end a']);
+    expect(idle).toBe(false);
+    b.open();
+    await waiting;
+    expect(lanes.size).toBe(0);
+    expect(await lanes.idle()).toBeUndefined();
+  });
 });

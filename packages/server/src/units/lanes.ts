@@ -18,6 +18,13 @@ export class Lanes {
     return this.#lanes.size;
   }
 
+  /** Settles once no lane has a step running or waiting (steps asked for meanwhile included). */
+  async idle(): Promise<void> {
+    while (this.#lanes.size > 0) {
+      await Promise.all([...this.#lanes.values()].map((lane) => lane.tail.catch(() => undefined)));
+    }
+  }
+
   /**
    * Runs `step` on the lane of `key` once the steps before it ended (however they ended). A step
    * that joined a waiting one resolves undefined once that one ran: its caller has nothing to do.

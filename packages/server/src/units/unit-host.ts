@@ -24,6 +24,15 @@ export interface UnitHostDeps {
   /** Units per page and per app on this node; DEFAULT_UNIT_LIMITS when absent. */
   limits?: UnitLimits;
   log: Logger;
+  /** Makes a unit: a ForwardingUnit on `media`, unless a test gives fakes. */
+  newUnit?: (media: IceSettings) => MediaUnit;
+}
+
+/** What the host needs of a forwarding unit (ForwardingUnit's sessions and end). */
+export interface MediaUnit {
+  createPresenter(id: string): PresenterSession;
+  createViewer(id: string): ViewerSession;
+  close(): Promise<void>;
 }
 
 /** Who a unit is for: the app, and the page sending to it. */
@@ -43,7 +52,7 @@ export interface UnitEvents {
 interface Hosted {
   app: string;
   sender: string;
-  unit: ForwardingUnit;
+  unit: MediaUnit;
   presenter: PresenterSession;
   connected: boolean;
   viewers: Map<string, ViewerSession>;
@@ -60,20 +69,23 @@ export class UnitHost {
    */
   readonly #lanes = new Lanes();
   readonly #budget: UnitBudget;
+  readonly #newUnit: (media: IceSettings) => MediaUnit;
+  #closed = false;
 
   constructor(deps: UnitHostDeps) {
     this.#deps = deps;
+    this.#newUnit = deps.newUnit ?? ((media) => new ForwardingUnit(media));
     this.#budget = new UnitBudget(
       deps.limits ?? DEFAULT_UNIT_LIMITS,
       rangeCapacity(deps.media.portRange, deps.media.hostAddresses.length),
     );
   }
 
-  /** How many units run here, and how many viewer sessions they hold. */
-  get size(): { units: number; viewers: number } {
+  /** How many units run here, the viewer sessions they hold, and the sessions counted against the bounds. */
+  get size(): { units: number; viewers: number; sessions: number } {
     let viewers = 0;
     for (const hosted of this.#hosted.values()) viewers += hosted.viewers.size;
-    return { units: this.#hosted.size, viewers };
+    return { units: this.#hosted.size, viewers, sessions: this.#budget.held() };
   }
 
   /** Whether the unit of `key` runs here for this sending page. */
@@ -90,9 +102,19 @@ export class UnitHost {
   async present(key: string, owner: UnitOwner, offerSdp: string, events: UnitEvents): Promise<string | undefined> {
     return this.#lanes.run(key, async () => {
       await this.#end(key);
+      // The host closed while this offer waited its turn: no unit after close().
+      if (this.#closed) return undefined;
       const release = this.#budget.unit(owner.app, owner.page);
-      const unit = new ForwardingUnit(this.#deps.media);
-      const presenter = unit.createPresenter(owner.page);
+      let unit: MediaUnit;
+      let presenter: PresenterSession;
+      try {
+        unit = this.#newUnit(this.#deps.media);
+        presenter = unit.createPresenter(owner.page);
+      } catch (error) {
+        // No session holds the count, so nothing else gives it back.
+        release();
+        throw error;
+      }
       const hosted: Hosted = {
         app: owner.app,
         sender: owner.page,
@@ -157,7 +179,13 @@ export class UnitHost {
     const existing = hosted.viewers.get(page);
     if (existing && !restart) return undefined;
     const release = this.#budget.session(hosted.app);
-    const viewer = hosted.unit.createViewer(page);
+    let viewer: ViewerSession;
+    try {
+      viewer = hosted.unit.createViewer(page);
+    } catch (error) {
+      release();
+      throw error;
+    }
     hosted.viewers.set(page, viewer);
     const timer = setTimeout(() => void viewer.close(), this.#deps.connectTimeoutMs);
     timer.unref();
@@ -209,10 +237,19 @@ export class UnitHost {
     await hosted.unit.close();
   }
 
+  /**
+   * Ends every unit. Steps of the lanes still running or waiting end first (an offer being answered
+   * ends with its unit; one that waited its turn finds the host closed), so no unit outlives this.
+   */
   async close(): Promise<void> {
-    const all = [...this.#hosted.values()];
-    this.#hosted.clear();
-    await Promise.all(all.map((hosted) => hosted.unit.close()));
+    this.#closed = true;
+    for (;;) {
+      const all = [...this.#hosted.values()];
+      this.#hosted.clear();
+      await Promise.all(all.map((hosted) => hosted.unit.close()));
+      if (this.#lanes.size === 0 && this.#hosted.size === 0) return;
+      await this.#lanes.idle();
+    }
   }
 
   #viewer(key: string, page: string): ViewerSession | undefined {

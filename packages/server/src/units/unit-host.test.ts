@@ -1,0 +1,201 @@
+/**
+ * UnitHost over fake units (no WebRTC): what it counts against the node's budget when making a
+ * session fails, and that its close leaves no unit made after it.
+ */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import {
+  type IceCandidateInit,
+  type PresenterSession,
+  SessionClosedError,
+  type SessionEnd,
+  type ViewerSession,
+} from './peer-sessions.js';
+import { type MediaUnit, UnitHost } from './unit-host.js';
+
+const log = pino({ level: 'silent' });
+const events = { connected: () => undefined, failed: () => undefined };
+
+/** A session of a fake unit: it connects when told, and its description waits for `release` when gated. */
+class FakeSession implements PresenterSession, ViewerSession {
+  readonly #ended: ((reason: SessionEnd) => void)[] = [];
+  readonly #connected: (() => void)[] = [];
+  #gate: { promise: Promise<void>; open: () => void } | undefined;
+  #cancel: ((error: Error) => void) | undefined;
+  closed = false;
+
+  constructor(
+    readonly id: string,
+    gated: boolean,
+  ) {
+    if (gated) {
+      let open = () => {};
+      const promise = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      this.#gate = { promise, open };
+    }
+  }
+
+  release(): void {
+    this.#gate?.open();
+  }
+
+  connect(): void {
+    for (const listener of this.#connected.splice(0)) listener();
+  }
+
+  answer(): Promise<string> {
+    return this.#describe('answer');
+  }
+
+  offer(): Promise<string> {
+    return this.#describe('offer');
+  }
+
+  async #describe(sdp: string): Promise<string> {
+    if (this.closed) throw new SessionClosedError();
+    // As a real session: an end while the description is made fails it with SessionClosedError.
+    const cancelled = new Promise<never>((_, reject) => {
+      this.#cancel = reject;
+    });
+    await Promise.race([this.#gate?.promise, cancelled]);
+    return sdp;
+  }
+
+  async accept(): Promise<void> {}
+  async addCandidate(_candidate: IceCandidateInit): Promise<void> {}
+
+  onEnded(listener: (reason: SessionEnd) => void): void {
+    if (!this.closed) this.#ended.push(listener);
+  }
+
+  onConnected(listener: () => void): void {
+    this.#connected.push(listener);
+  }
+
+  close(): Promise<void> {
+    return this.end('closed');
+  }
+
+  async end(reason: SessionEnd): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.#cancel?.(new SessionClosedError());
+    for (const listener of this.#ended.splice(0)) listener(reason);
+  }
+}
+
+/** Fake units, made through the host's factory; `fail` makes the next presenter or viewer throw once. */
+class FakeUnits {
+  readonly made: FakeUnit[] = [];
+  fail: 'presenter' | 'viewer' | undefined;
+  gated = false;
+
+  readonly newUnit = (): MediaUnit => {
+    const unit = new FakeUnit(this);
+    this.made.push(unit);
+    return unit;
+  };
+}
+
+class FakeUnit implements MediaUnit {
+  readonly sessions: FakeSession[] = [];
+  closed = false;
+
+  constructor(readonly units: FakeUnits) {}
+
+  get presenter(): FakeSession {
+    const first = this.sessions[0];
+    if (!first) throw new Error('no presenter');
+    return first;
+  }
+
+  createPresenter(id: string): PresenterSession {
+    return this.#session(id, 'presenter');
+  }
+
+  createViewer(id: string): ViewerSession {
+    return this.#session(id, 'viewer');
+  }
+
+  #session(id: string, kind: 'presenter' | 'viewer'): FakeSession {
+    if (this.units.fail === kind) {
+      this.units.fail = undefined;
+      throw new Error(`the ${kind} could not be made`);
+    }
+    const session = new FakeSession(id, this.units.gated);
+    this.sessions.push(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.sessions.map((s) => s.end('unit-closed')));
+  }
+}
+
+function host(units: FakeUnits, limits = { unitsPerPage: 1, unitsPerApp: 10 }): UnitHost {
+  return new UnitHost({
+    media: { hostAddresses: ['127.0.0.1'], portRange: [40000, 40015] },
+    connectTimeoutMs: 60_000,
+    limits,
+    log,
+    newUnit: units.newUnit,
+  });
+}
+
+describe('a unit host whose session cannot be made', () => {
+  it('gives back the unit it counted when the presenter cannot be made', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units);
+    units.fail = 'presenter';
+    await expect(hosted.present('k1', { app: 'a', page: 'p' }, 'offer', events)).rejects.toThrow('could not be made');
+    expect(hosted.size).toEqual({ units: 0, viewers: 0, sessions: 0 });
+    // One unit per page: the failed one no longer counts, so the page may have this one.
+    expect(await hosted.present('k2', { app: 'a', page: 'p' }, 'offer', events)).toBe('answer');
+    expect(hosted.size).toEqual({ units: 1, viewers: 0, sessions: 1 });
+    await hosted.close();
+  });
+
+  it('gives back the session it counted when the viewer cannot be made', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units);
+    expect(await hosted.present('k', { app: 'a', page: 'p' }, 'offer', events)).toBe('answer');
+    units.made[0]?.presenter.connect();
+    units.fail = 'viewer';
+    await expect(hosted.openViewer('k', 'v', false)).rejects.toThrow('could not be made');
+    expect(hosted.size).toEqual({ units: 1, viewers: 0, sessions: 1 });
+    expect(await hosted.openViewer('k', 'v', false)).toBe('offer');
+    expect(hosted.size).toEqual({ units: 1, viewers: 1, sessions: 2 });
+    await hosted.close();
+    expect(hosted.size).toEqual({ units: 0, viewers: 0, sessions: 0 });
+  });
+});
+
+describe('closing a unit host', () => {
+  it('waits for the offers in flight and makes no unit after it', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units, { unitsPerPage: 4, unitsPerApp: 10 });
+    units.gated = true;
+    // An offer being answered, and a second offer of the same key waiting its turn behind it.
+    const first = hosted.present('k', { app: 'a', page: 'p' }, 'offer 1', events);
+    const second = hosted.present('k', { app: 'a', page: 'p' }, 'offer 2', events);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(units.made).toHaveLength(1);
+    await hosted.close();
+    // Anything still being described may finish now: close() is over.
+    units.gated = false;
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const unit of units.made) for (const session of unit.sessions) session.release();
+    // The first offer's session ended with the host, and the second found it closed: nobody gets an answer.
+    expect(await first).toBeUndefined();
+    expect(await second).toBeUndefined();
+    expect(units.made).toHaveLength(1);
+    expect(units.made.every((unit) => unit.closed)).toBe(true);
+    expect(hosted.size).toEqual({ units: 0, viewers: 0, sessions: 0 });
+    // And after: an offer or a viewer is refused quietly (nothing to answer).
+    expect(await hosted.present('k2', { app: 'a', page: 'p' }, 'offer 3', events)).toBeUndefined();
+    expect(units.made).toHaveLength(1);
+  });
+});
