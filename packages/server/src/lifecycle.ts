@@ -42,6 +42,7 @@ import { STREAM_CONNECT_TIMEOUT_MS, unitLimits, unitMedia } from './streams/opti
 import { streamModule } from './streams/stream-module.js';
 import { StreamService } from './streams/stream-service.js';
 import { iceConfig } from './units/ice-settings.js';
+import { MediaApps } from './units/media-apps.js';
 import { UnitHost } from './units/unit-host.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
@@ -269,11 +270,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // One set of forwarding units per node, for live streams and group calls in unit mode.
   const media = unitMedia(options.streams);
   iceConfig(media); // a wrong address fails the start, not a page's first offer
+  const mediaApps = new MediaApps({ list: () => engine.apps.list(), now, log });
   const units = new UnitHost({
     media,
     connectTimeoutMs: options.streams?.connectTimeoutMs ?? STREAM_CONNECT_TIMEOUT_MS,
     limits: unitLimits(options.streams),
     log,
+    severalApps: () => mediaApps.several(),
   });
   const groups = new GroupService({
     units,

@@ -53,6 +53,24 @@ describe('the unit budget of a node', () => {
     expect(refusedBy(() => budget.session('flood'))).toBe('fairShare');
   });
 
+  it('with no other app that could come (no reserve), an app alone may use the whole range', () => {
+    const budget = new UnitBudget({ unitsPerPage: 100, unitsPerApp: 100 }, 16);
+    for (let i = 0; i < 16; i++) expect(refusedBy(() => budget.session('one', false))).toBeUndefined();
+    expect(refusedBy(() => budget.unit('one', 'p', false))).toBeUndefined(); // werift then finds no port
+    expect(budget.held('one')).toBe(17);
+  });
+
+  it('without a reserve, apps holding sessions still share a short range among themselves', () => {
+    const budget = new UnitBudget({ unitsPerPage: 100, unitsPerApp: 100 }, 16);
+    budget.session('other', false);
+    for (let i = 0; i < 8; i++) expect(refusedBy(() => budget.session('one', false))).toBeUndefined();
+    // 7 of 16 free: not short yet, so the 9th and more go until a quarter is left.
+    for (let i = 0; i < 3; i++) expect(refusedBy(() => budget.session('one', false))).toBeUndefined();
+    // 4 free: short. Two apps hold sessions: 'one' holds 11, past its share of 16 / 2.
+    expect(refusedBy(() => budget.session('one', false))).toBe('fairShare');
+    expect(refusedBy(() => budget.session('other', false))).toBeUndefined();
+  });
+
   it('above a quarter free, any app may take more', () => {
     const budget = new UnitBudget({ unitsPerPage: 100, unitsPerApp: 100 }, 16);
     for (let i = 0; i < 11; i++) expect(refusedBy(() => budget.session('one'))).toBeUndefined();

@@ -1,7 +1,8 @@
 /**
  * What the forwarding units of one node may take, per app and per page, so that one app cannot
  * hold every media port of the node: a page and an app hold a bounded number of units, and when the
- * port range runs short an app holding more than its share of it is refused before any other app.
+ * port range runs short an app holding more than its share of it is refused before any other app
+ * (an app alone on a service of one app may use the whole range).
  * Each peer session (a unit's sender, or a page receiving from a unit) holds one port per media
  * address while it lives; the budget counts sessions, not the sockets themselves.
  */
@@ -58,8 +59,11 @@ export class UnitBudget {
     return app === undefined ? this.#sessions : (this.#sessionsOfApp.get(app) ?? 0);
   }
 
-  /** A new unit of `page` of `app` (its sender's session with it), or the bound it would pass. */
-  unit(app: string, page: string): Release {
+  /**
+   * A new unit of `page` of `app` (its sender's session with it), or the bound it would pass.
+   * `reserve`: another app may come (see #checkShare); false when no other app could use this node.
+   */
+  unit(app: string, page: string, reserve = true): Release {
     const ofPage = this.#unitsOfPage.get(page) ?? 0;
     if (ofPage >= this.#limits.unitsPerPage) {
       throw new UnitLimitError(
@@ -74,7 +78,7 @@ export class UnitBudget {
         `the app has ${ofApp} forwarding units on this node, its most (streams.unitsPerApp); try again later`,
       );
     }
-    this.#checkShare(app);
+    this.#checkShare(app, reserve);
     bump(this.#unitsOfPage, page, 1);
     bump(this.#unitsOfApp, app, 1);
     const session = this.#take(app);
@@ -88,9 +92,9 @@ export class UnitBudget {
     };
   }
 
-  /** A page's session receiving from a unit of `app`, or the bound it would pass. */
-  session(app: string): Release {
-    this.#checkShare(app);
+  /** A page's session receiving from a unit of `app`, or the bound it would pass; `reserve` as for `unit`. */
+  session(app: string, reserve = true): Release {
+    this.#checkShare(app, reserve);
     return this.#take(app);
   }
 
@@ -108,17 +112,20 @@ export class UnitBudget {
 
   /**
    * When a quarter of the range or less is free, an app holding its share or more is refused. Its
-   * share is the range divided among the apps holding sessions here plus one yet to come, so an app
-   * alone cannot take the last ports another app would need.
+   * share is the range divided among the apps holding sessions here, plus one yet to come when
+   * `reserve` (another app of the service may ask this node), so that one app cannot take the last
+   * ports another app's presenter would need. An app alone with no reserve may take every port.
    */
-  #checkShare(app: string): void {
+  #checkShare(app: string, reserve: boolean): void {
     const capacity = this.#capacity;
     if (capacity === undefined) return;
     const free = capacity - this.#sessions;
     if (free > Math.ceil(capacity / 4)) return;
     const mine = this.held(app);
     const others = this.#sessionsOfApp.size - (mine > 0 ? 1 : 0);
-    const share = Math.max(1, Math.floor(capacity / (others + 2)));
+    const sharing = others + 1 + (reserve ? 1 : 0);
+    if (sharing === 1) return;
+    const share = Math.max(1, Math.floor(capacity / sharing));
     if (mine < share) return;
     throw new UnitLimitError(
       'fairShare',

@@ -24,6 +24,11 @@ export interface UnitHostDeps {
   /** Units per page and per app on this node; DEFAULT_UNIT_LIMITS when absent. */
   limits?: UnitLimits;
   log: Logger;
+  /**
+   * Whether another app than one may ask this node for units (MediaApps): when not, an app alone
+   * may use the whole port range. Absent: always, a share is kept for an app yet to come.
+   */
+  severalApps?: () => Promise<boolean>;
   /** Makes a unit: a ForwardingUnit on `media`, unless a test gives fakes. */
   newUnit?: (media: IceSettings) => MediaUnit;
 }
@@ -102,9 +107,10 @@ export class UnitHost {
   async present(key: string, owner: UnitOwner, offerSdp: string, events: UnitEvents): Promise<string | undefined> {
     return this.#lanes.run(key, async () => {
       await this.#end(key);
+      const reserve = await this.#reserve();
       // The host closed while this offer waited its turn: no unit after close().
       if (this.#closed) return undefined;
-      const release = this.#budget.unit(owner.app, owner.page);
+      const release = this.#budget.unit(owner.app, owner.page, reserve);
       let unit: MediaUnit;
       let presenter: PresenterSession;
       try {
@@ -174,11 +180,12 @@ export class UnitHost {
   }
 
   async #openViewer(key: string, page: string, restart: boolean): Promise<string | undefined> {
+    const reserve = await this.#reserve();
     const hosted = this.#hosted.get(key);
     if (!hosted?.connected) return undefined;
     const existing = hosted.viewers.get(page);
     if (existing && !restart) return undefined;
-    const release = this.#budget.session(hosted.app);
+    const release = this.#budget.session(hosted.app, reserve);
     let viewer: ViewerSession;
     try {
       viewer = hosted.unit.createViewer(page);
@@ -250,6 +257,11 @@ export class UnitHost {
       if (this.#lanes.size === 0 && this.#hosted.size === 0) return;
       await this.#lanes.idle();
     }
+  }
+
+  /** Whether a share of a short range is kept for another app (see UnitBudget). */
+  async #reserve(): Promise<boolean> {
+    return this.#deps.severalApps === undefined ? true : this.#deps.severalApps();
   }
 
   #viewer(key: string, page: string): ViewerSession | undefined {
