@@ -186,6 +186,8 @@ export interface ErrorFrame {
   stream?: string;
   /** The group call of the frame refused, when it named one. */
   group?: string;
+  /** In a group call in unit mode: the page whose unit refused this page a session (no port, or a bound). */
+  from?: string;
 }
 
 export type ServerFrame =

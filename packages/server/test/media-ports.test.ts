@@ -1,9 +1,10 @@
 import { createSocket } from 'node:dgram';
 import { Realtime } from '@realtime/node';
+import { deriveKey } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newApp } from '../src/apps/generate.js';
 import type { App } from '../src/engines/types.js';
-import { waitFor } from './gateway-tools.js';
+import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 import { boundUdpPorts } from './proc-sockets.js';
@@ -202,5 +203,103 @@ describe('one app flooding offers that never connect', () => {
 
     // With its ports back, the flooding app may present again.
     expect((await present(p1, 'f1-again')).reply).toMatchObject({ t: 'stream.signal', stream: 'f1-again' });
+  }, 30_000);
+});
+
+const sdpType = (f: Frame) => (f.data as { sdp?: { type?: string } } | undefined)?.sdp?.type;
+
+describe('a viewer session that finds no free port', () => {
+  const noPort = 'the service has no free media port now; try again later';
+
+  it('tells the watching page unavailable, naming the stream, when it goes live and on each restart; a freed port is offered on the next restart', async () => {
+    // Two ports: the presenter's unit and one viewer's session; the other viewer finds none.
+    const range = await freeRange(2);
+    server = await startTestServer({ streams: { remoteAddresses: ['127.0.0.1'], portRange: range } });
+    const app = server.app;
+    const stream = 'one-seat';
+    const presenting = await pageOf(app);
+    const sdk = sdks[0] as Realtime;
+    const viewers = [await pageOf(app), await pageOf(app)].map((v) => v.page);
+    for (const page of viewers) {
+      const grant = await sdk.streamGrant(stream, { role: 'viewer' });
+      expect(await ask(page, { t: 'stream.watch', stream, grant })).toMatchObject({ live: false });
+    }
+    const { reply, peer } = await present(presenting, stream);
+    await peer.accept((reply.data as { sdp: { sdp: string } }).sdp.sdp);
+    await peer.connected;
+    const told = (page: RawPage) =>
+      page.next(
+        (f) => f.stream === stream && (f.t === 'error' || (f.t === 'stream.signal' && sdpType(f) === 'offer')),
+        'an offer or a refusal for the viewer',
+      );
+    const [a, b] = await Promise.all(viewers.map(told));
+    if (!a || !b) throw new Error('two answers');
+    const refused = a.t === 'error' ? 0 : 1;
+    expect([a.t, b.t].sort()).toStrictEqual(['error', 'stream.signal']);
+    const expected = { t: 'error', code: 'unavailable', message: `stream.signal: ${noPort}`, stream };
+    expect(refused === 0 ? a : b).toStrictEqual(expected);
+    const waiting = viewers[refused] as RawPage;
+    const seated = viewers[1 - refused] as RawPage;
+
+    // Asking again while the port is still taken: refused again, not left without a word.
+    waiting.send({ t: 'stream.signal', stream, data: { restart: true } });
+    expect(await told(waiting)).toStrictEqual(expected);
+
+    // The seated viewer leaves: its port is free, and the next restart gets an offer.
+    expect(await ask(seated, { t: 'stream.leave', stream })).toMatchObject({ t: 'stream.left' });
+    await waitFor(() => inRange(range).length === 1, 'the seated viewer’s port released', 5000);
+    waiting.send({ t: 'stream.signal', stream, data: { restart: true } });
+    expect(await told(waiting)).toMatchObject({ t: 'stream.signal', stream, data: { sdp: { type: 'offer' } } });
+  }, 30_000);
+
+  it('tells a group page unavailable, naming the group and the page whose unit refused', async () => {
+    // Three ports: ann's unit, ben's session on it, and ben's unit; ann's session on ben's unit finds none.
+    const range = await freeRange(3);
+    server = await startTestServer({
+      calls: { groupUnitFrom: 2, groupMaxPages: 4 },
+      streams: { remoteAddresses: ['127.0.0.1'], portRange: range },
+    });
+    const running = server;
+    const group = 'full-node';
+    const member = async (user: string) => {
+      const identity = await signToken({ sub: user, exp: nowSeconds() + 600 }, { secret: running.app.secret });
+      const page = await helloPage(running.url, running.app.key, identity);
+      pages.push(page);
+      const token = await signToken(
+        { sub: user, group, media: ['audio', 'video'], exp: nowSeconds() + 600 },
+        { key: deriveKey(running.app.secret, 'calls') },
+      );
+      const joined = await ask(page, { t: 'group.join', group, token });
+      expect(joined).toMatchObject({ t: 'group.joined', group });
+      return { page, id: joined.page as string };
+    };
+    const ann = await member('ann');
+    const ben = await member('ben');
+    const sendMedia = async (m: { page: RawPage; id: string }) => {
+      const peer = new StreamPeer();
+      peers.push(peer);
+      m.page.send({ t: 'group.signal', group, to: m.id, data: { sdp: { type: 'offer', sdp: await peer.offer() } } });
+      const answer = await m.page.next((f) => f.t === 'group.signal' && sdpType(f) === 'answer', 'its unit’s answer');
+      await peer.accept((answer.data as { sdp: { sdp: string } }).sdp.sdp);
+      await peer.connected;
+    };
+    await sendMedia(ann);
+    await ben.page.next(
+      (f) => f.t === 'group.signal' && f.from === ann.id && sdpType(f) === 'offer',
+      'the offer of ann’s unit',
+    );
+    await sendMedia(ben);
+    const expected = {
+      t: 'error',
+      code: 'unavailable',
+      message: `group.signal: ${noPort}`,
+      group,
+      from: ben.id,
+    };
+    const refusal = (f: Frame) => f.t === 'error' && f.group === group;
+    expect(await ann.page.next(refusal, 'the refusal of ben’s unit')).toStrictEqual(expected);
+    // A restart asked of ben's unit while the range is still full: refused again.
+    ann.page.send({ t: 'group.signal', group, to: ben.id, data: { restart: true } });
+    expect(await ann.page.next(refusal, 'the refusal of the restart')).toStrictEqual(expected);
   }, 30_000);
 });

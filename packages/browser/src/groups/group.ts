@@ -134,7 +134,7 @@ export class Group {
       peerLeft: (frame) => this.#frame(frame),
       mode: (frame) => this.#frame(frame),
       signal: (frame) => this.#frame(frame),
-      signalRefused: (error) => this.#signalRefused(error),
+      signalRefused: (error, from) => this.#signalRefused(error, from),
       refused: (error, ref) => this.#refused(error, ref),
       lost: (error, final) => this.#lost(error, final),
       leave: () => void this.leave(),
@@ -385,10 +385,15 @@ export class Group {
    * is the page it went to having left as it was sent, a race `peer-left` ends. While the page's offer
    * to its own unit waits for an answer, the refusal is of that offer (`unavailable`: no media port
    * free on the node; `bad_frame`: the unit could not use it): the page's media cannot go, and the
-   * group call fails with the service's code.
+   * group call fails with the service's code. A refusal `from` another page is that page's unit
+   * refusing this one a session (`unavailable`): that peer alone fails.
    */
-  #signalRefused(error: RealtimeSocketError): boolean {
+  #signalRefused(error: RealtimeSocketError, from: string | undefined): boolean {
     if (error.code === 'not_in_group') return true;
+    if (from !== undefined && from !== this.#page) {
+      this.#peers.get(from)?.refused(GroupError.of(error, this.name));
+      return true;
+    }
     if (this.#uplink?.offering) {
       this.#quit(GroupError.of(error, this.name));
       return true;

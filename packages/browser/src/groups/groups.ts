@@ -119,7 +119,8 @@ export class Groups {
     }
     // A refused signal (no ref) names its group: that group says whether it is a race it ends itself.
     const party = typeof frame.group === 'string' ? this.#routes.get(frame.group) : undefined;
-    if (party) return party.signalRefused(error);
+    const from = (frame as { from?: unknown }).from;
+    if (party) return party.signalRefused(error, typeof from === 'string' ? from : undefined);
     // A signal (no ref) to a page that left as it was sent: the race ends with `peer-left`, not an error.
     return frame.code === 'not_in_group' && (this.#live.size > 0 || this.#done.size > 0);
   }

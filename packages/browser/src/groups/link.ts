@@ -21,8 +21,11 @@ export interface GroupParty {
   signal(frame: GroupSignalInFrame): void;
   /** An error frame with the ref of its join or leave. */
   refused(error: RealtimeSocketError, ref: number): void;
-  /** An error frame without ref naming this group (a refused signal): true when the group takes it quietly. */
-  signalRefused(error: RealtimeSocketError): boolean;
+  /**
+   * An error frame without ref naming this group (a refused signal, or `from` a page whose unit
+   * refused this page a session): true when the group takes it.
+   */
+  signalRefused(error: RealtimeSocketError, from: string | undefined): boolean;
   /** The socket was lost (`final`: the client is closed for good). */
   lost(error: RealtimeSocketError, final: boolean): void;
   /** The page goes away or the client closes: leave. */

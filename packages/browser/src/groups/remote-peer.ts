@@ -104,6 +104,18 @@ export class RemotePeer implements GroupPeer {
     if (this.#state === 'connecting' || this.#state === 'connected') this.#rtc?.receive(data);
   }
 
+  /**
+   * The page's unit could not open a session for this page (`unavailable`: no media port free on
+   * its node, or a bound of its app): `failed` with that error, and no fresh offer is asked for (it
+   * would be refused the same). The unit's next offer brings the peer back.
+   */
+  refused(error: GroupError): void {
+    if (this.#state === 'left') return;
+    this.#drop();
+    this.#error = error;
+    this.#move('failed');
+  }
+
   /** The peer left, or this page did: the connection closes and the stream's tracks end. */
   close(): void {
     if (this.#state === 'left') return;

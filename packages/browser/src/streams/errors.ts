@@ -4,8 +4,9 @@ import { RealtimeSocketError, type RealtimeSocketErrorCode } from '../errors.js'
 /**
  * Why a page left a stream by an error: a {@link RealtimeSocketError} that also names the stream.
  * Codes: the service's (`stream_taken`, `stream_full`, `wrong_stream`, `not_in_stream`,
- * `bad_token`, `token_expired`, `not_included`), the socket's (`closed`) or the SDK's
- * (`media_failed`, `token_failed`, `unsupported`, `signal_too_large`, `peer_failed`).
+ * `bad_token`, `token_expired`, `not_included`, `unavailable`: no free media port, or a bound of
+ * the forwarding units), the socket's (`closed`) or the SDK's (`media_failed`, `token_failed`,
+ * `unsupported`, `signal_too_large`, `peer_failed`).
  *
  * @example
  * stream.on('left', ({ error }) => {

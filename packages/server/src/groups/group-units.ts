@@ -10,7 +10,7 @@ import type { PageSignals } from '../core/page-signals.js';
 import { nodeOfPage } from '../engines/node-id.js';
 import type { IceCandidateInit } from '../units/peer-sessions.js';
 import type { UnitHost } from '../units/unit-host.js';
-import type { UnitSignal } from '../units/unit-signal.js';
+import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
 
 /** Node messages of group calls: a page's requests for the unit of another page, on that page's node. */
 const NODE_KIND = 'group';
@@ -112,8 +112,24 @@ export class GroupUnits {
     }
   }
 
+  /**
+   * A session for `page` on the unit of `sender`, and the unit's offer to it; refused for want of a
+   * port or by a bound, the page gets `error` `unavailable` naming the group and `from` the sender.
+   */
   async #openViewer(app: string, group: string, sender: string, page: string, restart: boolean): Promise<void> {
-    const sdp = await this.#deps.units.openViewer(unitOf(app, group, sender), page, restart);
+    let sdp: string | undefined;
+    try {
+      sdp = await this.#deps.units.openViewer(unitOf(app, group, sender), page, restart);
+    } catch (error) {
+      const refusal = viewerRefusal(error);
+      if (!refusal) throw error;
+      const where = { err: error, app, group, page };
+      if (refusal.operator) this.#deps.log.error(where, 'a forwarding unit could not start a session');
+      else this.#deps.log.warn(where, 'a group page’s session was refused by a bound of the forwarding units');
+      const message = `group.signal: ${refusal.message}`;
+      await this.#deps.signals.toPage(app, page, { t: 'error', code: refusal.code, message, group, from: sender });
+      return;
+    }
     if (sdp === undefined) return;
     await this.#deps.signals.toPage(app, page, {
       t: 'group.signal',

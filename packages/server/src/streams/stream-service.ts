@@ -10,7 +10,7 @@ import { nodeOfPage } from '../engines/node-id.js';
 import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
 import type { IceCandidateInit } from '../units/peer-sessions.js';
 import type { UnitHost } from '../units/unit-host.js';
-import type { UnitSignal } from '../units/unit-signal.js';
+import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
 import type { StreamOptions } from './options.js';
 
 /** A node that has not renewed for this long is dead: its pages leave their streams. */
@@ -265,9 +265,24 @@ export class StreamService {
     }
   }
 
-  /** A viewer session for a watching page, and the unit's offer to it. */
+  /**
+   * A viewer session for a watching page, and the unit's offer to it; refused for want of a port or
+   * by a bound, the page gets `error` `unavailable` naming the stream instead (it may ask again).
+   */
   async #openViewer(app: string, stream: string, page: string, restart: boolean): Promise<void> {
-    const sdp = await this.#host.openViewer(unitOf(app, stream), page, restart);
+    let sdp: string | undefined;
+    try {
+      sdp = await this.#host.openViewer(unitOf(app, stream), page, restart);
+    } catch (error) {
+      const refusal = viewerRefusal(error);
+      if (!refusal) throw error;
+      const where = { err: error, app, stream, page };
+      if (refusal.operator) this.#deps.log.error(where, 'a forwarding unit could not start a session');
+      else this.#deps.log.warn(where, 'a viewer session was refused by a bound of the forwarding units');
+      const message = `stream.signal: ${refusal.message}`;
+      await this.#deps.signals.toPage(app, page, { t: 'error', code: refusal.code, message, stream });
+      return;
+    }
     if (sdp === undefined) return;
     await this.#deps.signals.toPage(app, page, { t: 'stream.signal', stream, data: { sdp: { type: 'offer', sdp } } });
   }

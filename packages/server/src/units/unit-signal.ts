@@ -54,3 +54,13 @@ export function unitRefusal(error: unknown): UnitRefusal {
   // werift could not take the description: the page's SDP is at fault, not the service.
   return { code: 'bad_frame', message: 'the forwarding unit could not use this signal', operator: false };
 }
+
+/**
+ * A receiving page's session that a unit could not open for want of a port or by a bound of its
+ * app: the page is told (`unavailable`), as it would otherwise wait for an offer that never comes.
+ * Undefined for any other failure, which is the service's and only logged.
+ */
+export function viewerRefusal(error: unknown): UnitRefusal | undefined {
+  if (!(error instanceof NoMediaPortError) && !(error instanceof UnitLimitError)) return undefined;
+  return unitRefusal(error);
+}
