@@ -1,9 +1,9 @@
-import { createSocket } from 'node:dgram';
 import { Realtime } from '@realtime/node';
 import { deriveKey } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newApp } from '../src/apps/generate.js';
 import type { App } from '../src/engines/types.js';
+import { freeRange } from './free-ports.js';
 import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
@@ -25,23 +25,6 @@ afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-/** `count` neighbouring UDP ports on 127.0.0.1 that are free now. */
-async function freeRange(count: number): Promise<[number, number]> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const first = 42_000 + Math.floor(Math.random() * 8000);
-    let all = true;
-    for (let port = first; port < first + count && all; port++) all = await free(port);
-    if (all) return [first, first + count - 1];
-  }
-  throw new Error(`no ${count} free neighbouring UDP ports found`);
-}
 
 async function ask(page: RawPage, frame: Frame): Promise<Frame> {
   const r = ++ref;

@@ -1,17 +1,17 @@
 /**
- * Every peer connection a forwarding unit opens gives its UDP port and descriptors back, however it
+ * Every peer connection a forwarding unit opens gives its UDP port and socket back, however it
  * ends: here a receiving page asks for fresh offers in a burst (each replaces the session before it,
  * often while that one's offer is still being made), then everyone leaves. The service runs in this
  * process, so /proc/self shows what the node holds.
  */
-import { createSocket } from 'node:dgram';
 import { Realtime } from '@realtime/node';
 import { deriveKey } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freeRange } from './free-ports.js';
 import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
-import { heldNow } from './proc-sockets.js';
+import { type Held, heldNow, openedSince } from './proc-sockets.js';
 import { StreamPeer } from './stream-peers.js';
 
 type Frame = Record<string, unknown>;
@@ -28,23 +28,6 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** `count` neighbouring UDP ports on 127.0.0.1 that are free now. */
-async function freeRange(count: number): Promise<[number, number]> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const first = 42_000 + Math.floor(Math.random() * 8000);
-    let all = true;
-    for (let port = first; port < first + count && all; port++) all = await free(port);
-    if (all) return [first, first + count - 1];
-  }
-  throw new Error(`no ${count} free neighbouring UDP ports found`);
-}
-
 async function page(identity?: string): Promise<RawPage> {
   const opened = await helloPage((server as TestServer).url, (server as TestServer).app.key, identity);
   pages.push(opened);
@@ -59,20 +42,16 @@ async function ask(on: RawPage, frame: Frame): Promise<Frame> {
 
 const sdpOf = (f: Frame) => (f.data as { sdp?: { type?: string; sdp: string } } | undefined)?.sdp;
 
-/** Waits (bounded) until the node holds no more descriptors and UDP ports than `start`, then says what it holds. */
-async function released(start: { descriptors: number; udpPorts: number }): Promise<void> {
+/** Waits (bounded) until the node holds no socket or UDP port it did not hold at `start`, then says which it still holds. */
+async function released(start: Held): Promise<void> {
+  const left = () => openedSince(start);
+  const none = (opened: ReturnType<typeof left>) => opened.sockets.length === 0 && opened.udpPorts.length === 0;
   await waitFor(
-    () => {
-      const now = heldNow();
-      return now.descriptors <= start.descriptors && now.udpPorts <= start.udpPorts;
-    },
-    `descriptors and UDP ports back to ${JSON.stringify(start)} (now ${JSON.stringify(heldNow())})`,
+    () => none(left()),
+    `the sockets opened since the start closed (still ${JSON.stringify(left())})`,
     10_000,
   ).catch(() => undefined);
-  const now = heldNow();
-  expect(now.udpPorts).toBe(start.udpPorts);
-  // Fewer is no leak: a store connection may have closed meanwhile.
-  expect(now.descriptors).toBeLessThanOrEqual(start.descriptors);
+  expect(left()).toStrictEqual({ sockets: [], udpPorts: [] });
 }
 
 describe('peer connections of forwarding units release their sockets', () => {

@@ -1,17 +1,12 @@
 /**
- * What this process holds open, read from /proc (Linux): its file descriptors and its UDP sockets.
+ * What this process holds open, read from /proc (Linux): its sockets and the ports of its UDP ones.
  * Tests run the service in-process, so these are the node's own: a media session that was not
- * released shows here as a descriptor and a bound UDP port that never go away.
+ * released shows here as a socket and a bound UDP port that never go away.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
-/** The open file descriptors of this process. */
-export function openDescriptors(): number {
-  return readdirSync('/proc/self/fd').length;
-}
-
 /** The inodes of this process's sockets (`socket:[inode]` links in /proc/self/fd). */
-function socketInodes(): Set<string> {
+export function socketInodes(): Set<string> {
   const inodes = new Set<string>();
   for (const fd of readdirSync('/proc/self/fd')) {
     let link: string;
@@ -49,7 +44,25 @@ export function boundUdpPorts(): number[] {
   return ports.sort((a, b) => a - b);
 }
 
-/** Both counts at once, for comparing before and after. */
-export function heldNow(): { descriptors: number; udpPorts: number } {
-  return { descriptors: openDescriptors(), udpPorts: boundUdpPorts().length };
+/** The sockets and UDP ports held now, for comparing before and after. */
+export interface Held {
+  sockets: Set<string>;
+  udpPorts: number[];
+}
+
+export function heldNow(): Held {
+  return { sockets: socketInodes(), udpPorts: boundUdpPorts() };
+}
+
+/**
+ * What is held now that was not at `start`: sockets by inode and UDP ports by number. Sets, not
+ * counts: an unrelated socket closing meanwhile cannot hide one left open.
+ */
+export function openedSince(start: Held): { sockets: string[]; udpPorts: number[] } {
+  const now = heldNow();
+  const before = new Set(start.udpPorts);
+  return {
+    sockets: [...now.sockets].filter((inode) => !start.sockets.has(inode)),
+    udpPorts: now.udpPorts.filter((port) => !before.has(port)),
+  };
 }
