@@ -3,6 +3,7 @@ import { Realtime } from '@realtime/node';
 import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freeRange } from '../../packages/server/test/free-ports.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { startReceiver } from '../../packages/server/test/receiver.js';
 import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
@@ -488,6 +489,52 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
       await on.sdk.close();
       await small.close();
       await ports.release();
+    }
+  });
+
+  it('a peer whose unit finds no media port for this page fails alone with unavailable; the group stays', async () => {
+    // Three ports: hal's unit, ivy's session on it and ivy's unit; hal's session on ivy's unit finds none.
+    const range = await freeRange(3);
+    const small = await startTestServer({
+      calls: { groupUnitFrom: 1 },
+      streams: { remoteAddresses: ['127.0.0.1'], portRange: range },
+    });
+    const on = { server: small, sdk: new Realtime({ url: small.url, key: small.app.key, secret: small.app.secret }) };
+    try {
+      const group = 'three-ports';
+      const [hal, ivy] = (await Promise.all([phone('hal', on), phone('ivy', on)])) as [Page, Page];
+      await join(hal, 'hal', group, on);
+      await seen(hal, 'state', 'joined');
+      await sending(hal);
+      await join(ivy, 'ivy', group, on);
+      await sending(ivy);
+      await flowingFrom(ivy, ['hal']);
+      const failed = await hal.waitForFunction(
+        () => {
+          const group = (window as unknown as UnitWindow).group;
+          const peer = group?.peers.find((p) => p.user === 'ivy');
+          return peer?.state === 'failed'
+            ? [group?.state, peer.error?.code, peer.error?.group, peer.error?.message]
+            : undefined;
+        },
+        undefined,
+        { timeout: 20_000 },
+      );
+      expect(await failed.jsonValue()).toEqual([
+        'joined',
+        'unavailable',
+        group,
+        'group.signal: the service has no free media port now; try again later',
+      ]);
+      // Refused, not a connection that failed: no fresh offer is asked for, and nothing else ends.
+      expect(await errors(hal)).toEqual([]);
+      expect(await errors(ivy)).toEqual([]);
+      expect((await log(hal)).filter((e) => e[0] === 'peer-state' && e[1] === 'ivy').map((e) => e[2])).toEqual([
+        'failed',
+      ]);
+    } finally {
+      await on.sdk.close();
+      await small.close();
     }
   });
 });

@@ -2,6 +2,7 @@ import { Realtime } from '@realtime/node';
 import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freeRange } from '../../packages/server/test/free-ports.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { startReceiver } from '../../packages/server/test/receiver.js';
 import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
@@ -57,11 +58,11 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     await env?.receiver.close();
   });
 
-  /** A connected page of `user` (anonymous without one), ICE candidates kept to 127.0.0.1 both ways. */
-  async function open(user?: string): Promise<Page> {
+  /** A connected page of `user` (anonymous without one) on `on`, ICE candidates kept to 127.0.0.1 both ways. */
+  async function open(user?: string, on: Pick<typeof env, 'server' | 'sdk'> = env): Promise<Page> {
     const page = await openSdkPage(browser, pages.url);
     opened.push(page);
-    const identity = user === undefined ? undefined : await env.sdk.identityToken(user);
+    const identity = user === undefined ? undefined : await on.sdk.identityToken(user);
     await page.evaluate(
       ({ url, site, identity }) => {
         const w = window as unknown as StreamWindow;
@@ -73,7 +74,7 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
         w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: loopback } });
         w.client.on('$error', (error) => w.log.push(['$error', error.code, error.message]));
       },
-      { url: env.server.url, site: env.server.app.key, identity },
+      { url: on.server.url, site: on.server.app.key, identity },
     );
     await page.waitForFunction(() => (window as unknown as StreamWindow).client.state === 'connected');
     return page;
@@ -326,6 +327,34 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     expect(hooks('other-stage')).toEqual([]);
     expect(hooks(name).filter((e) => e.user === 'p2')).toEqual([]);
   });
+  it('a viewer the forwarding unit has no media port for leaves with unavailable; the seated viewer keeps the media', async () => {
+    // Two ports: the presenter's unit and one viewer's session.
+    const small = await startTestServer({ streams: { remoteAddresses: ['127.0.0.1'], portRange: await freeRange(2) } });
+    const on = { server: small, sdk: new Realtime({ url: small.url, key: small.app.key, secret: small.app.secret }) };
+    try {
+      const name = 'one-seat';
+      const [presenter, seated, late] = [await open('p1', on), await open('v1', on), await open('v2', on)];
+      await enter(presenter, name, await on.sdk.streamGrant(name, { role: 'presenter', userId: 'p1' }));
+      await enter(seated, name, await on.sdk.streamGrant(name, { role: 'viewer', userId: 'v1' }));
+      await decodes(seated, 0);
+      await enter(late, name, await on.sdk.streamGrant(name, { role: 'viewer', userId: 'v2' }));
+      expect(await seen(late, 'left', 0)).toEqual(['left', 0, 'unavailable']);
+      const error = await late.evaluate(() =>
+        (window as unknown as StreamWindow).streams[0]?.left.then(({ error }) => [error?.stream, error?.message]),
+      );
+      expect(error).toEqual([name, 'stream.signal: the service has no free media port now; try again later']);
+      expect(await state(late, 0)).toBe('left');
+      expect((await log(late)).filter((e) => e[0] === '$error')).toEqual([]);
+      const before = (await received(seated, 0)).framesDecoded;
+      await expect
+        .poll(async () => (await received(seated, 0)).framesDecoded, { timeout: 30_000, interval: 250 })
+        .toBeGreaterThan(before);
+    } finally {
+      await on.sdk.close();
+      await small.close();
+    }
+  });
+
   it('a viewer whose socket drops goes back on the stream with the next one, and gets the media again', async () => {
     const name = 'rejoin';
     const presenter = await open('rp');
