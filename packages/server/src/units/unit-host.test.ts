@@ -3,7 +3,7 @@
  * session fails, and that its close leaves no unit made after it.
  */
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type IceCandidateInit,
   type PresenterSession,
@@ -197,5 +197,37 @@ describe('closing a unit host', () => {
     // And after: an offer or a viewer is refused quietly (nothing to answer).
     expect(await hosted.present('k2', { app: 'a', page: 'p' }, 'offer 3', events)).toBeUndefined();
     expect(units.made).toHaveLength(1);
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('waits at most 10 s for a step that hangs (a store read); the step makes nothing when it ends later', async () => {
+    vi.useFakeTimers();
+    const units = new FakeUnits();
+    let answer: (several: boolean) => void = () => {};
+    const read = new Promise<boolean>((resolve) => {
+      answer = resolve;
+    });
+    const hosted = new UnitHost({
+      media: { hostAddresses: ['127.0.0.1'], portRange: [40000, 40015] },
+      connectTimeoutMs: 60_000,
+      log,
+      newUnit: units.newUnit,
+      severalApps: () => read,
+    });
+    const offer = hosted.present('k', { app: 'a', page: 'p' }, 'offer', events);
+    let closed = false;
+    const closing = hosted.close().then(() => {
+      closed = true;
+    });
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(closed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await closing;
+    answer(true);
+    expect(await offer).toBeUndefined();
+    expect(units.made).toHaveLength(0);
   });
 });

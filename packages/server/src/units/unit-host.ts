@@ -17,6 +17,9 @@ import {
 } from './peer-sessions.js';
 import { DEFAULT_UNIT_LIMITS, rangeCapacity, UnitBudget, type UnitLimits } from './unit-budget.js';
 
+/** How long close() waits for the steps in flight (a session's end waits at most 5 s for its description). */
+const CLOSE_WAIT_MS = 10_000;
+
 export interface UnitHostDeps {
   media: IceSettings;
   /** A session whose media has not connected by then ends as failed, and its port is free again. */
@@ -247,16 +250,25 @@ export class UnitHost {
   /**
    * Ends every unit. Steps of the lanes still running or waiting end first (an offer being answered
    * ends with its unit; one that waited its turn finds the host closed), so no unit outlives this.
+   * The wait is bounded (a store read that hangs): a step that ends later still makes nothing.
    */
   async close(): Promise<void> {
     this.#closed = true;
-    for (;;) {
-      const all = [...this.#hosted.values()];
-      this.#hosted.clear();
-      await Promise.all(all.map((hosted) => hosted.unit.close()));
-      if (this.#lanes.size === 0 && this.#hosted.size === 0) return;
-      await this.#lanes.idle();
-    }
+    await this.#endAll();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      timer.unref();
+    });
+    await Promise.race([this.#lanes.idle(), bound]);
+    clearTimeout(timer);
+    await this.#endAll();
+  }
+
+  async #endAll(): Promise<void> {
+    const all = [...this.#hosted.values()];
+    this.#hosted.clear();
+    await Promise.all(all.map((hosted) => hosted.unit.close()));
   }
 
   /** Whether a share of a short range is kept for another app (see UnitBudget). */
