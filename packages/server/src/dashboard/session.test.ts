@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
 import { MemoryDashboardSessionStore } from '../engines/memory/dashboard-sessions.js';
 import { csrfMatches, SESSION_SECONDS, SessionKeys } from './session.js';
-import { DashboardSessions, SESSION_CHECK_MS } from './sessions.js';
+import { DashboardSessions, SECRET_READ_MS, SESSION_CHECK_MS } from './sessions.js';
 
 const T0 = 1_800_000_000_000;
 const TWELVE_H = SESSION_SECONDS * 1000;
@@ -101,46 +101,103 @@ describe('DashboardSessions over a store', () => {
     expect(await new DashboardSessions(store, 'scrypt$old').read(cookie, T0)).toBeDefined();
   });
 
-  it('follows a secret that changed in the store (a Redis that lost it, made again by another node)', async () => {
+  it('follows a secret that changed in the store (a Redis that lost it, made again by another node) within a second', async () => {
     let store = new MemoryDashboardSessionStore();
+    let clock = T0;
     const shared: DashboardSessionStore = {
       signingSecret: (candidate) => store.signingSecret(candidate),
+      storedSecret: () => store.storedSecret(),
       open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
       isOpen: (id, nowMs) => store.isOpen(id, nowMs),
       close: (id) => store.close(id),
     };
-    const [a, b] = [new DashboardSessions(shared, 'scrypt$h'), new DashboardSessions(shared, 'scrypt$h')];
+    const options = { now: () => clock };
+    const [a, b] = [
+      new DashboardSessions(shared, 'scrypt$h', options),
+      new DashboardSessions(shared, 'scrypt$h', options),
+    ];
     const before = await a.issue(T0);
     expect(await b.read(before.cookie, T0)).toBeDefined();
     store = new MemoryDashboardSessionStore();
     // Sessions of the lost store are gone; the next ones, made by either node, are taken by both.
     expect(await a.read(before.cookie, T0)).toBeUndefined();
     const after = await b.issue(T0);
+    // a read the secret at its own sign-in, less than a second ago: it reads it again a second on.
+    expect(await a.read(after.cookie, T0)).toBeUndefined();
+    clock += SECRET_READ_MS;
     expect((await a.read(after.cookie, T0))?.csrf).toBe(after.csrf);
     const again = await a.issue(T0);
     expect((await b.read(again.cookie, T0))?.csrf).toBe(again.csrf);
   });
 
   it('a value not of the signed form costs no store call', async () => {
-    let calls = 0;
-    const store = new MemoryDashboardSessionStore();
-    const counted: DashboardSessionStore = {
-      signingSecret: (candidate) => {
-        calls++;
-        return store.signingSecret(candidate);
-      },
-      open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
-      isOpen: (id, nowMs) => {
-        calls++;
-        return store.isOpen(id, nowMs);
-      },
-      close: (id) => store.close(id),
-    };
+    const { counts, counted } = counting(new MemoryDashboardSessionStore());
     const sessions = new DashboardSessions(counted, 'scrypt$h');
     for (const value of [undefined, '', 'made-up', 'v2.1.2.3', `v1.${T0}.x.y`]) {
       expect(await sessions.read(value, T0)).toBeUndefined();
     }
-    expect(calls).toBe(0);
+    expect(counts).toEqual({ made: 0, read: 0, isOpen: 0 });
+  });
+
+  /** The store with every call counted: `made` the secret's write-if-absent, `read` its plain read. */
+  function counting(store: MemoryDashboardSessionStore) {
+    const counts = { made: 0, read: 0, isOpen: 0 };
+    const counted: DashboardSessionStore = {
+      signingSecret: (candidate) => {
+        counts.made++;
+        return store.signingSecret(candidate);
+      },
+      storedSecret: () => {
+        counts.read++;
+        return store.storedSecret();
+      },
+      open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
+      isOpen: (id, nowMs) => {
+        counts.isOpen++;
+        return store.isOpen(id, nowMs);
+      },
+      close: (id) => store.close(id),
+    };
+    return { counts, counted };
+  }
+
+  /** A cookie of the signed form, issued at `nowMs`, whose signature is made up. */
+  const forged = (nowMs: number) =>
+    `v2.${Math.floor(nowMs / 1000)}.${randomBytes(16).toString('base64url')}.${randomBytes(32).toString('base64url')}`;
+
+  it('a forged cookie of the signed form writes nothing, and the secret is read at most once a second', async () => {
+    let clock = T0;
+    const store = new MemoryDashboardSessionStore();
+    const real = await new DashboardSessions(store, 'scrypt$h').issue(T0);
+    const { counts, counted } = counting(store);
+    const sessions = new DashboardSessions(counted, 'scrypt$h', { now: () => clock });
+    // At once (requests in flight together) and one after another, within a second.
+    const together = await Promise.all(Array.from({ length: 50 }, () => sessions.read(forged(T0), T0)));
+    expect(together.every((session) => session === undefined)).toBe(true);
+    for (let i = 0; i < 50; i++) expect(await sessions.read(forged(T0), T0)).toBeUndefined();
+    expect(counts).toEqual({ made: 0, read: 1, isOpen: 0 });
+    clock += 999;
+    expect(await sessions.read(forged(T0), T0)).toBeUndefined();
+    expect(counts.read).toBe(1);
+    clock += 1;
+    for (let i = 0; i < 20; i++) expect(await sessions.read(forged(T0), T0)).toBeUndefined();
+    expect(counts).toEqual({ made: 0, read: 2, isOpen: 0 });
+    // The real cookie still reads, with no read of the secret: its keys are known.
+    expect((await sessions.read(real.cookie, T0))?.csrf).toBe(real.csrf);
+    expect(counts).toEqual({ made: 0, read: 2, isOpen: 1 });
+  });
+
+  it('a forged cookie makes no secret in a store that has none', async () => {
+    const store = new MemoryDashboardSessionStore();
+    const { counts, counted } = counting(store);
+    const sessions = new DashboardSessions(counted, 'scrypt$h', { now: () => T0 });
+    for (let i = 0; i < 10; i++) expect(await sessions.read(forged(T0), T0)).toBeUndefined();
+    expect(counts.made).toBe(0);
+    expect(counts.read).toBeLessThanOrEqual(1);
+    expect(store.storedSecret()).toBeUndefined();
+    // The first sign-in makes it; this node follows it once a second has passed.
+    const { cookie } = await new DashboardSessions(store, 'scrypt$h').issue(T0);
+    expect(await new DashboardSessions(counted, 'scrypt$h', { now: () => T0 + 1000 }).read(cookie, T0)).toBeDefined();
   });
 });
 
@@ -186,6 +243,7 @@ describe('watching a session (streams that outlive their request)', () => {
     let failing = true;
     const flaky: DashboardSessionStore = {
       signingSecret: (candidate) => store.signingSecret(candidate),
+      storedSecret: () => store.storedSecret(),
       open: (id, expiresMs, nowMs) => store.open(id, expiresMs, nowMs),
       isOpen: (id, nowMs) => {
         if (failing) throw new Error('unavailable');

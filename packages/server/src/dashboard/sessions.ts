@@ -9,6 +9,17 @@ import { looksSigned, type Session, SessionKeys } from './session.js';
 
 /** How often the sessions of open streams (live consoles) are read again: one signed out elsewhere ends by then. */
 export const SESSION_CHECK_MS = 5_000;
+/**
+ * How often a cookie that does not verify may have this node read the secret again (it may be of a
+ * secret another node made after the store lost its own): a flood of forged cookies costs a read a
+ * second, no more.
+ */
+export const SECRET_READ_MS = 1_000;
+
+interface Keys {
+  secret: Buffer;
+  keys: SessionKeys;
+}
 
 export class DashboardSessions {
   readonly #store: DashboardSessionStore;
@@ -16,7 +27,10 @@ export class DashboardSessions {
   readonly #now: () => number;
   readonly #checkMs: number;
   /** The keys of the secret last read from the store. */
-  #keys: { secret: Buffer; keys: SessionKeys } | undefined;
+  #keys: Keys | undefined;
+  /** When this node last read the secret (its own clock), and the read in flight. */
+  #readAt = Number.NEGATIVE_INFINITY;
+  #reading: Promise<Keys | undefined> | undefined;
   /** What to call when a watched session ends, by session id. */
   readonly #watchers = new Map<string, Set<() => void>>();
   #timer: NodeJS.Timeout | undefined;
@@ -35,8 +49,10 @@ export class DashboardSessions {
 
   /** A new session: its cookie's value and CSRF token; recorded in the store before it is answered. */
   async issue(nowMs: number): Promise<{ cookie: string; csrf: string }> {
-    // The secret read again: a Redis that lost it (and got a new one from another node) is followed.
-    const { keys } = await this.#fresh();
+    // The secret read again (made if none): a Redis that lost it (and got a new one from another
+    // node) is followed. Only a right password gets here, so the write-if-absent is no one's to flood.
+    const { keys } = this.#known(await this.#store.signingSecret(randomBytes(32)));
+    this.#readAt = this.#now();
     const { cookie, session } = keys.issue(nowMs);
     await this.#store.open(session.id, session.expiresMs, nowMs);
     return { cookie, csrf: session.csrf };
@@ -45,13 +61,13 @@ export class DashboardSessions {
   /** The open session of a cookie value, or undefined: forged, expired, ended, or of another password. */
   async read(cookie: string | undefined, nowMs: number): Promise<Session | undefined> {
     if (cookie === undefined || !looksSigned(cookie)) return undefined;
-    const known = this.#keys ?? (await this.#fresh());
-    let session = known.keys.read(cookie, nowMs);
+    const known = this.#keys;
+    let session = known?.keys.read(cookie, nowMs);
     if (session === undefined) {
-      // Signed with a secret this node has not seen (the store lost its own and another node made
-      // a new one): read it once more. A forged cookie costs one read, as a real one does.
-      const fresh = await this.#fresh();
-      if (!fresh.secret.equals(known.secret)) session = fresh.keys.read(cookie, nowMs);
+      // Maybe signed with a secret this node has not seen (the store lost its own and another node
+      // made a new one): read it again, at most once a second, never writing.
+      const fresh = await this.#reread();
+      if (fresh !== undefined && fresh !== known) session = fresh.keys.read(cookie, nowMs);
     }
     if (session === undefined) return undefined;
     return (await this.#store.isOpen(session.id, nowMs)) ? session : undefined;
@@ -117,8 +133,30 @@ export class DashboardSessions {
     this.#timer = undefined;
   }
 
-  async #fresh(): Promise<{ secret: Buffer; keys: SessionKeys }> {
-    const secret = Buffer.from(await this.#store.signingSecret(randomBytes(32)));
+  /**
+   * The keys of the stored secret, read again if the last read is SECRET_READ_MS old (requests at
+   * once share one read); else those known (undefined: the store had no secret, so no session).
+   */
+  #reread(): Promise<Keys | undefined> {
+    if (this.#reading !== undefined) return this.#reading;
+    const now = this.#now();
+    if (now - this.#readAt < SECRET_READ_MS) return Promise.resolve(this.#keys);
+    this.#readAt = now;
+    const reading = (async () => {
+      try {
+        const secret = await this.#store.storedSecret();
+        return secret === undefined ? this.#keys : this.#known(secret);
+      } finally {
+        this.#reading = undefined;
+      }
+    })();
+    this.#reading = reading;
+    return reading;
+  }
+
+  /** The keys of `secret`: those known when it is the same (so they compare equal), else new ones. */
+  #known(stored: Buffer): Keys {
+    const secret = Buffer.from(stored);
     if (this.#keys?.secret.equals(secret)) return this.#keys;
     this.#keys = { secret, keys: new SessionKeys(secret, this.#passwordHash) };
     return this.#keys;

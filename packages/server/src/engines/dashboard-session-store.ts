@@ -13,6 +13,11 @@ export interface DashboardSessionStore {
    * kept across restarts (the data folder's, or Redis's while it keeps its data).
    */
   signingSecret(candidate: Buffer): MaybePromise<Buffer>;
+  /**
+   * The stored secret, or undefined when none was made yet: a read only, for checking a cookie
+   * (anyone can send one, so checking it must never write).
+   */
+  storedSecret(): MaybePromise<Buffer | undefined>;
   /** Records an open session until `expiresMs` (caller's clock; `nowMs` bounds how long it is kept). */
   open(id: string, expiresMs: number, nowMs: number): MaybePromise<void>;
   /** Whether the session is recorded, not closed, and not expired at `nowMs`. */

@@ -52,6 +52,15 @@ export function dashboardSessionsContract(name: string, makeStore: () => Promise
       expect(Buffer.from(await peer.signingSecret(second)).equals(first)).toBe(true);
     });
 
+    it('reading the secret makes none: undefined until one is made, then the kept one on every node', async () => {
+      expect(await store.storedSecret()).toBeUndefined();
+      expect(await peer.storedSecret()).toBeUndefined();
+      const secret = randomBytes(32);
+      await store.signingSecret(secret);
+      expect(Buffer.from((await peer.storedSecret()) ?? Buffer.alloc(0)).equals(secret)).toBe(true);
+      expect(Buffer.from((await store.storedSecret()) ?? Buffer.alloc(0)).equals(secret)).toBe(true);
+    });
+
     it('two nodes making the secret at once agree on one', async () => {
       const [a, b] = await Promise.all([store.signingSecret(randomBytes(32)), peer.signingSecret(randomBytes(32))]);
       expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);

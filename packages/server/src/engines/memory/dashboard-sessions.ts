@@ -11,6 +11,10 @@ export class MemoryDashboardSessionStore implements DashboardSessionStore {
     return Buffer.from(this.#secret);
   }
 
+  storedSecret(): Buffer | undefined {
+    return this.#secret === undefined ? undefined : Buffer.from(this.#secret);
+  }
+
   open(id: string, expiresMs: number, nowMs: number): void {
     for (const [other, ends] of this.#open) if (ends <= nowMs) this.#open.delete(other);
     this.#open.set(id, expiresMs);

@@ -31,6 +31,11 @@ export class RedisDashboardSessionStore implements DashboardSessionStore {
     return Buffer.from(String(kept), 'base64url');
   }
 
+  async storedSecret(): Promise<Buffer | undefined> {
+    const kept = await this.#client.call((redis) => redis.get(this.#client.key('dash:secret')));
+    return kept === null ? undefined : Buffer.from(kept, 'base64url');
+  }
+
   async open(id: string, expiresMs: number, nowMs: number): Promise<void> {
     const ttl = Math.max(1, Math.ceil(expiresMs - nowMs));
     await this.#client.call((redis) => redis.set(this.#session(id), String(expiresMs), 'PX', ttl));

@@ -41,6 +41,11 @@ export class SqliteDashboardSessionStore implements DashboardSessionStore {
     return Buffer.from(row.value, 'base64url');
   });
 
+  readonly storedSecret = withStoreErrors((): Buffer | undefined => {
+    const row = this.#secret.get();
+    return row === undefined ? undefined : Buffer.from(row.value, 'base64url');
+  });
+
   readonly open = withStoreErrors((id: string, expiresMs: number, nowMs: number): void => {
     this.#prune.run(nowMs);
     this.#open.run(id, expiresMs);
