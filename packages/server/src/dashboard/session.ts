@@ -5,7 +5,8 @@
  * its issue time, which the cookie carries under the signature, so no cookie can ask for longer.
  * Whether the session was ended (signed out) is the store's record's to say (sessions.ts).
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { timingSafeEqualString } from '@realtime/protocol';
 
 export const SESSION_COOKIE = 'rt_dashboard';
 export const SESSION_SECONDS = 12 * 3600;
@@ -25,16 +26,9 @@ export interface Session {
 
 const mac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest('base64url');
 
-/** Whether two strings are the same, in constant time. */
-export function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
 /** Whether `given` is the session's CSRF token (constant time). */
 export function csrfMatches(session: Session, given: string | undefined): boolean {
-  return given !== undefined && same(given, session.csrf);
+  return given !== undefined && timingSafeEqualString(given, session.csrf);
 }
 
 /** Whether a cookie value has the form of one this service signs (its signature unchecked). */
@@ -66,7 +60,7 @@ export class SessionKeys {
     const parts = cookie === undefined ? null : FORM.exec(cookie);
     if (!parts) return undefined;
     const [, issuedText, id, signature] = parts as unknown as [string, string, string, string];
-    if (!same(signature, mac(this.#key, `v2.${issuedText}.${id}`))) return undefined;
+    if (!timingSafeEqualString(signature, mac(this.#key, `v2.${issuedText}.${id}`))) return undefined;
     const issued = Number(issuedText);
     if (issued * 1000 > nowMs + SKEW_S * 1000) return undefined;
     const session = this.#session(issued, id);
