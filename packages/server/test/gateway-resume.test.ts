@@ -181,13 +181,19 @@ describe('page gateway: history replay and resume', () => {
     await waitFor(() => roomEvents(q, room).length === 5, 'the 5 kept events');
     expect(roomEvents(q, room).map((f) => f.id)).toEqual(ids);
 
-    // A room that never kept anything, resumed from an id given after its stream began (an id from
-    // before names an event of a stream that may have been lost: truncated).
-    expect(await join(q, 'resume-never-kept')).toMatchObject({ replay: 0 });
-    const [given] = await emitKept(`${room}-elsewhere`, 'kept', 1, [100, 1]);
-    const empty = await join(q, 'resume-never-kept', { since: given });
-    expect(empty).toMatchObject({ replay: 0 });
-    expect(empty).not.toHaveProperty('truncated');
+    // A room that never kept anything: a page resumes from the id of the last (unkept) event it saw
+    // there, with or without the epoch, and missed nothing.
+    const never = 'resume-never-kept';
+    const seen = await join(q, never);
+    expect(seen).toMatchObject({ replay: 0 });
+    await sdk.emit({ rooms: [never], event: 'live', data: 'unkept' });
+    const last = (await q.next(isEvent('live', never))).id;
+    expect(seen.epoch).toEqual(expect.any(String));
+    for (const extra of [{ since: last }, { since: last, epoch: seen.epoch }]) {
+      const empty = await join(q, never, extra);
+      expect(empty).toMatchObject({ replay: 0 });
+      expect(empty).not.toHaveProperty('truncated');
+    }
   });
 
   it('live events arriving while pages resume are neither lost nor duplicated', async () => {

@@ -824,7 +824,7 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
     });
 
     describe("the stream's beginning", () => {
-      it("answers `since` an id from before the room's stream began truncated, with or without the epoch", async () => {
+      it("answers `since` an id from before the room's stream began truncated unless the reader has the new epoch", async () => {
         // Only stores whose harness can lose the data (all so far) have anything to check here.
         if (!harness.wipe) return;
         const old = await fill('a', 'lobby', 3, KEEP_ALL, T0);
@@ -843,7 +843,12 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
         expect(stale).toMatchObject({ remaining: 0, truncated: true, dropped: false });
         expect(ids(stale.events)).toEqual(next);
         const epoch = stale.epoch;
-        expect(await store.since('a', 'lobby', old[1] ?? '', later, undefined, epoch)).toEqual(stale);
+        // With the new epoch the reader was told of the gap when it got that epoch (and reloaded): its
+        // old id is not a gap again, and the new stream's events still come.
+        expect(await store.since('a', 'lobby', old[1] ?? '', later, undefined, epoch)).toEqual({
+          ...stale,
+          truncated: false,
+        });
         // An id of the new stream resumes as ever, with or without its epoch.
         for (const given of [undefined, epoch]) {
           const resumed = await store.since('a', 'lobby', next[0] ?? '', later, undefined, given);

@@ -38,8 +38,12 @@ if ARGV[5] ~= '' and ARGV[5] ~= room.epoch then
 else
   local dropped = room.dropped ~= nil and later(room.dropped, after)
   local missed = room.unkept ~= nil and later(room.unkept, after)
-  -- An id from before the stream began names an event of a lost one (0-0 names none: "from the start").
-  local before = room.began ~= nil and after[1] > 0 and later(room.began, after)
+  -- Without the epoch, an id from before the stream began names an event of a lost one (0-0 names
+  -- none: "from the start"), unless the stream still holds it: a restart that kept the data (a new
+  -- generation) keeps its events below where the new epoch began. With the room's epoch, the reader
+  -- saw only this stream, kept events included: nothing was lost.
+  local before = ARGV[5] == '' and room.began ~= nil and after[1] > 0 and later(room.began, after)
+    and #redis.call('xrange', room.k.s, fmt(after), fmt(after)) == 0
   if dropped then out[3] = 1 end
   if dropped or missed or before then out[4] = 1 end
 end

@@ -141,6 +141,39 @@ describe('RedisHistoryStore across Redis restarts', () => {
     expect(await history.since('a', 'quiet', quiet, now + 100)).toMatchObject({ events: [], truncated: true });
   });
 
+  it('resumes a page that lost nothing after a restart that kept the data: only ids of the lost stream are truncated', async () => {
+    redis = await startRedis({ persistence: 'rdb' });
+    const { client, history } = await node(redis.url, uniquePrefix('kept'));
+    const saved = [await append(history, 'lobby', '1'), await append(history, 'lobby', '2')];
+    await append(history, 'quiet', 'q');
+    const quietKept = (await history.last('a', 'quiet', 1, T0)).events[0]?.id ?? '';
+    await client.call((r) => r.save());
+    // Acknowledged, then lost: the snapshot was taken before it.
+    const lost = await append(history, 'lobby', '3');
+
+    await redis.restart({ keepData: true });
+    await untilItWorks(() => client.check());
+    // The new generation's stream begins after every kept id.
+    const later = T0 + 60_000;
+    // A page joining now: the quiet room's newest is a kept id from before the new generation.
+    const joined = await history.last('a', 'quiet', 1, later);
+    expect(joined.events.map((e) => e.id)).toEqual([quietKept]);
+    for (const epoch of [joined.epoch, undefined]) {
+      expect(await history.since('a', 'quiet', quietKept, later, undefined, epoch)).toMatchObject({
+        events: [],
+        truncated: false,
+      });
+    }
+    const lobby = (await history.last('a', 'lobby', 10, later)).epoch;
+    for (const epoch of [lobby, undefined]) {
+      const resumed = await history.since('a', 'lobby', saved[0] ?? '', later, undefined, epoch);
+      expect(resumed).toMatchObject({ truncated: false, dropped: false });
+      expect(resumed.events.map((e) => e.id)).toEqual([saved[1]]);
+    }
+    // An id the snapshot lost names an event of the lost stream: truncated without the epoch too.
+    expect(await history.since('a', 'lobby', lost, later)).toMatchObject({ truncated: true, dropped: false });
+  });
+
   it('keeps the epoch when a node restarts but Redis does not', async () => {
     redis = await startRedis();
     const prefix = uniquePrefix('node-restart');

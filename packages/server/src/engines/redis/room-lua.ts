@@ -6,8 +6,9 @@
  * four consecutive KEYS:
  * - `:m` meta hash: e epoch, g generation written under, l newest id issued (kept or not),
  *   k newest id kept, d newest id dropped (limit, age or TTL), u newest id issued and not kept,
- *   b where the epoch's stream began (`<ms>-0`: every id of the stream is at or above it; an id
- *   below it is of a stream that was lost, so `since` it is truncated, with or without the epoch);
+ *   b where the epoch began (`<ms>-0`: every id issued under it is at or above it; the events a new
+ *   generation kept stay below it. A `since` without an epoch that is below it and not in the
+ *   stream names an event of a lost stream, so it is truncated);
  * - `:s` stream of kept events; entry ids are the event ids, fields e (event), d (data), f (from);
  * - `:i` list of the kept ids, oldest first, mirroring the stream (positions: `last`, counts);
  * - `:x` expiry stack: "<expiresAt> <id>" with expiresAt strictly rising. An event goes when it or any

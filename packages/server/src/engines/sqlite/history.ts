@@ -76,7 +76,7 @@ function readPage(rows: IterableIterator<EventRow>, bound: PageBound): KeptEvent
  *
  * The file also knows when its streams began (meta `began`: the earliest clock reading of any history
  * call on it, so every id it gives is at or above it): an id below it is of a lost file, and `since`
- * it is truncated whether or not the reader sent an epoch.
+ * it is truncated for a reader without an epoch (one with an epoch is told by the epoch instead).
  */
 export class SqliteHistoryStore implements HistoryStore {
   readonly #db: Db;
@@ -342,8 +342,11 @@ export class SqliteHistoryStore implements HistoryStore {
     // Missed: an event dropped after `since`, or one after it that the room never kept.
     const unkept = this.#unkept.get(`${app}:${room}`);
     const missedUnkept = unkept !== undefined && compareEventIds(unkept, after) > 0;
-    // An id from before the file's streams began is of a lost one (0-0 names none: "from the start").
-    const before = after.ms > 0 && after.ms < this.#beganAt(nowMs);
+    // Without the epoch, an id from before the file's streams began is of a lost one (0-0 names none:
+    // "from the start"). A file never keeps events across an epoch change, so nothing kept is below it;
+    // a reader with the epoch got it after the loss and was told then.
+    const began = this.#beganAt(nowMs);
+    const before = readerEpoch === undefined && after.ms > 0 && after.ms < began;
     if (!row) return { events: [], remaining: 0, truncated: foreign || missedUnkept || before, dropped: false, epoch };
     const where = [app, room, after.ms, after.seq] as const;
     const total = this.#countAfter.get(...where)?.n ?? 0;
