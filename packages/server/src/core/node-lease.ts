@@ -41,6 +41,7 @@ export class NodeLease {
       sweepMs: 2000,
       log: deps.log,
       what: 'presence',
+      now: deps.now,
       renew: async () => {
         const held = await deps.presence.renew(deps.node, deps.now(), leaseMs);
         if (!held && this.#held) {
@@ -50,7 +51,7 @@ export class NodeLease {
         this.#held = true;
       },
       sweep: async () => {
-        await deps.departures.report(await deps.presence.sweep(deps.now()));
+        await deps.departures.report(await deps.presence.sweep(deps.now(), deps.node));
       },
     });
   }

@@ -317,9 +317,10 @@ export interface PresenceStore {
    * Takes the pages of nodes whose lease ended out of every room, presence room and user, as their
    * close would have, and answers what that ended, for the caller to report: each node is swept by
    * one caller only, so each departure is reported once. Users left with no page fall due for
-   * `user.offline` as usual (takeOffline).
+   * `user.offline` as usual (takeOffline). Never the caller's own `node`: a node that sweeps is
+   * alive, and its lease only looks ended because the store could not be reached to renew it.
    */
-  sweep(nowMs: number): MaybePromise<Departure[]>;
+  sweep(nowMs: number, node: string): MaybePromise<Departure[]>;
   close(): MaybePromise<void>;
 }
 

@@ -888,7 +888,7 @@ export function presenceContract(
         await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
         for (let now = T0; now <= T0 + 20 * LEASE; now += LEASE / 3) {
           await store.renew('na', now, LEASE);
-          expect(await peer.sweep(now + LEASE - 1)).toEqual([]);
+          expect(await peer.sweep(now + LEASE - 1, 'nb')).toEqual([]);
         }
         expect(await peer.members('app1', 'lobby')).toEqual([ann]);
         expect(await peer.online('app1', ['ann'], T0 + 30 * LEASE)).toEqual([true]);
@@ -907,10 +907,10 @@ export function presenceContract(
         await openPage(peer, 'nb.2', cy, [], ['lobby']);
         await peer.renew('nb', T0 + LEASE / 2, LEASE);
         // Not yet ended: nothing goes.
-        expect(await peer.sweep(T0 + LEASE - 1)).toEqual([]);
+        expect(await peer.sweep(T0 + LEASE - 1, 'nb')).toEqual([]);
 
         const now = T0 + LEASE;
-        const swept = await peer.sweep(now);
+        const swept = await peer.sweep(now, 'nb');
         expect(texts(swept)).toEqual(
           texts([
             { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
@@ -921,7 +921,7 @@ export function presenceContract(
         // In one room, the member leaves before the room is vacated, as with a close.
         const solo = swept.filter((d) => d.room === 'solo').map((d) => d.type);
         expect(solo).toEqual(['member.left', 'room.vacated']);
-        expect(await store.sweep(now)).toEqual([]);
+        expect(await store.sweep(now, 'na')).toEqual([]);
 
         // Ann keeps her page on the other node; bob is due offline after the delay, from the sweep.
         expect(await store.members('app1', 'lobby')).toEqual([ann, cy]);
@@ -958,7 +958,7 @@ export function presenceContract(
           ],
           more: false,
         });
-        await peer.sweep(T0 + LEASE);
+        await peer.sweep(T0 + LEASE, 'nb');
         expect(await store.onlineUsers('app1', { limit: 10 })).toEqual({
           users: [{ user: 'bob', pages: 1 }],
           more: false,
@@ -982,7 +982,12 @@ export function presenceContract(
           expected.push({ type: 'room.vacated', app: 'app1', room: `room-${i}` });
         }
         const now = T0 + LEASE;
-        const answers = await Promise.all([store.sweep(now), peer.sweep(now), store.sweep(now), peer.sweep(now)]);
+        const answers = await Promise.all([
+          store.sweep(now, 'na'),
+          peer.sweep(now, 'nb'),
+          store.sweep(now, 'na'),
+          peer.sweep(now, 'nb'),
+        ]);
         expect(texts(answers.flat())).toEqual(texts(expected));
         expect(await due(store, now + DELAY)).toEqual(Array.from({ length: 10 }, (_, i) => `app1/u${i}`).sort());
       });
@@ -995,7 +1000,7 @@ export function presenceContract(
           await openPage(store, `na.${i}`, { user: `u${i}` }, ['lobby', `own-${i}`], ['lobby']);
         }
         expect(await store.members('app1', 'lobby')).toHaveLength(users);
-        const swept = await peer.sweep(T0 + LEASE);
+        const swept = await peer.sweep(T0 + LEASE, 'nb');
         expect(swept.filter((d) => d.type === 'member.left')).toHaveLength(users);
         expect(swept.filter((d) => d.type === 'room.vacated')).toHaveLength(users + 1);
         expect(new Set(texts(swept)).size).toBe(swept.length);
@@ -1011,11 +1016,23 @@ export function presenceContract(
         await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
         // Late, but nobody swept it meanwhile: its pages were counted all along.
         expect(await store.renew('na', T0 + 2 * LEASE, LEASE)).toBe(true);
-        expect(await peer.sweep(T0 + 2 * LEASE + 1)).toEqual([]);
+        expect(await peer.sweep(T0 + 2 * LEASE + 1, 'nb')).toEqual([]);
         // Paused past its lease: another node swept it. Its next renewal says so, once.
-        expect(await peer.sweep(T0 + 3 * LEASE)).toHaveLength(2);
+        expect(await peer.sweep(T0 + 3 * LEASE, 'nb')).toHaveLength(2);
         expect(await store.renew('na', T0 + 4 * LEASE, LEASE)).toBe(false);
         expect(await store.renew('na', T0 + 4 * LEASE + 1, LEASE)).toBe(true);
+      });
+
+      it("never sweeps the caller's own node: it renews when the store answers again, its pages kept", async () => {
+        const { store, peer } = await makeBoth();
+        await store.renew('na', T0, LEASE);
+        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
+        // The store was away past the lease: this node's own sweep comes before its renewal.
+        expect(await store.sweep(T0 + 2 * LEASE, 'na')).toEqual([]);
+        expect(await store.renew('na', T0 + 2 * LEASE, LEASE)).toBe(true);
+        expect(await peer.members('app1', 'lobby')).toEqual([ann]);
+        // Another node's sweep takes a lapsed node as ever.
+        expect(await peer.sweep(T0 + 4 * LEASE, 'nb')).toHaveLength(2);
       });
 
       it('counts what a node opens after its pages were swept, once it renews again', async () => {
@@ -1023,7 +1040,7 @@ export function presenceContract(
         await store.renew('na', T0, LEASE);
         await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
         const swept = T0 + LEASE;
-        expect(texts(await peer.sweep(swept))).toEqual(
+        expect(texts(await peer.sweep(swept, 'nb'))).toEqual(
           texts([
             { type: 'member.left', app: 'app1', room: 'lobby', member: ann },
             { type: 'room.vacated', app: 'app1', room: 'lobby' },
@@ -1034,9 +1051,9 @@ export function presenceContract(
         expect(await store.pageOpened('app1', 'bob', 'na.2', swept + 1)).toBe(true);
         expect(await store.enterRoom('app1', 'lobby', 'na.2')).toBe(true);
         expect(await store.joinRoom('app1', 'lobby', bob, 'na.2')).toBe(true);
-        expect(await peer.sweep(swept + LEASE)).toEqual([]);
+        expect(await peer.sweep(swept + LEASE, 'nb')).toEqual([]);
         expect(await peer.members('app1', 'lobby')).toEqual([bob]);
-        expect(texts(await peer.sweep(swept + 1 + LEASE))).toEqual(
+        expect(texts(await peer.sweep(swept + 1 + LEASE, 'nb'))).toEqual(
           texts([
             { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
             { type: 'room.vacated', app: 'app1', room: 'lobby' },

@@ -105,11 +105,11 @@ describe('RedisPresenceStore sweeps', () => {
     const peer = await open(prefix, { sweepChunk: 3 });
     const expected = await deadNode(store, 20);
     const now = T0 + LEASE;
-    const [first, second] = await Promise.all([store.sweep(now), peer.sweep(now)]);
+    const [first, second] = await Promise.all([store.sweep(now, 'ns'), peer.sweep(now, 'ns')]);
     // One claimed the node and swept all of it, chunk after chunk; the other found it claimed.
     expect([first, second].filter((answer) => answer?.length === 0)).toHaveLength(1);
     expect(texts([...(first ?? []), ...(second ?? [])])).toEqual(texts(expected));
-    expect(await store.sweep(now + 10 * CLAIM)).toEqual([]);
+    expect(await store.sweep(now + 10 * CLAIM, 'ns')).toEqual([]);
     const users = Array.from({ length: 20 }, (_, i) => `u${i}`);
     expect(await peer.online('app1', users, now + DELAY - 1)).toEqual(users.map(() => true));
     expect(await peer.userPages('app1', 'u0')).toBe(0);
@@ -125,16 +125,16 @@ describe('RedisPresenceStore sweeps', () => {
     const expected = await deadNode(peer, 7);
     const now = T0 + LEASE;
     // Its first chunk is answered (what it took is its to report); its next step fails.
-    const partial = await dying.sweep(now);
+    const partial = await dying.sweep(now, 'ns');
     expect(partial).toHaveLength(4);
-    await expect(dying.sweep(now)).rejects.toBeInstanceOf(StoreError);
+    await expect(dying.sweep(now, 'ns')).rejects.toBeInstanceOf(StoreError);
     // The dead sweeper's claim holds the rest until it ends.
-    expect(await peer.sweep(now)).toEqual([]);
-    expect(await peer.sweep(now + CLAIM - 1)).toEqual([]);
-    const rest = await peer.sweep(now + CLAIM);
+    expect(await peer.sweep(now, 'ns')).toEqual([]);
+    expect(await peer.sweep(now + CLAIM - 1, 'ns')).toEqual([]);
+    const rest = await peer.sweep(now + CLAIM, 'ns');
     expect(rest).toHaveLength(expected.length - partial.length);
     expect(texts([...partial, ...rest])).toEqual(texts(expected));
-    expect(await peer.sweep(now + 10 * CLAIM)).toEqual([]);
+    expect(await peer.sweep(now + 10 * CLAIM, 'ns')).toEqual([]);
     // Every user is due, from the sweep that took their page.
     expect((await peer.takeOffline(now + CLAIM + DELAY, 100)).map((g) => g.user).sort()).toEqual(
       Array.from({ length: 7 }, (_, i) => `u${i}`).sort(),
@@ -158,7 +158,7 @@ describe('RedisPresenceStore sweeps', () => {
     const departures: Departure[] = [];
     for (let now = T0; now <= T0 + 50 * LEASE; now += 1000) {
       if ((now - T0) % 5000 === 0) await alive.renew('nk', now, LEASE);
-      departures.push(...(await sweeper.sweep(now)));
+      departures.push(...(await sweeper.sweep(now, 'ns')));
     }
     expect(departures).toEqual([{ type: 'member.left', app: 'app1', room: 'lobby', member: { user: 'bob' } }]);
     expect(await sweeper.members('app1', 'lobby')).toEqual([{ user: 'ann' }]);
@@ -187,7 +187,7 @@ describe('RedisPresenceStore sweeps', () => {
         () => store.leaveRoom('app1', 'lobby', 'ann', 'na.1'),
         () => store.members('app1', 'lobby'),
         () => store.renew('na', T0, LEASE),
-        () => store.sweep(T0 + LEASE),
+        () => store.sweep(T0 + LEASE, 'ns'),
       ];
       for (const call of calls) await expect(call()).rejects.toBeInstanceOf(StoreError);
     } finally {

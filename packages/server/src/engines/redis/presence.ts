@@ -300,10 +300,13 @@ while found <= limit do
 end
 return out`;
 
-// ARGV: prefix, now, claim ms. Hands the pages of nodes whose lease ended to the sweep, then claims
-// one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or false.
+// ARGV: prefix, now, claim ms, caller's node. Hands the pages of nodes whose lease ended to the
+// sweep, then claims one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or
+// false. Never the caller's own node: it is alive, and renews once the store answers it again.
 const CLAIM_LUA = `${PRESENCE_LUA}
-local now, claim_ms = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, claim_ms, self = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local mine = redis.call('zscore', NODES, self)
+if mine then redis.call('zrem', NODES, self) end
 while true do
   local ended = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 100)
   if #ended == 0 then break end
@@ -323,7 +326,11 @@ while true do
     end
   end
 end
-local node = redis.call('zrangebyscore', SWEEPING, '-inf', now, 'LIMIT', 0, 1)[1]
+if mine then redis.call('zadd', NODES, mine, self) end
+local node = nil
+for _, claimable in ipairs(redis.call('zrangebyscore', SWEEPING, '-inf', now, 'LIMIT', 0, 2)) do
+  if claimable ~= self then node = claimable; break end
+end
 if not node then return false end
 redis.call('zadd', SWEEPING, now + claim_ms, node)
 return node`;
@@ -549,11 +556,11 @@ export class RedisPresenceStore implements PresenceStore {
    * fails, the departures already taken are answered (they are gone from Redis, so nobody else will
    * answer them); the rest is finished by a later sweep once this claim ends.
    */
-  async sweep(nowMs: number): Promise<Departure[]> {
+  async sweep(nowMs: number, self: string): Promise<Departure[]> {
     const departures: Departure[] = [];
     try {
       for (;;) {
-        const node = await this.#claim([], [this.#prefix, nowMs, this.#claimMs]);
+        const node = await this.#claim([], [this.#prefix, nowMs, this.#claimMs, self]);
         if (typeof node !== 'string') return departures;
         for (;;) {
           const reply = strings(
