@@ -294,8 +294,10 @@ export interface PresenceStore {
   /** The app's rooms with a page in them on any node, by name as onlineUsers, with pages and presence members. */
   occupiedRooms(app: string, range: NameRange): MaybePromise<{ rooms: OccupiedRoom[]; more: boolean }>;
   /**
-   * Keeps this node's pages counted until `nowMs + leaseMs`. A node that stops renewing (it died
-   * without closing its pages) has them taken out by another node's `sweep` once the lease ended.
+   * Keeps this node's pages counted for `leaseMs` from now (a store shared by nodes times leases by
+   * its own clock, so the nodes' clocks need not agree; `nowMs` where it has none). A node that
+   * stops renewing (it died without closing its pages) has them taken out by another node's `sweep`
+   * once the lease ended.
    * Answers whether the store still held the node's lease: false at its first renewal, and once a
    * sweep took the node (it was paused past its lease): its pages are no longer counted.
    */

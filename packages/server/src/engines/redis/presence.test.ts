@@ -26,9 +26,10 @@ presenceContract(
       await RedisClient.open({ url: redis.url, prefix }),
     ];
     return {
-      store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs }),
+      // The suite moves time by hand: leases are timed by the callers' (one) clock.
+      store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs, leaseClock: 'caller' }),
       // Another node on the same Redis, with its own connection.
-      peer: new RedisPresenceStore(clients[1] as RedisClient, { offlineDelayMs }),
+      peer: new RedisPresenceStore(clients[1] as RedisClient, { offlineDelayMs, leaseClock: 'caller' }),
       cleanup: async () => {
         for (const client of clients) await client.close();
       },
@@ -52,7 +53,12 @@ describe('RedisPresenceStore sweeps', () => {
   async function open(prefix: string, options: RedisPresenceOptions = {}): Promise<RedisPresenceStore> {
     const client = await RedisClient.open({ url: redis.url, prefix });
     clients.push(client);
-    return new RedisPresenceStore(client, { offlineDelayMs: DELAY, sweepClaimMs: CLAIM, ...options });
+    return new RedisPresenceStore(client, {
+      offlineDelayMs: DELAY,
+      sweepClaimMs: CLAIM,
+      leaseClock: 'caller',
+      ...options,
+    });
   }
 
   /**
@@ -79,7 +85,12 @@ describe('RedisPresenceStore sweeps', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    return new RedisPresenceStore(dying, { offlineDelayMs: DELAY, sweepClaimMs: CLAIM, ...options });
+    return new RedisPresenceStore(dying, {
+      offlineDelayMs: DELAY,
+      sweepClaimMs: CLAIM,
+      leaseClock: 'caller',
+      ...options,
+    });
   }
 
   const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
@@ -98,6 +109,28 @@ describe('RedisPresenceStore sweeps', () => {
     }
     return expected;
   }
+
+  it("times leases by Redis's clock: a node whose clock is behind by more than a lease is not swept", async () => {
+    const prefix = uniquePrefix('clocks');
+    // The production default: no caller clock for leases.
+    const behind = await open(prefix, { leaseClock: 'redis' });
+    const ahead = await open(prefix, { leaseClock: 'redis' });
+    const now = Date.now();
+    // Node na's clock is 2 leases behind node nb's; both renew on time, by their own clocks.
+    expect(await behind.renew('na', now - 2 * LEASE, LEASE)).toBe(false);
+    await behind.pageOpened('app1', 'ann', 'na.1', now - 2 * LEASE);
+    await behind.enterRoom('app1', 'lobby', 'na.1');
+    await ahead.renew('nb', now, LEASE);
+    expect(await ahead.sweep(now, 'nb')).toEqual([]);
+    expect(await behind.renew('na', now - 2 * LEASE, LEASE)).toBe(true);
+    expect(await ahead.occupiedRooms('app1', { limit: 10 })).toEqual({
+      rooms: [{ room: 'lobby', pages: 1, members: 0 }],
+      more: false,
+    });
+    // Nor does a clock far ahead make the other node's lease look ended.
+    expect(await ahead.sweep(now + 10 * LEASE, 'nb')).toEqual([]);
+    expect(await behind.renew('na', now - 2 * LEASE, LEASE)).toBe(true);
+  });
 
   it('has a node whose lease ended swept by exactly one of two sweepers, each departure once, its users then due', async () => {
     const prefix = uniquePrefix('sweep');

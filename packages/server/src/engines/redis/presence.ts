@@ -53,6 +53,14 @@ local function node_of(page)
   return page
 end
 
+-- The time leases and sweep claims are compared in: the given one, or Redis's own when none is
+-- given (one clock for every node, whatever theirs say).
+local function lease_now(given)
+  if given ~= '' then return tonumber(given) end
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 -- Records what a page holds under its node, so a sweep finds it.
 local function hold(page, entry)
   local node = node_of(page)
@@ -300,11 +308,11 @@ while found <= limit do
 end
 return out`;
 
-// ARGV: prefix, now, claim ms, caller's node. Hands the pages of nodes whose lease ended to the
+// ARGV: prefix, lease clock, claim ms, caller's node. Hands the pages of nodes whose lease ended to the
 // sweep, then claims one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or
 // false. Never the caller's own node: it is alive, and renews once the store answers it again.
 const CLAIM_LUA = `${PRESENCE_LUA}
-local now, claim_ms, self = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local now, claim_ms, self = lease_now(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local mine = redis.call('zscore', NODES, self)
 if mine then redis.call('zrem', NODES, self) end
 while true do
@@ -335,7 +343,7 @@ if not node then return false end
 redis.call('zadd', SWEEPING, now + claim_ms, node)
 return node`;
 
-// ARGV: prefix, node, now, pages per chunk, offline delay, claim ms. Closes up to that many of the
+// ARGV: prefix, node, now, pages per chunk, offline delay, claim ms, lease clock. Closes up to that many of the
 // node's pages as their own closes would (per page: presence rooms, rooms, then the user); answers
 // 1 when the node is done (else 0, and the claim is extended), then kind, app, room, member JSON
 // per departure ('l' member left, 'v' room vacated).
@@ -348,7 +356,7 @@ if redis.call('exists', s) == 0 then
   redis.call('zrem', SWEEPING, node)
   out[1] = 1
 else
-  redis.call('zadd', SWEEPING, 'XX', now + tonumber(ARGV[6]), node)
+  redis.call('zadd', SWEEPING, 'XX', lease_now(ARGV[7]) + tonumber(ARGV[6]), node)
 end
 return out`;
 
@@ -366,10 +374,10 @@ for n = 4, #ARGV do
 end
 return out`;
 
-// ARGV: prefix, node, lease end. 1 when the node's lease was still there (no sweep took it).
+// ARGV: prefix, node, lease clock, lease ms. 1 when the node's lease was still there (no sweep took it).
 const RENEW_LUA = `${PRESENCE_LUA}
 local held = redis.call('zscore', NODES, ARGV[2])
-redis.call('zadd', NODES, ARGV[3], ARGV[2])
+redis.call('zadd', NODES, lease_now(ARGV[3]) + tonumber(ARGV[4]), ARGV[2])
 if held then return 1 end
 return 0`;
 
@@ -380,6 +388,12 @@ export interface RedisPresenceOptions {
   sweepChunk?: number;
   /** How long a sweeper holds a dead node before another sweep may finish it (the sweeper died). Default 10 s. */
   sweepClaimMs?: number;
+  /**
+   * The clock leases and sweep claims are timed by. 'redis' (the default): Redis's own (TIME), one
+   * clock for every node, so a node whose clock is off is neither swept while alive nor kept when
+   * dead. 'caller': the times the calls give, for tests that move time by hand.
+   */
+  leaseClock?: 'redis' | 'caller';
 }
 
 const strings = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map((item) => String(item ?? '')) : []);
@@ -408,6 +422,7 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #delay: number;
   readonly #chunk: number;
   readonly #claimMs: number;
+  readonly #leaseClock: 'redis' | 'caller';
   readonly #opened: Script;
   readonly #closed: Script;
   readonly #take: Script;
@@ -431,6 +446,7 @@ export class RedisPresenceStore implements PresenceStore {
     this.#delay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
     this.#chunk = Math.max(1, Math.floor(options.sweepChunk ?? 100));
     this.#claimMs = Math.max(1, options.sweepClaimMs ?? 10_000);
+    this.#leaseClock = options.leaseClock ?? 'redis';
     this.#opened = client.script('rtPresenceOpened', OPENED_LUA);
     this.#closed = client.script('rtPresenceClosed', CLOSED_LUA);
     this.#take = client.script('rtPresenceTake', TAKE_LUA);
@@ -548,7 +564,12 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async renew(node: string, nowMs: number, leaseMs: number): Promise<boolean> {
-    return (await this.#renew([], [this.#prefix, node, nowMs + leaseMs])) === 1;
+    return (await this.#renew([], [this.#prefix, node, this.#leaseNow(nowMs), leaseMs])) === 1;
+  }
+
+  /** The lease clock argument: '' has the script read Redis's clock. */
+  #leaseNow(nowMs: number): number | '' {
+    return this.#leaseClock === 'caller' ? nowMs : '';
   }
 
   /**
@@ -560,11 +581,14 @@ export class RedisPresenceStore implements PresenceStore {
     const departures: Departure[] = [];
     try {
       for (;;) {
-        const node = await this.#claim([], [this.#prefix, nowMs, this.#claimMs, self]);
+        const node = await this.#claim([], [this.#prefix, this.#leaseNow(nowMs), this.#claimMs, self]);
         if (typeof node !== 'string') return departures;
         for (;;) {
           const reply = strings(
-            await this.#sweepChunk([], [this.#prefix, node, nowMs, this.#chunk, this.#delay, this.#claimMs]),
+            await this.#sweepChunk(
+              [],
+              [this.#prefix, node, nowMs, this.#chunk, this.#delay, this.#claimMs, this.#leaseNow(nowMs)],
+            ),
           );
           departures.push(...toDepartures(reply, 1));
           if (reply[0] === '1') break;
