@@ -53,9 +53,17 @@ describe('dashboard sign-in (Chromium)', () => {
     await page.reload();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
 
+    // The known-browser cookie, beside it: as private, and kept after signing out.
+    const device = cookies.find((cookie) => cookie.name === 'rt_dashboard_device');
+    expect(device?.httpOnly).toBe(true);
+    expect(device?.sameSite).toBe('Strict');
+    expect(device?.path).toBe('/dashboard');
+
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Operator password').waitFor();
-    expect((await page.context().cookies()).find((cookie) => cookie.name === 'rt_dashboard')).toBeUndefined();
+    const after = await page.context().cookies();
+    expect(after.find((cookie) => cookie.name === 'rt_dashboard')).toBeUndefined();
+    expect(after.find((cookie) => cookie.name === 'rt_dashboard_device')?.value).toBe(device?.value);
     await page.reload();
     await page.getByLabel('Operator password').waitFor();
     await page.close();
@@ -84,6 +92,33 @@ describe('dashboard sign-in (Chromium)', () => {
     expect(refused).toBe(2);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Operator password').waitFor();
+    await page.close();
+  });
+
+  it('a 429 locked, whatever its message, is shown at once and not sent again', async () => {
+    const page = await rig.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    let posted = 0;
+    await page.route('**/dashboard/api/session', async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      posted++;
+      await route.fulfill({
+        status: 429,
+        headers: { 'Retry-After': '1', 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          ok: false,
+          error: 'locked',
+          message: 'another sign-in from this address is being checked',
+        }),
+      });
+    });
+    await page.goto(rig.url);
+    await page.getByLabel('Operator password').fill(DASHBOARD_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'Locked after too many wrong passwords' })
+      .waitFor({ timeout: 5000 });
+    expect(posted).toBe(1);
     await page.close();
   });
 

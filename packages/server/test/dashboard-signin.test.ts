@@ -119,6 +119,50 @@ async function session(server: TestServer, from?: string): Promise<{ cookie: str
   return { cookie: sessionCookie(answer).value, csrf: answer.json.csrf as string };
 }
 
+/** The known-browser cookie a sign-in sets (rt_dashboard_device), if any. */
+function deviceCookie(answer: RawAnswer): string | undefined {
+  const raw = answer.headers['set-cookie'] ?? [];
+  const line = (Array.isArray(raw) ? raw : [raw]).find((one) => one.startsWith('rt_dashboard_device='));
+  return line?.split(';')[0]?.slice('rt_dashboard_device='.length);
+}
+
+/**
+ * Wrong passwords from `count` addresses never seen before, `inFlight` at a time, each sent as
+ * the one before it is answered (a flood that keeps every place taken). `full` resolves at its
+ * first `503 busy`: from then on, every place waiting on the node is taken.
+ */
+function flood(server: TestServer, count: number, inFlight: number) {
+  const answers: RawAnswer[] = [];
+  let sent = 0;
+  let onFull: () => void = () => {};
+  const full = new Promise<void>((resolve) => {
+    onFull = resolve;
+  });
+  const lane = async () => {
+    while (sent < count) {
+      sent++;
+      const answer = await signIn(server, `flood ${sent}`, { from: newAddress() });
+      if (answer.status === 503) onFull();
+      answers.push(answer);
+    }
+  };
+  const done = Promise.all(Array.from({ length: inFlight }, lane)).then(() => answers);
+  // A flood that never filled the node must not leave the test waiting on `full`.
+  void done.then(onFull);
+  return { full, done };
+}
+
+/** Every answer of a flood: its wrong password checked, or refused busy; never locked. */
+function expectFloodAnswers(answers: RawAnswer[], count: number): void {
+  expect(answers).toHaveLength(count);
+  const busy = answers.filter((answer) => answer.status === 503);
+  expect(busy.length, 'the flood filled every place').toBeGreaterThan(0);
+  for (const answer of answers) {
+    if (answer.status === 503) expectError(answer, 503, 'busy');
+    else expectError(answer, 401, 'wrong_password');
+  }
+}
+
 /** The cookie value with one character changed, at a place where every bit of it counts. */
 function tampered(value: string, at: number): string {
   const base64url = /[A-Za-z0-9_-]/;
@@ -184,6 +228,15 @@ describe('signing in', () => {
     expect(cookie.attrs.get('samesite')?.toLowerCase()).toBe('strict');
     expect(cookie.attrs.get('max-age')).toBe(String(TWELVE_HOURS_S));
     expect(cookie.names).not.toContain('secure');
+    // Beside it, the known-browser cookie (it opens nothing): 30 days, HttpOnly, SameSite=Strict.
+    const raw = answer.headers['set-cookie'] ?? [];
+    const device = (Array.isArray(raw) ? raw : [raw]).find((line) => line.startsWith('rt_dashboard_device='));
+    expect(device).toMatch(
+      /^rt_dashboard_device=d1\.\d+\.[A-Za-z0-9_-]{43}; Path=\/dashboard; Max-Age=2592000; HttpOnly; SameSite=Strict$/,
+    );
+    const value = deviceCookie(answer) as string;
+    expectError(await ask(server, { method: 'GET', cookie: value }), 401, 'signed_out');
+    expectError(await ask(server, { method: 'GET', path: APPS, cookie: value }), 401, 'signed_out');
   });
 
   it('from a browser on the same origin (Origin matches Host): 200', async () => {
@@ -452,7 +505,7 @@ describe('the lockout per client address', () => {
     });
   });
 
-  it('wrong passwords sent all at once are checked one at a time: the others are 429 locked, and only checked ones take a try', async () => {
+  it('wrong passwords sent all at once are checked one at a time: the others are 503 busy (not locked), and only checked ones take a try', async () => {
     const from = newAddress();
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) => signIn(server, `parallel guess ${i}`, { from })),
@@ -461,12 +514,33 @@ describe('the lockout per client address', () => {
     const checked = codes.filter((code) => code === 'wrong_password').length;
     expect(checked, codes.join(' ')).toBeGreaterThanOrEqual(1);
     expect(checked, codes.join(' ')).toBeLessThanOrEqual(5);
-    for (const answer of answers.filter((a) => a.json.error !== 'wrong_password')) expectLocked(answer);
+    for (const answer of answers.filter((a) => a.json.error !== 'wrong_password')) {
+      // Either waiting for the check of the same address, or (once the tries checked ran out) locked.
+      if (answer.status === 503) {
+        expectError(answer, 503, 'busy');
+        expect(answer.headers['retry-after']).toBe('1');
+      } else {
+        expectLocked(answer);
+        expect(answer.json.message).toContain('too many wrong passwords');
+      }
+    }
     // The tries left are exactly 5 less those checked: then even the right password is locked out.
     for (let i = checked; i < 5; i++) {
       expectError(await signIn(server, `one after another ${i}`, { from }), 401, 'wrong_password');
     }
     expectLocked(await signIn(server, PASSWORD, { from }));
+  });
+
+  it('the right password sent several times at once from an address not locked is never refused locked', async () => {
+    const from = newAddress();
+    const answers = await Promise.all(Array.from({ length: 6 }, () => signIn(server, PASSWORD, { from })));
+    const statuses = answers.map((answer) => `${answer.status} ${answer.json.error ?? ''}`);
+    expect(answers.filter((answer) => answer.status === 200).length, statuses.join(', ')).toBeGreaterThanOrEqual(1);
+    for (const answer of answers) {
+      if (answer.status === 200) continue;
+      expectError(answer, 503, 'busy');
+      expect(answer.headers['retry-after']).toBe('1');
+    }
   });
 
   it('sign-ins from many addresses at once wait their turn: every one is checked, none is locked', async () => {
@@ -565,6 +639,24 @@ describe('the lockout on two nodes of one Redis', () => {
     }
     for (const answer of await Promise.all(operator)) expect(answer.status, answer.text).toBe(200);
     for (const answer of await Promise.all(flood)) expectError(answer, 429, 'locked');
+  });
+
+  it('a browser that signed in on one node gets the right password through a flood from 600 new addresses on the other', async () => {
+    const [a, b] = nodes as [TestServer, TestServer];
+    const first = await signIn(b, PASSWORD, { from: newAddress() });
+    expect(first.status, first.text).toBe(200);
+    const device = deviceCookie(first);
+    const storm = flood(a, 600, 100);
+    await storm.full;
+    const operator = await signIn(a, PASSWORD, {
+      from: newAddress(),
+      headers: device === undefined ? [] : [['Cookie', `rt_dashboard_device=${device}`]],
+    });
+    // The flood ends before anything is checked: a failure must not leave it running into the next test.
+    const answers = await storm.done;
+    expect(operator.status, operator.text).toBe(200);
+    expect(device).toBeDefined();
+    expectFloodAnswers(answers, 600);
   });
 
   it('counts the tries of an address over every node; a session of one node is taken by the other', async () => {
@@ -725,6 +817,24 @@ describe('sign-in under a flood of other sign-ins', () => {
     const mine = await Promise.all(operator);
     for (const answer of mine) expect(answer.status, answer.text).toBe(200);
     for (const answer of await Promise.all(flood)) expectError(answer, 401, 'wrong_password');
+  });
+
+  it('a browser that signed in before gets the right password through a flood from 600 addresses never seen', async () => {
+    const first = await signIn(server, PASSWORD, { from: newAddress() });
+    expect(first.status, first.text).toBe(200);
+    const device = deviceCookie(first);
+    const storm = flood(server, 600, 100);
+    await storm.full;
+    // From an address never seen either (a new IPv6 address, another network): the browser is known.
+    const operator = await signIn(server, PASSWORD, {
+      from: newAddress(),
+      headers: device === undefined ? [] : [['Cookie', `rt_dashboard_device=${device}`]],
+    });
+    // The flood ends before anything is checked: a failure must not leave it running into the next test.
+    const answers = await storm.done;
+    expect(operator.status, operator.text).toBe(200);
+    expect(device).toBeDefined();
+    expectFloodAnswers(answers, 600);
   });
 
   it('a locked address flooding is refused before it waits for anything; the operator elsewhere signs in', async () => {

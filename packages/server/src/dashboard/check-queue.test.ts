@@ -135,6 +135,67 @@ describe('CheckQueue', () => {
     expect(again.started).toEqual(['f2']);
   });
 
+  it('a known browser goes ahead of every address not known, and takes the place of the last of them when full', async () => {
+    const queue = new CheckQueue({ running: 2, waiting: 64 });
+    const order: string[] = [];
+    const all: Promise<void>[] = [];
+    const refused: string[] = [];
+    const take = (address: string, known = false) => {
+      const turn = queue.enter(address, known);
+      if (typeof turn === 'string') {
+        refused.push(address);
+        return;
+      }
+      all.push(
+        turn.then(async (end) => {
+          if (end === 'full') {
+            refused.push(address);
+            return;
+          }
+          order.push(address);
+          await settle();
+          end();
+        }),
+      );
+    };
+    // 600 addresses never seen before, as many as the flood of issue 17: 66 find a place, then a
+    // known browser comes from an address never seen either (a new IPv6 address, say).
+    for (let i = 0; i < 600; i++) take(`flood-${i}`);
+    take('operator', true);
+    for (let i = 600; i < 700; i++) take(`flood-${i}`);
+    await Promise.all(all);
+    expect(order).toContain('operator');
+    // Behind the two checks running when it came, no more.
+    expect(order.indexOf('operator')).toBe(2);
+    expect(refused).not.toContain('operator');
+    // 66 places (2 running, 64 waiting): the operator took the last flooder's, which was refused.
+    expect(order).toHaveLength(66);
+    expect(refused).toHaveLength(700 - 65);
+  });
+
+  it('among known browsers, the order is as among the rest: least checked, then arrival', async () => {
+    const queue = new CheckQueue({ running: 1, waiting: 4 });
+    (await ended(queue.enter('k1', true)))();
+    const runner = await ended(queue.enter('r'));
+    const { started, ends } = enterAll(queue, ['n1']);
+    const known = [queue.enter('k1', true), queue.enter('k2', true)];
+    const later: string[] = [];
+    for (const [i, turn] of known.entries()) {
+      if (typeof turn === 'string') throw new Error(`refused ${turn}`);
+      void turn.then((end) => {
+        later.push(i === 0 ? 'k1' : 'k2');
+        if (end !== 'full') end();
+      });
+    }
+    runner();
+    await settle();
+    // k2 (never checked) before k1 (checked once), both before n1.
+    expect(later).toEqual(['k2', 'k1']);
+    expect(started).toEqual(['n1']);
+    ends.get('n1')?.();
+    expect(queue.size).toEqual({ running: 0, waiting: 0 });
+  });
+
   it('forgets the oldest addresses beyond its bound', async () => {
     const queue = new CheckQueue({ running: 1, waiting: 1, remember: 3 });
     for (const address of ['a', 'b', 'c']) (await ended(queue.enter(address)))();

@@ -1,10 +1,10 @@
 /**
  * Password checks of one node (scrypt: 16 MB and one of libuv's four threads each): at most
  * `running` at once, the others waiting their turn, one place per address, at most `waiting`
- * places. Turns go first to the addresses checked least in the last minute, then in arrival order,
- * so that a flood from many addresses delays the operator's sign-in by at most a turn each, and an
- * address not checked lately takes the place of one checked often when every place is taken: the
- * flood is refused `busy`, not the operator.
+ * places. Turns go first to known browsers (one that signed in lately: a flood has none, since
+ * only the password makes one), then to the addresses checked least in the last minute, then in
+ * arrival order. A newcomer ranked ahead of the last in line takes its place when every place is
+ * taken: the flood is refused `busy`, not the operator.
  */
 
 /** Why a check was not queued: every place is taken by addresses checked as little, or its address has one already. */
@@ -23,12 +23,20 @@ export interface CheckQueueOptions {
   remember?: number;
 }
 
-interface Waiter {
-  address: string;
+interface Rank {
+  /** Sent from a browser that signed in lately (sessions.ts, the device cookie). */
+  known: boolean;
   /** Checks of the address in the last `memoryMs` when it came. */
   checks: number;
+}
+
+interface Waiter extends Rank {
+  address: string;
   resolve: (turn: Turn) => void;
 }
+
+/** Whether `a`'s turn comes before `b`'s: known browsers first, then the least checked. */
+const ahead = (a: Rank, b: Rank) => (a.known !== b.known ? a.known : a.checks < b.checks);
 
 export class CheckQueue {
   readonly #running: number;
@@ -60,28 +68,29 @@ export class CheckQueue {
   /**
    * A turn for `address`: resolves, when it comes, to the function that ends it (call it once the
    * check is done, whatever its outcome), or to `full` when its place went to an address checked
-   * less. Refused at once, taking nothing, when it cannot wait.
+   * less. Refused at once, taking nothing, when it cannot wait. `known`: the request came from a
+   * browser that signed in lately.
    */
-  enter(address: string): Promise<Turn> | QueueRefusal {
+  enter(address: string, known = false): Promise<Turn> | QueueRefusal {
     if (this.#addresses.has(address)) return 'queued';
     if (this.#busy < this.#running) {
       this.#addresses.add(address);
       return Promise.resolve(this.#start(address));
     }
-    const checks = this.#checks(address);
+    const rank: Rank = { known, checks: this.#checks(address) };
     if (this.#queue.length >= this.#waiting) {
-      // The last in line is the one checked most (the latest of those): it gives its place up only
-      // to an address checked less.
+      // The last in line is the one ranked lowest (the latest of those): it gives its place up only
+      // to one ranked ahead of it.
       const last = this.#queue.at(-1);
-      if (last === undefined || last.checks <= checks) return 'full';
+      if (last === undefined || !ahead(rank, last)) return 'full';
       this.#queue.pop();
       this.#addresses.delete(last.address);
       last.resolve('full');
     }
     this.#addresses.add(address);
     return new Promise((resolve) => {
-      const waiter: Waiter = { address, checks, resolve };
-      const at = this.#queue.findIndex((w) => w.checks > checks);
+      const waiter: Waiter = { address, ...rank, resolve };
+      const at = this.#queue.findIndex((w) => ahead(rank, w));
       if (at < 0) this.#queue.push(waiter);
       else this.#queue.splice(at, 0, waiter);
     });

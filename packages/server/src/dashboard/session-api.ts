@@ -9,6 +9,7 @@ import { Refusal } from './refusal.js';
 import {
   changing,
   checkOrigin,
+  cookieOf,
   DASHBOARD_PATH,
   type Handler,
   ok,
@@ -17,7 +18,7 @@ import {
   readJsonObject,
   signedIn,
 } from './request.js';
-import { SESSION_COOKIE, SESSION_SECONDS } from './session.js';
+import { DEVICE_COOKIE, DEVICE_SECONDS, SESSION_COOKIE, SESSION_SECONDS } from './session.js';
 
 const BODY_BYTES = 4096;
 /** Wrong passwords one address may try: 5, and one more every 3 minutes. */
@@ -37,9 +38,9 @@ export function newCheckQueue(waiting = NODE_WAITING): CheckQueue {
   return new CheckQueue({ running: NODE_CHECKS, waiting });
 }
 
-function cookieHeader(value: string, maxAge: number, secure: boolean): string {
+function cookieHeader(value: string, maxAge: number, secure: boolean, name = SESSION_COOKIE): string {
   const flags = `Path=${DASHBOARD_PATH}; Max-Age=${maxAge}; HttpOnly; SameSite=Strict`;
-  return `${SESSION_COOKIE}=${value}; ${flags}${secure ? '; Secure' : ''}`;
+  return `${name}=${value}; ${flags}${secure ? '; Secure' : ''}`;
 }
 
 async function readPassword(req: IncomingMessage): Promise<string> {
@@ -56,8 +57,9 @@ const locked = (waitMs: number) =>
     'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))),
   });
 
+/** Not `locked`: the address has tries left; its other sign-in ends within a turn or so. */
 const checkingAlready = () =>
-  new Refusal(429, 'locked', 'another sign-in from this address is being checked: try again in a second', {
+  new Refusal(503, 'busy', 'another sign-in from this address is being checked: try again in a second', {
     'Retry-After': '1',
   });
 
@@ -68,18 +70,25 @@ const signIn: Handler = async (req, res, deps) => {
   checkOrigin(req);
   const password = await readPassword(req);
   const address = clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted);
-  await checkPassword(deps, address, password);
-  const { cookie, csrf } = await deps.sessions.issue(deps.now());
-  ok(res, { csrf }, { 'Set-Cookie': cookieHeader(cookie, SESSION_SECONDS, overHttps(req, deps.trusted)) });
+  const known = await deps.sessions.knowsDevice(cookieOf(req, DEVICE_COOKIE), deps.now());
+  await checkPassword(deps, address, password, known);
+  const { cookie, csrf, device } = await deps.sessions.issue(deps.now());
+  const secure = overHttps(req, deps.trusted);
+  res.setHeader('Set-Cookie', [
+    cookieHeader(cookie, SESSION_SECONDS, secure),
+    cookieHeader(device, DEVICE_SECONDS, secure, DEVICE_COOKIE),
+  ]);
+  ok(res, { csrf });
 };
 
 /**
  * The password against the hash, in named stages: an address out of tries is refused before it
  * takes anything (a locked address flooding costs one store read per request, no turn); then one
  * check at a time per address over every node, its tries read again; then a turn among this
- * node's checks, for scrypt only; then a wrong password takes a try.
+ * node's checks, for scrypt only (a `known` browser's ahead of addresses never seen); then a wrong
+ * password takes a try.
  */
-async function checkPassword(deps: DashboardDeps, address: string, password: string): Promise<void> {
+async function checkPassword(deps: DashboardDeps, address: string, password: string, known: boolean): Promise<void> {
   const key = `dashboard-signin:${address}`;
   const wait = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
   if (wait > 0) throw locked(wait);
@@ -91,7 +100,7 @@ async function checkPassword(deps: DashboardDeps, address: string, password: str
     // Read again now that the address's slot is held: a check of another node may have ended.
     const left = await deps.limits.peek(key, TRIES.perSecond, TRIES.burst, deps.now());
     if (left > 0) throw locked(left);
-    const turn = deps.checks.enter(address);
+    const turn = deps.checks.enter(address, known);
     if (turn === 'queued') throw checkingAlready();
     const end = turn === 'full' ? turn : await turn;
     if (end === 'full') throw busy();

@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
 import { MemoryDashboardSessionStore } from '../engines/memory/dashboard-sessions.js';
-import { csrfMatches, SESSION_SECONDS, SessionKeys } from './session.js';
+import { csrfMatches, DEVICE_SECONDS, SESSION_SECONDS, SessionKeys } from './session.js';
 import { DashboardSessions, SECRET_READ_MS, SESSION_CHECK_MS } from './sessions.js';
 
 const T0 = 1_800_000_000_000;
@@ -185,6 +185,26 @@ describe('DashboardSessions over a store', () => {
     // The real cookie still reads, with no read of the secret: its keys are known.
     expect((await sessions.read(real.cookie, T0))?.csrf).toBe(real.csrf);
     expect(counts).toEqual({ made: 0, read: 2, isOpen: 1 });
+  });
+
+  it('a known-browser cookie is taken for 30 days, on every node, and only when signed by this secret and hash', async () => {
+    const store = new MemoryDashboardSessionStore();
+    const { device } = await new DashboardSessions(store, 'scrypt$h').issue(T0);
+    const { counts, counted } = counting(store);
+    const other = new DashboardSessions(counted, 'scrypt$h', { now: () => T0 });
+    expect(await other.knowsDevice(device, T0)).toBe(true);
+    expect(await other.knowsDevice(device, T0 + DEVICE_SECONDS * 1000 - 1)).toBe(true);
+    expect(await other.knowsDevice(device, T0 + DEVICE_SECONDS * 1000)).toBe(false);
+    expect(await other.knowsDevice(changed(device), T0)).toBe(false);
+    expect(await other.knowsDevice(undefined, T0)).toBe(false);
+    expect(await other.knowsDevice('d1.x', T0)).toBe(false);
+    // A session cookie is no known-browser cookie, nor the other way round.
+    const { cookie } = await new DashboardSessions(store, 'scrypt$h').issue(T0);
+    expect(await other.knowsDevice(cookie, T0)).toBe(false);
+    expect(await other.read(device, T0)).toBeUndefined();
+    expect(await new DashboardSessions(store, 'scrypt$other').knowsDevice(device, T0)).toBe(false);
+    // Checking them wrote nothing and read the secret once.
+    expect(counts).toEqual({ made: 0, read: 1, isOpen: 0 });
   });
 
   it('a forged cookie makes no secret in a store that has none', async () => {

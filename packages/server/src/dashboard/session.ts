@@ -10,9 +10,17 @@ import { timingSafeEqualString } from '@realtime/protocol';
 
 export const SESSION_COOKIE = 'rt_dashboard';
 export const SESSION_SECONDS = 12 * 3600;
+/**
+ * A browser that signed in: `d1.<issued s>.<mac>`, set beside the session and kept after it. It
+ * opens nothing; it only puts that browser's next sign-in ahead of addresses never seen
+ * (check-queue.ts), which a flood cannot make without the password.
+ */
+export const DEVICE_COOKIE = 'rt_dashboard_device';
+export const DEVICE_SECONDS = 30 * 24 * 3600;
 /** How far ahead of this node's clock an issue time may be: another node's clock, a little ahead. */
 const SKEW_S = 60;
 const FORM = /^v2\.(\d{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+const DEVICE_FORM = /^d1\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
 
 export interface Session {
   /** The session's name in the store. */
@@ -34,6 +42,11 @@ export function csrfMatches(session: Session, given: string | undefined): boolea
 /** Whether a cookie value has the form of one this service signs (its signature unchecked). */
 export function looksSigned(cookie: string): boolean {
   return FORM.test(cookie);
+}
+
+/** Whether a value has the form of a known-browser cookie (its signature unchecked). */
+export function looksLikeDevice(cookie: string): boolean {
+  return DEVICE_FORM.test(cookie);
 }
 
 export class SessionKeys {
@@ -65,6 +78,22 @@ export class SessionKeys {
     if (issued * 1000 > nowMs + SKEW_S * 1000) return undefined;
     const session = this.#session(issued, id);
     return session.expiresMs > nowMs ? session : undefined;
+  }
+
+  /** The known-browser cookie's value, for a sign-in at `nowMs`. */
+  device(nowMs: number): string {
+    const body = `d1.${Math.floor(nowMs / 1000)}`;
+    return `${body}.${mac(this.#key, body)}`;
+  }
+
+  /** Whether a value is a known-browser cookie of these keys, issued in the last DEVICE_SECONDS. */
+  knowsDevice(cookie: string | undefined, nowMs: number): boolean {
+    const parts = cookie === undefined ? null : DEVICE_FORM.exec(cookie);
+    if (!parts) return false;
+    const [, issuedText, signature] = parts as unknown as [string, string, string];
+    if (!timingSafeEqualString(signature, mac(this.#key, `d1.${issuedText}`))) return false;
+    const issuedMs = Number(issuedText) * 1000;
+    return issuedMs <= nowMs + SKEW_S * 1000 && issuedMs + DEVICE_SECONDS * 1000 > nowMs;
   }
 
   #session(issued: number, id: string): Session {

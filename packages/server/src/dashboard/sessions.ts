@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DashboardSessionStore } from '../engines/dashboard-session-store.js';
-import { looksSigned, type Session, SessionKeys } from './session.js';
+import { looksLikeDevice, looksSigned, type Session, SessionKeys } from './session.js';
 
 /** How often the sessions of open streams (live consoles) are read again: one signed out elsewhere ends by then. */
 export const SESSION_CHECK_MS = 5_000;
@@ -47,15 +47,30 @@ export class DashboardSessions {
     this.#checkMs = options.checkMs ?? SESSION_CHECK_MS;
   }
 
-  /** A new session: its cookie's value and CSRF token; recorded in the store before it is answered. */
-  async issue(nowMs: number): Promise<{ cookie: string; csrf: string }> {
+  /**
+   * A new session: its cookie's value and CSRF token, and the known-browser cookie's value;
+   * recorded in the store before it is answered.
+   */
+  async issue(nowMs: number): Promise<{ cookie: string; csrf: string; device: string }> {
     // The secret read again (made if none): a Redis that lost it (and got a new one from another
     // node) is followed. Only a right password gets here, so the write-if-absent is no one's to flood.
     const { keys } = this.#known(await this.#store.signingSecret(randomBytes(32)));
     this.#readAt = this.#now();
     const { cookie, session } = keys.issue(nowMs);
     await this.#store.open(session.id, session.expiresMs, nowMs);
-    return { cookie, csrf: session.csrf };
+    return { cookie, csrf: session.csrf, device: keys.device(nowMs) };
+  }
+
+  /**
+   * Whether a known-browser cookie value is one of these keys, not expired. Reads as `read` does:
+   * never a write, the secret at most once a second.
+   */
+  async knowsDevice(cookie: string | undefined, nowMs: number): Promise<boolean> {
+    if (cookie === undefined || !looksLikeDevice(cookie)) return false;
+    const known = this.#keys;
+    if (known?.keys.knowsDevice(cookie, nowMs)) return true;
+    const fresh = await this.#reread();
+    return fresh !== undefined && fresh !== known && fresh.keys.knowsDevice(cookie, nowMs);
   }
 
   /** The open session of a cookie value, or undefined: forged, expired, ended, or of another password. */

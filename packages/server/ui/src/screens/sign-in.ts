@@ -45,8 +45,9 @@ export function SignIn({ onSignedIn }: { onSignedIn: (csrf: string) => void }) {
 }
 
 /**
- * Tries a few more times, after the wait the service names, while the service is only busy with other
- * sign-ins (a flood from other addresses queues them): the operator waits through it, never retyping.
+ * Tries a few more times, after the wait the service names, while the service is only busy (a flood
+ * of other addresses' sign-ins, or another sign-in of this address being checked): the operator
+ * waits through it, never retyping. `locked` (no tries left) is never tried again: the wait is minutes.
  */
 const TURN_TRIES = 10;
 
@@ -64,8 +65,7 @@ async function signIn(password: string): Promise<string> {
 
 /** Refused only for now: the node checks many sign-ins, or another from this address. */
 function waitingTurn(failure: unknown): boolean {
-  if (!(failure instanceof ApiFailure)) return false;
-  return failure.code === 'busy' || (failure.code === 'locked' && !failure.message.includes('wrong passwords'));
+  return failure instanceof ApiFailure && failure.code === 'busy';
 }
 
 function describe(failure: unknown): string {
