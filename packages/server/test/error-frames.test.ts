@@ -96,6 +96,23 @@ describe('error frames carry the ref and room of the refused frame', () => {
     });
   });
 
+  it('names the stream or group of a frame refused before its handler ran, as it names a room or call', async () => {
+    expect(await refusal({ t: 'stream.present', ref: 21, stream: 'live' })).toEqual({
+      t: 'error',
+      code: 'bad_frame',
+      message: expect.stringContaining('grant'),
+      ref: 21,
+      stream: 'live',
+    });
+    expect(await refusal({ t: 'group.nope', ref: 22, group: 'team' })).toEqual({
+      t: 'error',
+      code: 'bad_frame',
+      message: expect.stringContaining('unknown frame type'),
+      ref: 22,
+      group: 'team',
+    });
+  });
+
   it('has neither when the frame had neither', async () => {
     expect(await refusal({ t: 'nope' })).toEqual({ t: 'error', code: 'bad_frame', message: expect.any(String) });
     expect(await refusal('{"t":')).toEqual({ t: 'error', code: 'bad_frame', message: 'the frame is not JSON' });

@@ -156,6 +156,32 @@ describe('Departures', () => {
     d.close();
   });
 
+  it('keeps at most maxWaiting pages from its check too: the rest are found again by the next check', async () => {
+    const memory = new MemoryPresenceStore();
+    const { store, down } = flaky(memory);
+    const events = sink();
+    const { departures: d } = departures(store, events, new Set(), { maxWaiting: 2 });
+    const pages = ['na.1', 'na.2', 'na.3', 'na.4', 'na.5'];
+    for (const page of pages) memory.enterRoom('app', `room-${page}`, page);
+    // The listing answers, then the closes fail: what the check found waits, within the bound.
+    const closePages = store.closePages.bind(store);
+    store.closePages = (list, nowMs) => {
+      down.on = true;
+      return closePages(list, nowMs);
+    };
+    await d.reconcile();
+    expect(d.waiting.pages).toBe(2);
+    store.closePages = closePages;
+    down.on = false;
+    await d.flush();
+    expect(memory.nodePages('na')).toHaveLength(3);
+    await d.reconcile();
+    await d.reconcile();
+    expect(memory.nodePages('na')).toEqual([]);
+    expect(events.taken).toHaveLength(pages.length);
+    d.close();
+  });
+
   it('keeps at most maxWaiting of each: past it the oldest page is left to the check, the oldest event dropped', async () => {
     const memory = new MemoryPresenceStore();
     const { store, down } = flaky(memory);

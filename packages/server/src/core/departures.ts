@@ -147,10 +147,15 @@ export class Departures {
       this.#deps.log.warn({ err: error }, "reading this node's pages in the store failed");
       return;
     }
-    const orphans = listed.filter((page) => !this.#deps.holds(page));
+    const orphans = listed.filter((page) => !this.#deps.holds(page) && !this.#pages.has(page));
     if (orphans.length === 0) return;
-    this.#deps.log.warn({ pages: orphans.length }, 'records of pages this node no longer has: closing them');
-    for (const page of orphans) this.#pages.add(page);
+    // Within the bound: what does not fit stays in the store, and the next check finds it again.
+    const room = Math.max(0, this.#options.maxWaiting - this.#pages.size);
+    this.#deps.log.warn(
+      { pages: orphans.length, left: Math.max(0, orphans.length - room) },
+      'records of pages this node no longer has: closing them',
+    );
+    for (const page of orphans.slice(0, room)) this.#pages.add(page);
     await this.flush();
   }
 

@@ -31,6 +31,22 @@ export class FrameError extends Error {
   }
 }
 
+/**
+ * The ref of a frame and what it was about, read from whatever fields it has (a ref that is a whole
+ * number, names that are strings): any error frame answering it carries them, so the page can tell
+ * which of its frames was refused.
+ */
+export function frameSubject(value: Readonly<Record<string, unknown>>): { ref: number | undefined; about: FrameAbout } {
+  const text = (name: string): string | undefined => {
+    const field = value[name];
+    return typeof field === 'string' ? field : undefined;
+  };
+  return {
+    ref: Number.isSafeInteger(value.ref) ? (value.ref as number) : undefined,
+    about: { room: text('room'), call: text('call'), stream: text('stream'), group: text('group') },
+  };
+}
+
 /** The JSON type a field must have. `ref` is a whole number naming a request. */
 export type FieldType = 'string' | 'number' | 'boolean' | 'object' | 'ref' | 'json';
 
@@ -142,21 +158,15 @@ export class FrameRegistry {
       throw new FrameError('bad_frame', 'the frame is not JSON');
     }
     if (!isObject(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
-    // Whatever is wrong with the frame, its error frame carries its ref, room and call when it had
-    // them, so the page can tell which of its frames was refused.
-    const ref = Number.isSafeInteger(value.ref) ? (value.ref as number) : undefined;
-    const room = typeof value.room === 'string' ? value.room : undefined;
-    const call = typeof value.call === 'string' ? value.call : undefined;
+    // Whatever is wrong with the frame, its error frame carries its ref and what it was about.
+    const { ref, about } = frameSubject(value);
     const type = value.t;
     const handler = typeof type === 'string' ? this.#handlers.get(type) : undefined;
     if (handler === undefined) {
-      throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`, ref, {
-        room,
-        call,
-      });
+      throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`, ref, about);
     }
     const fail = (message: string): never => {
-      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, { room, call });
+      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, about);
     };
     const { required, optional = {} } = handler.spec;
     for (const [name, fieldType] of Object.entries(required)) {

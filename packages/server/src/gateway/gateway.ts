@@ -18,7 +18,7 @@ import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
-import { FrameError, FrameRegistry, frame, type PageModule, type Parsed } from './frame-registry.js';
+import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
 import { leaveRoom } from './room-frames.js';
 import { roomModule } from './room-module.js';
 import { TokenError, verifyIdentity } from './tokens.js';
@@ -46,17 +46,8 @@ export interface GatewayOptions {
  */
 function storeRefusal(error: unknown, parsedFrame: Parsed['frame']): unknown {
   if (!(error instanceof StoreError)) return error;
-  const text = (name: string): string | undefined => {
-    const value = parsedFrame[name];
-    return typeof value === 'string' ? value : undefined;
-  };
-  const ref = Number.isSafeInteger(parsedFrame.ref) ? (parsedFrame.ref as number) : undefined;
-  return new FrameError(error.code, error.message, ref, {
-    room: text('room'),
-    call: text('call'),
-    stream: text('stream'),
-    group: text('group'),
-  });
+  const { ref, about } = frameSubject(parsedFrame);
+  return new FrameError(error.code, error.message, ref, about);
 }
 
 const HELLO_SPEC = { required: { v: 'number' }, optional: { identity: 'string' } } as const;

@@ -200,6 +200,19 @@ describe('RedisPresenceStore sweeps', () => {
     expect(await sweeper.exitRoom('app1', 'lobby', 'nk.1')).toBe(true);
   });
 
+  it("lists a node's pages in bounded SSCAN steps, each page once, never one SMEMBERS of them all", async () => {
+    const prefix = uniquePrefix('node-pages');
+    const store = await open(prefix);
+    const pages = Array.from({ length: 1500 }, (_, i) => `na.${i}`);
+    for (const page of pages) await store.enterRoom('app1', 'lobby', page);
+    const client = clients.at(-1) as RedisClient;
+    await client.call((r) => r.config('RESETSTAT'));
+    expect((await store.nodePages('na')).sort()).toEqual([...pages].sort());
+    const stats = await client.call((r) => r.info('commandstats'));
+    expect(stats).not.toMatch(/cmdstat_smembers:/);
+    expect(Number(/cmdstat_sscan:calls=(\d+)/.exec(stats)?.[1] ?? 0)).toBeGreaterThan(1);
+  });
+
   it('answers StoreErrors, not hangs, when Redis is gone', async () => {
     const own = await startRedis();
     try {

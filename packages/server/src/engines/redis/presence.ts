@@ -381,6 +381,9 @@ redis.call('zadd', NODES, lease_now(ARGV[3]) + tonumber(ARGV[4]), ARGV[2])
 if held then return 1 end
 return 0`;
 
+/** Members per SSCAN step of a node's pages. */
+const SCAN_COUNT = 500;
+
 export interface RedisPresenceOptions {
   /** How long a user stays online after their last page closed. */
   offlineDelayMs?: number;
@@ -600,8 +603,18 @@ export class RedisPresenceStore implements PresenceStore {
     }
   }
 
+  /** SSCAN in bounded steps: a node's set can be large, and one SMEMBERS would hold Redis for all of it. */
   async nodePages(node: string): Promise<string[]> {
-    return this.#client.call((redis) => redis.smembers(this.#client.key(`pr:n:{${node}}`)));
+    const key = this.#client.key(`pr:n:{${node}}`);
+    // SSCAN may give a member twice (the set grew meanwhile): a Set keeps each once.
+    const pages = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.#client.call((redis) => redis.sscan(key, cursor, 'COUNT', SCAN_COUNT));
+      cursor = next;
+      for (const page of batch) pages.add(page);
+    } while (cursor !== '0');
+    return [...pages];
   }
 
   /** One script, so the departures of every page given reach this caller or none (callers give a few). */
