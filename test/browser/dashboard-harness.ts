@@ -1,18 +1,17 @@
 /**
  * What the dashboard's Chromium tests share: a service with the dashboard on (a known operator
- * password), Chromium, a signed-in page, and screenshots of a screen at 1280 and 390 px into
- * docs/images/ (committed: the README and docs/dashboard.md show them).
+ * password), Chromium, a signed-in page, and screenshots of a screen at 1280 and 390 px, written
+ * only when DASHBOARD_SCREENSHOTS names a folder (`DASHBOARD_SCREENSHOTS=docs/images` re-takes the ones
+ * the README and docs/dashboard.md show): a test run leaves the checkout as it found it.
  */
-import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { hashDashboardPassword, type ServerOptions } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../packages/server/test/helpers.js';
 import { launchChromium } from './harness.js';
 
 export const DASHBOARD_PASSWORD = 'a dashboard password for tests';
-
-const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 
 export interface DashboardRig {
   server: TestServer;
@@ -50,18 +49,25 @@ export async function signedInPage(rig: DashboardRig, hash = ''): Promise<Page> 
 }
 
 /**
- * Saves the page as it is at 1280 px and at 390 px (a phone) as docs/images/<name>-1280.png and
- * -390.png, whole length, then puts the page back to 1280 px. `ready` waits for what the shot must show.
+ * Shoots the page as it is at 1280 px and at 390 px (a phone), whole length, checked as a PNG that
+ * wide, and saved as <name>-1280.png and -390.png under DASHBOARD_SCREENSHOTS when set; then puts the
+ * page back to 1280 px. `ready` waits for what the shot must show.
  */
 export async function shoot(page: Page, name: string, ready?: () => Promise<unknown>): Promise<void> {
-  mkdirSync(IMAGES, { recursive: true });
+  const folder = process.env.DASHBOARD_SCREENSHOTS;
+  if (folder) mkdirSync(resolve(folder), { recursive: true });
   for (const [width, height] of [
     [1280, 800],
     [390, 844],
   ] as const) {
     await page.setViewportSize({ width, height });
     await ready?.();
-    await page.screenshot({ path: `${IMAGES}${name}-${width}.png`, fullPage: true, animations: 'disabled' });
+    const png = await page.screenshot({ fullPage: true, animations: 'disabled' });
+    // The IHDR chunk's width: the shot is of the width asked.
+    if (png.subarray(1, 4).toString('latin1') !== 'PNG' || png.readUInt32BE(16) !== width) {
+      throw new Error(`the screenshot ${name} at ${width} px is not a PNG that wide`);
+    }
+    if (folder) writeFileSync(resolve(folder, `${name}-${width}.png`), png);
   }
   await page.setViewportSize({ width: 1280, height: 800 });
 }
