@@ -74,5 +74,15 @@ describe('cluster: a node paused past its lease', () => {
     const carol = await open(1, 'carol');
     const seen = await joinRoom(carol, cluster.sdk(1), 'lobby', { presence: true });
     expect((seen.members as Frame[]).map((m) => m.user).sort()).toEqual(['alice', 'bob', 'carol']);
+
+    // The 4100 close of alice's old page reports nothing twice: the sweep said she left, once. A
+    // barrier on the paused node: a page there joins and leaves after that close, and bob hears it.
+    const dave = await open(0, 'dave');
+    await joinRoom(dave, cluster.sdk(0), 'lobby', { presence: true });
+    await dave.close();
+    await bob.next((f) => isEvent('$member.left', 'lobby')(f) && userOf(f) === 'dave', 'dave to leave');
+    const left = bob.frames.filter((f) => isEvent('$member.left', 'lobby')(f) && userOf(f) === 'alice');
+    expect(left).toHaveLength(1);
+    expect(await online(1)).toEqual(['alice', 'bob']);
   });
 });
