@@ -1,7 +1,7 @@
 export { ALL_FEATURES, DEFAULT_RATE_LIMIT } from './apps/defaults.js';
 export { developmentAppBanner, ensureDevelopmentApp } from './apps/development-app.js';
 export { newApp, newAppKey, newSecret } from './apps/generate.js';
+export { hashDashboardPassword } from './config/password-hash.js';
 export { type AppEvent, type EventSink, MemoryEventSink } from './core/events.js';
-export { hashDashboardPassword } from './dashboard/password.js';
 export type { App, AppStore, Broker, HistoryStore, PresenceStore, Publication, RateLimit } from './engines/types.js';
 export { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';

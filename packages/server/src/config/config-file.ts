@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { type Feature, isFeature } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
-import { parsePasswordHash } from '../dashboard/password.js';
 import type { App, RateLimit } from '../engines/types.js';
 import { TrustedProxies } from '../http/client-address.js';
 import type { ServerLimits } from '../lifecycle.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { type CallsFileConfig, parseCallsConfig } from './calls-config.js';
+import { parsePasswordHash } from './password-hash.js';
 import { parseStreamsConfig, type StreamsFileConfig } from './streams-config.js';
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';

@@ -1,10 +1,10 @@
 /** Signing in and out of the dashboard (docs/dashboard.md, "Sign-in"). */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { passwordMatches } from '../config/password-hash.js';
 import { clientAddress } from '../http/client-address.js';
 import { CheckQueue } from './check-queue.js';
 import type { DashboardDeps } from './deps.js';
-import { passwordMatches } from './password.js';
 import { Refusal } from './refusal.js';
 import {
   changing,

@@ -1,6 +1,8 @@
 /**
  * The dashboard's operator password, kept as an scrypt hash only: `scrypt$N$r$p$<salt>$<hash>`
  * (salt and hash base64url). Checking takes the same path whatever the password given.
+ * It lives in config/ because the hash is a config value (the CLI makes it, config parses it, the
+ * dashboard checks it), so config need not import the dashboard.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashDashboardPassword, parsePasswordHash, passwordMatches } from './password.js';
+import { hashDashboardPassword, parsePasswordHash, passwordMatches } from './password-hash.js';
 
 describe('the dashboard password hash', () => {
   it('matches its own password only, with a new salt each time', async () => {
