@@ -51,7 +51,7 @@ export const ALLOWED = new Map([
 ]);
 
 const SPECIFIER =
-  /\b(import|export)\s(type\s)?(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+  /\b(import|export)\s(type\s)?(?:[^'";=(]*?\sfrom\s*)?['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** Relative imports of one TypeScript source text: the specifier as written, and whether it is type only. */
 export function importsOf(text) {
