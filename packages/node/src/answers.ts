@@ -1,3 +1,4 @@
+import { isRecord } from '@realtime/protocol';
 import { RealtimeError } from './errors.js';
 import type { ApiAnswer } from './request.js';
 
@@ -13,9 +14,7 @@ export function field<T>(answer: ApiAnswer, name: string, check: (value: unknown
   return value;
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isRecord };
 
 export function isRecordArray(value: unknown): value is Record<string, unknown>[] {
   return Array.isArray(value) && value.every(isRecord);

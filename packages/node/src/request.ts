@@ -1,4 +1,4 @@
-import { deriveKey, ERRORS, HEADERS, isErrorCode, sign } from '@realtime/protocol';
+import { deriveKey, ERRORS, HEADERS, isErrorCode, isRecord, sign } from '@realtime/protocol';
 import { Pool } from 'undici';
 import { RealtimeError } from './errors.js';
 
@@ -187,8 +187,4 @@ function parseBaseUrl(url: string): { origin: string; prefix: string } {
 function checkTimeout(ms: number): number {
   if (!Number.isFinite(ms) || ms <= 0) throw new TypeError(`a timeout is a positive number of milliseconds, got ${ms}`);
   return ms;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -5,6 +5,7 @@ import {
   expiryProblem,
   type HistoryRule,
   identityClaimsProblem,
+  isRecord,
   LIMITS,
   type RoomClaims,
   roomClaimsProblem,
@@ -93,10 +94,6 @@ function sign(claims: Record<string, unknown>, key: Uint8Array, nowSeconds: numb
   return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(nowSeconds).sign(key);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Mints an identity token (HS256 under the channels key). Throws a TypeError on bad input. */
 export function mintIdentityToken(
   channelsKey: Uint8Array,
@@ -137,7 +134,7 @@ export function mintCallToken(
   options: CallTokenOptions,
   nowSeconds: number,
 ): Promise<string> {
-  if (!isObject(options)) throw new TypeError('call token: options must be { to } or { group }');
+  if (!isRecord(options)) throw new TypeError('call token: options must be { to } or { group }');
   const claims: Partial<CallClaims> & Record<string, unknown> = { sub: userId };
   // Checked here rather than left to the claims check: `name` or `to` with a group would be dropped.
   if (options.group !== undefined && (options.to !== undefined || options.name !== undefined)) {
@@ -164,7 +161,7 @@ export function mintStreamGrant(
   options: StreamGrantOptions,
   nowSeconds: number,
 ): Promise<string> {
-  if (!isObject(options)) throw new TypeError('stream grant: options must be { role, userId? }');
+  if (!isRecord(options)) throw new TypeError('stream grant: options must be { role, userId? }');
   const claims: Partial<StreamGrantClaims> & Record<string, unknown> = { stream, role: options.role };
   if (options.userId !== undefined) claims.sub = options.userId;
   claims.exp = expiry(options.expiresIn, nowSeconds);

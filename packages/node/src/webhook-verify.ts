@@ -3,6 +3,7 @@ import {
   deriveKey,
   fromUtf8,
   HEADERS,
+  isRecord,
   type SignatureProblem,
   type WebhookEvent,
 } from '@realtime/protocol';
@@ -189,19 +190,15 @@ function parseBatch(body: string | Uint8Array): WebhookEvent[] | null {
   } catch {
     return null;
   }
-  if (!isObject(parsed)) return null;
+  if (!isRecord(parsed)) return null;
   const events = parsed.events;
   if (!Array.isArray(events) || !events.every(isEventShape)) return null;
   return events as WebhookEvent[];
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isEventShape(value: unknown): boolean {
   return (
-    isObject(value) &&
+    isRecord(value) &&
     typeof value.id === 'string' &&
     typeof value.at === 'number' &&
     Number.isFinite(value.at) &&

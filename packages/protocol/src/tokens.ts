@@ -1,5 +1,6 @@
 import { LIMITS } from './limits.js';
 import { eventNameProblem, roomNameProblem, userIdProblem } from './names.js';
+import { isRecord } from './records.js';
 import type { HistoryRule } from './wire.js';
 
 /** Claims of an identity token (channels key): who the page's user is. */
@@ -25,10 +26,6 @@ export interface RoomClaims {
   exp: number;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** `exp` is required and at most 24 hours ahead (plus leeway). Returns a problem or undefined. */
 export function expiryProblem(exp: unknown, nowSeconds: number): string | undefined {
   if (typeof exp !== 'number' || !Number.isFinite(exp)) return 'exp is required';
@@ -51,14 +48,14 @@ function eventList(value: unknown, name: string): string | undefined {
 
 /** Checks identity claims (signature and expiry are checked by the JWT library). */
 export function identityClaimsProblem(payload: unknown): string | undefined {
-  if (!isObject(payload)) return 'the claims are not an object';
+  if (!isRecord(payload)) return 'the claims are not an object';
   // Both kinds share the channels key: a room token must not pass for an identity.
   if (payload.room !== undefined) return 'this is a room token, not an identity';
   if (typeof payload.sub !== 'string') return 'sub (the user id) is required';
   const userProblem = userIdProblem(payload.sub);
   if (userProblem) return `sub: ${userProblem}`;
   if (payload.info !== undefined) {
-    if (!isObject(payload.info)) return 'info must be a JSON object';
+    if (!isRecord(payload.info)) return 'info must be a JSON object';
     if (new TextEncoder().encode(JSON.stringify(payload.info)).length > LIMITS.identityInfoBytes) {
       return 'info is over 1 KB';
     }
@@ -68,7 +65,7 @@ export function identityClaimsProblem(payload: unknown): string | undefined {
 
 /** Checks room token claims. */
 export function roomClaimsProblem(payload: unknown): string | undefined {
-  if (!isObject(payload)) return 'the claims are not an object';
+  if (!isRecord(payload)) return 'the claims are not an object';
   if (typeof payload.room !== 'string') return 'room is required';
   const roomProblem = roomNameProblem(payload.room);
   if (roomProblem) return `room: ${roomProblem}`;
@@ -134,14 +131,14 @@ function mediaProblem(media: unknown): string | undefined {
 
 /** Checks call token claims (signature and expiry are checked by the JWT library). */
 export function callClaimsProblem(payload: unknown): string | undefined {
-  if (!isObject(payload)) return 'the claims are not an object';
+  if (!isRecord(payload)) return 'the claims are not an object';
   if (typeof payload.sub !== 'string') return 'sub (the user id) is required';
   const userProblem = userIdProblem(payload.sub);
   if (userProblem) return `sub: ${userProblem}`;
   if ((payload.call === undefined) === (payload.group === undefined)) return 'give call or group, not both';
   if (payload.call !== undefined) {
     const call = payload.call;
-    if (!isObject(call) || typeof call.to !== 'string') return 'call must be { "to": <user id> }';
+    if (!isRecord(call) || typeof call.to !== 'string') return 'call must be { "to": <user id> }';
     const toProblem = userIdProblem(call.to);
     if (toProblem) return `call.to: ${toProblem}`;
     if (call.to === payload.sub) return 'call.to is the caller: a user cannot call themselves';
@@ -161,7 +158,7 @@ export function callClaimsProblem(payload: unknown): string | undefined {
 
 /** Checks stream grant claims. */
 export function streamGrantClaimsProblem(payload: unknown): string | undefined {
-  if (!isObject(payload)) return 'the claims are not an object';
+  if (!isRecord(payload)) return 'the claims are not an object';
   if (typeof payload.stream !== 'string') return 'stream (the stream name) is required';
   const streamProblem = roomNameProblem(payload.stream);
   if (streamProblem) return `stream: ${streamProblem.replace('room name', 'stream name')}`;

@@ -3,6 +3,7 @@
  * TURN servers from the config file, flags or REALTIME_* variables (a flag or variable wins over the
  * file, field by field, so the TURN secret can stay out of the file).
  */
+import { isRecord } from '@realtime/protocol';
 import type { CallOptions, IceConfig, InviteLimits, InviteRate } from '../calls/options.js';
 import { UsageError } from './usage-error.js';
 
@@ -35,10 +36,6 @@ const HOST = String.raw`(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-
 const PORT = '(?::([0-9]{1,5}))?';
 const STUN_URL = new RegExp(`^stun:${HOST}${PORT}$`);
 const TURN_URL = new RegExp(`^turns?:${HOST}${PORT}(?:\\?transport=(?:udp|tcp))?$`);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function unknownField(value: Record<string, unknown>, allowed: Set<string>, where: string): void {
   for (const key of Object.keys(value)) {
@@ -90,7 +87,7 @@ function wholeIn(value: unknown, min: number, max: number, where: string, unit: 
 
 /** `{ "perMinute": n, "burst": n }`, both whole numbers from 1. */
 function inviteRate(value: unknown, where: string): InviteRate {
-  if (!isObject(value)) throw new UsageError(`${where} must be { "perMinute": n, "burst": n }`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be { "perMinute": n, "burst": n }`);
   unknownField(value, RATE_FIELDS, where);
   return {
     perMinute: wholeIn(value.perMinute, 1, MAX_INVITE_RATE, `${where}.perMinute`, 'invites'),
@@ -100,7 +97,7 @@ function inviteRate(value: unknown, where: string): InviteRate {
 
 /** `{ "perCaller": rate, "perCallee": rate }`, either left out for its default. */
 function inviteLimits(value: unknown, where: string): Partial<InviteLimits> {
-  if (!isObject(value)) throw new UsageError(`${where} must be { "perCaller": {...}, "perCallee": {...} }`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be { "perCaller": {...}, "perCallee": {...} }`);
   unknownField(value, INVITE_FIELDS, where);
   const out: Partial<InviteLimits> = {};
   if (value.perCaller !== undefined) out.perCaller = inviteRate(value.perCaller, `${where}.perCaller`);
@@ -110,7 +107,7 @@ function inviteLimits(value: unknown, where: string): Partial<InviteLimits> {
 
 /** Checks `"calls": { "ringMs", "invites", "stun": [...], "turn": { "urls", "secret", "ttlSeconds" } }`. */
 export function parseCallsConfig(value: unknown, where: string): CallsFileConfig {
-  if (!isObject(value)) {
+  if (!isRecord(value)) {
     throw new UsageError(
       `${where} must be an object like { "stun": [...], "turn": { "urls": [...], "secret": "..." } }`,
     );
@@ -122,7 +119,7 @@ export function parseCallsConfig(value: unknown, where: string): CallsFileConfig
   if (value.stun !== undefined) out.stun = urls(value.stun, 'stun', `${where}.stun`);
   if (value.turn !== undefined) {
     const turn = value.turn;
-    if (!isObject(turn))
+    if (!isRecord(turn))
       throw new UsageError(`${where}.turn must be { "urls": [...], "secret": "...", "ttlSeconds": n }`);
     unknownField(turn, TURN_FIELDS, `${where}.turn`);
     out.turn = {};

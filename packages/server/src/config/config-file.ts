@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type Feature, isFeature } from '@realtime/protocol';
+import { type Feature, isFeature, isRecord } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
 import type { App, RateLimit } from '../engines/types.js';
 import { TrustedProxies } from '../http/client-address.js';
@@ -33,10 +33,6 @@ const LIMIT_FIELDS = new Set([
 ]);
 const TIMING_FIELDS = new Set(['windowMs', 'maxEvents', 'retryDelaysMs', 'giveUpMs', 'resendWindowMs', 'answerMs']);
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function unknownField(value: Record<string, unknown>, allowed: Set<string>, where: string): void {
   for (const key of Object.keys(value)) {
     if (!allowed.has(key)) throw new UsageError(`${where}: unknown field ${JSON.stringify(key)}`);
@@ -45,7 +41,7 @@ function unknownField(value: Record<string, unknown>, allowed: Set<string>, wher
 
 function rateLimit(value: unknown, where: string): RateLimit {
   if (value === undefined) return { ...DEFAULT_RATE_LIMIT };
-  if (!isObject(value)) throw new UsageError(`${where}.rateLimit must be { "perSecond": n, "burst": n }`);
+  if (!isRecord(value)) throw new UsageError(`${where}.rateLimit must be { "perSecond": n, "burst": n }`);
   unknownField(value, new Set(['perSecond', 'burst']), `${where}.rateLimit`);
   const { perSecond, burst } = value;
   if (typeof perSecond !== 'number' || !(perSecond > 0)) {
@@ -59,7 +55,7 @@ function rateLimit(value: unknown, where: string): RateLimit {
 
 /** Checks one app entry of a config file. */
 export function parseAppEntry(value: unknown, where: string, allowPrivateWebhooks: boolean): App {
-  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be an object`);
   unknownField(value, APP_FIELDS, where);
   const { key, secret, name, webhook, features } = value;
   if (typeof key !== 'string' || !APP_KEY_PATTERN.test(key)) {
@@ -120,7 +116,7 @@ function positiveWhole(value: unknown, where: string): number {
 }
 
 function timings(value: unknown, where: string): Partial<WebhookTimings> {
-  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be an object`);
   unknownField(value, TIMING_FIELDS, where);
   const out: Partial<WebhookTimings> = {};
   for (const name of ['windowMs', 'maxEvents', 'giveUpMs', 'resendWindowMs', 'answerMs'] as const) {
@@ -136,7 +132,7 @@ function timings(value: unknown, where: string): Partial<WebhookTimings> {
 
 /** `"dashboard": { "passwordHash": "scrypt$..." }`, checked as the service will read it. */
 function dashboardHash(value: unknown, where: string): string {
-  if (!isObject(value) || typeof value.passwordHash !== 'string') {
+  if (!isRecord(value) || typeof value.passwordHash !== 'string') {
     throw new UsageError(`${where} must be { "passwordHash": "<what realtime dashboard-password prints>" }`);
   }
   unknownField(value, new Set(['passwordHash']), where);
@@ -150,7 +146,7 @@ function dashboardHash(value: unknown, where: string): string {
 
 /** `"metrics": { "token": "..." }`: a token short enough to guess would make the bearer check moot. */
 function metricsToken(value: unknown, where: string): string {
-  if (!isObject(value)) throw new UsageError(`${where} must be { "token": "<at least 16 characters>" }`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be { "token": "<at least 16 characters>" }`);
   unknownField(value, new Set(['token']), where);
   const { token } = value;
   if (typeof token !== 'string' || token.length < 16 || /\s/.test(token)) {
@@ -161,7 +157,7 @@ function metricsToken(value: unknown, where: string): string {
 
 /** `"limits": { "maxPages": n, ..., "trustProxy": ["10.0.0.0/8"] }`: see docs/operations.md. */
 function limits(value: unknown, where: string): Partial<ServerLimits> {
-  if (!isObject(value)) throw new UsageError(`${where} must be an object`);
+  if (!isRecord(value)) throw new UsageError(`${where} must be an object`);
   unknownField(value, LIMIT_FIELDS, where);
   const out: Partial<ServerLimits> = {};
   for (const name of ['maxPages', 'maxPagesPerAddress', 'maxPendingHandshakes', 'maxAsksPerUser'] as const) {
@@ -231,7 +227,7 @@ function readApps(path: string, allowPrivateWebhooks: boolean): { apps: App[]; v
   } catch (error) {
     throw new UsageError(`config ${path}: not JSON (${(error as Error).message})`);
   }
-  if (!isObject(value)) throw new UsageError(`config ${path}: must be a JSON object with "apps"`);
+  if (!isRecord(value)) throw new UsageError(`config ${path}: must be a JSON object with "apps"`);
   unknownField(value, TOP_FIELDS, `config ${path}`);
   const entries = value.apps ?? [];
   if (!Array.isArray(entries)) throw new UsageError(`config ${path}: "apps" must be an array`);

@@ -4,7 +4,9 @@
  * REALTIME_* variables (a flag or variable wins over the file, field by field); the page cap, the
  * connect timeout and the bounds of units per page and per app from the config file.
  */
+
 import { BlockList, isIP } from 'node:net';
+import { isRecord } from '@realtime/protocol';
 import type { StreamOptions } from '../streams/options.js';
 import { UsageError } from './usage-error.js';
 
@@ -49,10 +51,6 @@ LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
 const DEFAULT_MEDIA_ADDRESS = '127.0.0.1';
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function family(address: string): 'ipv4' | 'ipv6' {
   return isIP(address) === 6 ? 'ipv6' : 'ipv4';
@@ -108,7 +106,7 @@ function wholeIn(value: unknown, min: number, max: number, where: string, unit: 
  * "unitsPerPage", "unitsPerApp" }`.
  */
 export function parseStreamsConfig(value: unknown, where: string): StreamsFileConfig {
-  if (!isObject(value)) {
+  if (!isRecord(value)) {
     throw new UsageError(
       `${where} must be an object like { "mediaAddresses": ["203.0.113.7"], "portRange": [40000, 40100] }`,
     );

@@ -1,4 +1,5 @@
 import type { SocketErrorCode } from '@realtime/protocol';
+import { isRecord } from '@realtime/protocol';
 import { ApiError } from '../core/api-error.js';
 import { encodeData } from '../core/validate.js';
 import type { Connection } from './connection.js';
@@ -110,10 +111,6 @@ export function frameData(type: string, data: unknown, ref: number | undefined, 
   }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function typeProblem(value: unknown, type: FieldType): string | undefined {
   switch (type) {
     case 'string':
@@ -123,7 +120,7 @@ function typeProblem(value: unknown, type: FieldType): string | undefined {
     case 'boolean':
       return typeof value === 'boolean' ? undefined : 'must be a boolean';
     case 'object':
-      return isObject(value) ? undefined : 'must be a JSON object';
+      return isRecord(value) ? undefined : 'must be a JSON object';
     case 'ref':
       return Number.isSafeInteger(value) ? undefined : 'must be a whole number';
     case 'json':
@@ -157,7 +154,7 @@ export class FrameRegistry {
     } catch {
       throw new FrameError('bad_frame', 'the frame is not JSON');
     }
-    if (!isObject(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
+    if (!isRecord(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
     // Whatever is wrong with the frame, its error frame carries its ref and what it was about.
     const { ref, about } = frameSubject(value);
     const type = value.t;
