@@ -6,26 +6,13 @@ import {
   type CallSignalFrame,
   SIGNAL_MAX_BYTES,
 } from '@realtime/protocol';
-import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import type { CallService } from './call-service.js';
 import { inviteRefusalMessage } from './invite-limits.js';
-
-/** Runs a step on the store; its failure becomes an `unavailable` error frame for the frame's ref and call. */
-async function stored<T>(step: () => Promise<T>, ref: number | undefined, call: string | undefined): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof StoreError) {
-      throw new FrameError('unavailable', 'the service could not reach its storage; try again', ref, { call });
-    }
-    throw error;
-  }
-}
 
 function noCall(ref: number | undefined, call: string): FrameError {
   return new FrameError('no_call', 'no such call for this page: it ended, or it is not this page’s', ref, { call });
@@ -72,7 +59,7 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
           const placed = await stored(
             () => calls.place(conn.app.key, { ...page(conn), user }, f.to, [...claims.media], claims.call?.name),
             f.ref,
-            undefined,
+            {},
           );
           if (placed.outcome === 'limited')
             throw new FrameError('rate_limited', inviteRefusalMessage(placed, f.to), f.ref);
@@ -86,13 +73,15 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
       ),
       'call.accept': frame<CallAcceptFrame>({ required: { ref: 'ref', call: 'string' } }, async (conn, f) => {
         await caller(deps, conn, f.ref, f.call);
-        const answered = await stored(() => calls.accept(conn.app.key, page(conn), f.call), f.ref, f.call);
+        const answered = await stored(() => calls.accept(conn.app.key, page(conn), f.call), f.ref, { call: f.call });
         if (!answered) throw noCall(f.ref, f.call);
         conn.send({ t: 'call.accepted', ref: f.ref, call: f.call });
       }),
       'call.reject': frame<CallRejectFrame>({ required: { call: 'string' } }, async (conn, f) => {
         await caller(deps, conn, undefined, f.call);
-        const done = await stored(() => calls.hangup(conn.app.key, page(conn), f.call, 'reject'), undefined, f.call);
+        const done = await stored(() => calls.hangup(conn.app.key, page(conn), f.call, 'reject'), undefined, {
+          call: f.call,
+        });
         if (!done) throw noCall(undefined, f.call);
       }),
       'call.hangup': frame<CallHangupFrame>(
@@ -100,7 +89,9 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
         async (conn, f) => {
           await caller(deps, conn, undefined, f.call);
           const cause = f.failed === true ? 'failed' : 'hangup';
-          const done = await stored(() => calls.hangup(conn.app.key, page(conn), f.call, cause), undefined, f.call);
+          const done = await stored(() => calls.hangup(conn.app.key, page(conn), f.call, cause), undefined, {
+            call: f.call,
+          });
           if (!done) throw noCall(undefined, f.call);
         },
       ),
@@ -111,12 +102,12 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
             call: f.call,
           });
         }
-        const peer = await stored(() => calls.peerOf(conn.app.key, page(conn), f.call), undefined, f.call);
+        const peer = await stored(() => calls.peerOf(conn.app.key, page(conn), f.call), undefined, { call: f.call });
         if (peer === undefined) throw noCall(undefined, f.call);
         await stored(
           () => calls.signal(conn.app.key, peer, { t: 'call.signal', call: f.call, data: f.data }),
           undefined,
-          f.call,
+          { call: f.call },
         );
       }),
     },

@@ -1,7 +1,8 @@
 import { EPOCH_MAX_LENGTH } from '@realtime/protocol';
 import { describe, expect, it } from 'vitest';
+import { StoreError } from '../engines/store-error.js';
 import type { GatewayDeps } from './context.js';
-import { FrameError, FrameRegistry, frameData } from './frame-registry.js';
+import { FrameError, FrameRegistry, frameData, stored } from './frame-registry.js';
 import { roomModule } from './room-module.js';
 
 const registry = new FrameRegistry();
@@ -70,5 +71,34 @@ describe('frameData: a frame data encoded once, with room to spare for the frame
       ref: 7,
       group: 'g',
     });
+  });
+});
+
+describe('stored: a store step of a frame', () => {
+  it('gives back what the step made', async () => {
+    await expect(stored(async () => 7, 3, { group: 'g' })).resolves.toBe(7);
+  });
+
+  it('turns a StoreError into an unavailable error frame naming the ref and subject', async () => {
+    const failing = async () => {
+      throw new StoreError('unavailable');
+    };
+    const error = await stored(failing, 4, { stream: 's' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FrameError);
+    expect(error).toMatchObject({ code: 'unavailable', ref: 4, stream: 's', call: undefined, group: undefined });
+    expect((error as FrameError).message).toBe('the service could not reach its storage; try again');
+  });
+
+  it('lets any other error through unchanged', async () => {
+    const bug = new TypeError('a bug');
+    await expect(
+      stored(
+        async () => {
+          throw bug;
+        },
+        1,
+        { call: 'c' },
+      ),
+    ).rejects.toBe(bug);
   });
 });

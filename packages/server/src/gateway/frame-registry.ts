@@ -2,6 +2,7 @@ import type { SocketErrorCode } from '@realtime/protocol';
 import { isRecord } from '@realtime/protocol';
 import { ApiError } from '../core/api-error.js';
 import { encodeData } from '../core/validate.js';
+import { StoreError } from '../engines/store-error.js';
 import type { Connection } from './connection.js';
 
 /** A frame the page got wrong: the error frame to answer, with the frame's ref (and room or call) when it had them. */
@@ -29,6 +30,21 @@ export class FrameError extends Error {
     this.call = about.call;
     this.stream = about.stream;
     this.group = about.group;
+  }
+}
+
+/**
+ * Runs a frame's step on the store: a StoreError becomes an `unavailable` error frame naming the
+ * frame's ref and subject (so the page may try again); any other error passes through unchanged.
+ */
+export async function stored<T>(step: () => Promise<T>, ref: number | undefined, about: FrameAbout): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof StoreError) {
+      throw new FrameError('unavailable', 'the service could not reach its storage; try again', ref, about);
+    }
+    throw error;
   }
 }
 

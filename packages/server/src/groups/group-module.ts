@@ -7,10 +7,9 @@ import {
   SIGNAL_MAX_BYTES,
   type SocketErrorCode,
 } from '@realtime/protocol';
-import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
@@ -19,17 +18,6 @@ import type { GroupService } from './group-service.js';
 /** An error frame naming the group. */
 function refused(code: SocketErrorCode, message: string, ref: number | undefined, group: string): FrameError {
   return new FrameError(code, message, ref, { group });
-}
-
-async function stored<T>(step: () => Promise<T>, ref: number | undefined, group: string): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof StoreError) {
-      throw refused('unavailable', 'the service could not reach its storage; try again', ref, group);
-    }
-    throw error;
-  }
 }
 
 const isOffer = (sdp: unknown): boolean =>
@@ -75,7 +63,7 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
             throw refused('group_full', `a page is in at most ${GROUPS_PER_PAGE} group calls at once`, f.ref, f.group);
           }
           const member = { page: conn.id, user: conn.user, media: [...claims.media], joinedAt: deps.now() };
-          const joined = await stored(() => groups.join(app.key, f.group, member), f.ref, f.group);
+          const joined = await stored(() => groups.join(app.key, f.group, member), f.ref, { group: f.group });
           if (joined === 'already')
             throw refused('bad_frame', 'group.join: this page is in that group call already', f.ref, f.group);
           if (joined === 'full')
@@ -94,7 +82,7 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
         },
       ),
       'group.leave': frame<GroupLeaveFrame>({ required: { ref: 'ref', group: 'string' } }, async (conn, f) => {
-        const left = await stored(() => groups.leave(conn.app.key, f.group, conn.id), f.ref, f.group);
+        const left = await stored(() => groups.leave(conn.app.key, f.group, conn.id), f.ref, { group: f.group });
         if (!left) throw refused('not_in_group', 'this page is not in that group call', f.ref, f.group);
         conn.send({ t: 'group.left', ref: f.ref, group: f.group });
       }),
@@ -107,11 +95,11 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
           const notIn = () =>
             refused('not_in_group', 'this page, or the page it signals, is not in that group call', undefined, f.group);
           if (!groups.isIn(conn.id, f.group)) throw notIn();
-          const route = await stored(() => groups.route(conn.app.key, f.group, f.to), undefined, f.group);
+          const route = await stored(() => groups.route(conn.app.key, f.group, f.to), undefined, { group: f.group });
           if (!route.present) throw notIn();
           if (!route.unit) {
             const signal = { t: 'group.signal', group: f.group, from: conn.id, data: f.data };
-            await stored(() => groups.signal(conn.app.key, f.to, signal), undefined, f.group);
+            await stored(() => groups.signal(conn.app.key, f.to, signal), undefined, { group: f.group });
             return;
           }
           const own = f.to === conn.id;
@@ -120,7 +108,9 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
           const signal = readUnitSignal(f.data, own, own ? 'a page to its own unit' : "a page to another page's unit");
           if (typeof signal === 'string') throw refused('bad_frame', `group.signal: ${signal}`, undefined, f.group);
           try {
-            await stored(() => groups.unitSignal(conn.app.key, f.group, conn.id, f.to, signal), undefined, f.group);
+            await stored(() => groups.unitSignal(conn.app.key, f.group, conn.id, f.to, signal), undefined, {
+              group: f.group,
+            });
           } catch (error) {
             if (error instanceof FrameError) throw error;
             const refusal = unitRefusal(error);

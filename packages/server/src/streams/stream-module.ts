@@ -8,11 +8,10 @@ import {
   type StreamWatchFrame,
 } from '@realtime/protocol';
 import { iceUser } from '../calls/ice.js';
-import { StoreError } from '../engines/store-error.js';
 import type { StreamMember } from '../engines/types.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
-import { FrameError, frame, frameData, type PageModule } from '../gateway/frame-registry.js';
+import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
 import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
@@ -21,17 +20,6 @@ import type { StreamService } from './stream-service.js';
 
 function refused(code: SocketErrorCode, message: string, ref: number | undefined, stream: string): FrameError {
   return new FrameError(code, message, ref, { stream });
-}
-
-async function stored<T>(step: () => Promise<T>, ref: number | undefined, stream: string): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof StoreError) {
-      throw refused('unavailable', 'the service could not reach its storage; try again', ref, stream);
-    }
-    throw error;
-  }
 }
 
 /** Live streams: present or watch by a stream grant, leave, and signals to the stream's forwarding unit. */
@@ -69,7 +57,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
     // A grant without `sub` is a visitor's, never reported, even on a signed-in page.
     const member: StreamMember = { page: conn.id, role };
     if (claims.sub !== undefined) member.user = claims.sub;
-    const joined = await stored(() => streams.join(app.key, f.stream, member), f.ref, f.stream);
+    const joined = await stored(() => streams.join(app.key, f.stream, member), f.ref, { stream: f.stream });
     if (joined === 'already')
       throw refused('bad_frame', `${f.t}: this page is on that stream already`, f.ref, f.stream);
     if (joined === 'taken') throw refused('stream_taken', 'the stream has a presenter already', f.ref, f.stream);
@@ -104,7 +92,7 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
         },
       ),
       'stream.leave': frame<StreamLeaveFrame>({ required: { ref: 'ref', stream: 'string' } }, async (conn, f) => {
-        const left = await stored(() => streams.leave(conn.app.key, f.stream, conn.id), f.ref, f.stream);
+        const left = await stored(() => streams.leave(conn.app.key, f.stream, conn.id), f.ref, { stream: f.stream });
         if (!left) throw refused('not_in_stream', 'this page is not on that stream', f.ref, f.stream);
         conn.send({ t: 'stream.left', ref: f.ref, stream: f.stream });
       }),
@@ -117,7 +105,9 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
         const signal = readUnitSignal(f.data, role === 'presenter', `a ${role}`);
         if (typeof signal === 'string') throw refused('bad_frame', `stream.signal: ${signal}`, undefined, f.stream);
         try {
-          await stored(() => streams.signal(conn.app.key, f.stream, conn.id, role, signal), undefined, f.stream);
+          await stored(() => streams.signal(conn.app.key, f.stream, conn.id, role, signal), undefined, {
+            stream: f.stream,
+          });
         } catch (error) {
           if (error instanceof FrameError) throw error;
           const refusal = unitRefusal(error);
