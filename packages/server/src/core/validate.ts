@@ -1,6 +1,7 @@
 import {
   eventNameProblem,
   type HistoryRule,
+  isRecord,
   isReservedEvent,
   LIMITS,
   roomNameProblem,
@@ -19,10 +20,6 @@ export interface ValidEvent {
 }
 
 const EVENT_FIELDS = new Set(['rooms', 'users', 'event', 'data', 'history']);
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Refuses fields not in the allowed set, naming the first. */
 export function refuseUnknownFields(body: Record<string, unknown>, allowed: Set<string>, at: string): void {
@@ -68,8 +65,7 @@ export function encodeData(value: unknown, at: string, sentBytes?: number): stri
 function historyRules(value: unknown, rooms: Set<string>, at: string): Map<string, HistoryRule> {
   const rules = new Map<string, HistoryRule>();
   if (value === undefined) return rules;
-  if (!isPlainObject(value))
-    throw new ApiError('bad_request', `${at}history must be an object of room to [limit, hours]`);
+  if (!isRecord(value)) throw new ApiError('bad_request', `${at}history must be an object of room to [limit, hours]`);
   for (const [room, rule] of Object.entries(value)) {
     const where = `${at}history[${quote(room)}]`;
     if (!rooms.has(room)) throw new ApiError('bad_request', `${where}: the room is not one of the event's rooms`);
@@ -96,7 +92,7 @@ function historyRules(value: unknown, rooms: Set<string>, at: string): Map<strin
  * Order: shape, counts, room names, user ids, event name, data size, history.
  */
 export function validateEvent(raw: unknown, at: string, dataSentBytes?: number): ValidEvent {
-  if (!isPlainObject(raw)) throw new ApiError('bad_request', `${at}the event must be a JSON object`);
+  if (!isRecord(raw)) throw new ApiError('bad_request', `${at}the event must be a JSON object`);
   refuseUnknownFields(raw, EVENT_FIELDS, at);
   const rooms = stringList(raw.rooms, 'rooms', at);
   const users = stringList(raw.users, 'users', at);

@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
-import { type Feature, LIMITS, userIdProblem } from '@realtime/protocol';
+import { type Feature, isRecord, LIMITS, userIdProblem } from '@realtime/protocol';
 import { ApiError, quote } from '../core/api-error.js';
 import { TooManyAsks } from '../core/ask.js';
-import { checkEventName, encodeData, isPlainObject, refuseUnknownFields, validateEvent } from '../core/validate.js';
+import { checkEventName, encodeData, refuseUnknownFields, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
 import type { ApiRequest, Handler } from './context.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
@@ -30,7 +30,7 @@ function jsonObject(body: Buffer, what: string): Record<string, unknown> {
     const reason = error instanceof SyntaxError ? error.message : 'unreadable';
     throw new ApiError('bad_request', `the body is not JSON: ${reason}`);
   }
-  if (!isPlainObject(value)) throw new ApiError('bad_request', `the body must be a JSON object (${what})`);
+  if (!isRecord(value)) throw new ApiError('bad_request', `the body must be a JSON object (${what})`);
   return value;
 }
 
