@@ -1,13 +1,11 @@
-import type { Member } from '@realtime/protocol';
+import { isRecord, type Member } from '@realtime/protocol';
 
 /** Reads a `{ user, info? }` member; undefined for anything else. */
 export function toMember(value: unknown): Member | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const { user, info } = value as { user?: unknown; info?: unknown };
   if (typeof user !== 'string') return undefined;
-  if (typeof info === 'object' && info !== null && !Array.isArray(info)) {
-    return { user, info: info as Record<string, unknown> };
-  }
+  if (isRecord(info)) return { user, info };
   return { user };
 }
 
