@@ -1,6 +1,4 @@
 import type { EngineChoice } from './open-engine.js';
-import { RedisAppStore } from './redis/apps.js';
-import { RedisClient } from './redis/client.js';
 import { SqliteAppStore } from './sqlite/apps.js';
 import { openDb } from './sqlite/db.js';
 import type { AppStore } from './types.js';
@@ -43,6 +41,11 @@ export async function openAppStore(choice: AppStoreChoice, settings: { dataDir: 
       };
     }
     case 'redis': {
+      // Loaded here, not at the top: a run on the embedded engine never evaluates ioredis.
+      const [{ RedisClient }, { RedisAppStore }] = await Promise.all([
+        import('./redis/client.js'),
+        import('./redis/apps.js'),
+      ]);
       const prefix = 'prefix' in choice ? choice.prefix : undefined;
       const startTimeoutMs = 'startTimeoutMs' in choice ? choice.startTimeoutMs : undefined;
       const client = await RedisClient.open({

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { asyncEngine } from './async-engine.js';
 import { type EmbeddedStores, openEmbeddedEngine } from './embedded.js';
-import { openRedisEngine } from './redis/engine.js';
 import type { Engine } from './types.js';
 
 /**
@@ -25,6 +24,8 @@ export interface EngineSettings {
 /** The one place engines are made: lifecycle, CLI and the development app open them here. */
 export async function openEngine(choice: EngineChoice, settings: EngineSettings): Promise<Engine> {
   if (choice.kind === 'redis') {
+    // Loaded here, not at the top: the embedded engine never evaluates ioredis.
+    const { openRedisEngine } = await import('./redis/engine.js');
     return openRedisEngine({
       url: choice.url,
       log: settings.log,
