@@ -14,6 +14,10 @@ import {
   usePLI,
 } from 'werift';
 import { candidateAddress, filterSdpCandidates } from './ice-settings.js';
+import { NoMediaPortError, SessionClosedError } from './session-errors.js';
+
+// Kept here too: the errors' own file holds no werift, so the unit host and signals load without it.
+export { NoMediaPortError, SessionClosedError } from './session-errors.js';
 
 /** An ICE candidate as a page's RTCPeerConnection gives it (JSON of RTCIceCandidate). */
 export interface IceCandidateInit {
@@ -78,14 +82,6 @@ export function mediaConfig(): RTCPeerConnectionConfig {
   };
 }
 
-/** No UDP port was free for a new session (the media port range is used up): the node is full, not the page wrong. */
-export class NoMediaPortError extends Error {
-  constructor() {
-    super('no free UDP port for media on this node (the media port range is used up)');
-    this.name = 'NoMediaPortError';
-  }
-}
-
 /**
  * How long an ending session waits for a description being made. Host candidates only are
  * gathered (binding one socket), so this is never reached but for a fault in werift; the session
@@ -105,14 +101,6 @@ async function settledWithin(step: Promise<unknown>, ms: number): Promise<void> 
 }
 
 const noop = (): void => undefined;
-
-/** The session ended while its description was being made: there is nothing to send. */
-export class SessionClosedError extends Error {
-  constructor() {
-    super('the media session ended while its description was being made');
-    this.name = 'SessionClosedError';
-  }
-}
 
 /** What both kinds share: the peer connection, candidate intake and the end. */
 export abstract class PeerSession implements Session {

@@ -5,16 +5,10 @@
  * speaks WebRTC only: which unit a key names, who may do what and where offers go are its callers'.
  */
 import type { Logger } from 'pino';
-import { ForwardingUnit } from './forwarding-unit.js';
 import type { IceSettings } from './ice-settings.js';
 import { Lanes } from './lanes.js';
-import {
-  type IceCandidateInit,
-  type PresenterSession,
-  SessionClosedError,
-  type SessionEnd,
-  type ViewerSession,
-} from './peer-sessions.js';
+import type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
+import { SessionClosedError } from './session-errors.js';
 import { DEFAULT_UNIT_LIMITS, rangeCapacity, UnitBudget, type UnitLimits } from './unit-budget.js';
 
 /** How long close() waits for the steps in flight (a session's end waits at most 5 s for its description). */
@@ -77,12 +71,13 @@ export class UnitHost {
    */
   readonly #lanes = new Lanes();
   readonly #budget: UnitBudget;
-  readonly #newUnit: (media: IceSettings) => MediaUnit;
+  readonly #unitMaker: () => Promise<(media: IceSettings) => MediaUnit>;
   #closed = false;
 
   constructor(deps: UnitHostDeps) {
     this.#deps = deps;
-    this.#newUnit = deps.newUnit ?? ((media) => new ForwardingUnit(media));
+    const { newUnit } = deps;
+    this.#unitMaker = newUnit ? async () => newUnit : forwardingUnits;
     this.#budget = new UnitBudget(
       deps.limits ?? DEFAULT_UNIT_LIMITS,
       rangeCapacity(deps.media.portRange, deps.media.hostAddresses.length),
@@ -111,13 +106,14 @@ export class UnitHost {
     return this.#lanes.run(key, async () => {
       await this.#end(key);
       const reserve = await this.#reserve();
+      const newUnit = await this.#unitMaker();
       // The host closed while this offer waited its turn: no unit after close().
       if (this.#closed) return undefined;
       const release = this.#budget.unit(owner.app, owner.page, reserve);
       let unit: MediaUnit;
       let presenter: PresenterSession;
       try {
-        unit = this.#newUnit(this.#deps.media);
+        unit = newUnit(this.#deps.media);
         presenter = unit.createPresenter(owner.page);
       } catch (error) {
         // No session holds the count, so nothing else gives it back.
@@ -279,4 +275,16 @@ export class UnitHost {
   #viewer(key: string, page: string): ViewerSession | undefined {
     return this.#hosted.get(key)?.viewers.get(page);
   }
+}
+
+let forwardingUnit: Promise<(media: IceSettings) => MediaUnit> | undefined;
+
+/** ForwardingUnit, loaded at the first unit: werift costs every start that makes no unit ~100 ms. */
+function forwardingUnits(): Promise<(media: IceSettings) => MediaUnit> {
+  forwardingUnit ??= import('./forwarding-unit.js').then(
+    ({ ForwardingUnit }) =>
+      (media: IceSettings) =>
+        new ForwardingUnit(media),
+  );
+  return forwardingUnit;
 }

@@ -1,4 +1,5 @@
-import { type IceCandidateInit, NoMediaPortError } from './peer-sessions.js';
+import type { IceCandidateInit } from './peer-sessions.js';
+import { NoMediaPortError } from './session-errors.js';
 import { UnitLimitError } from './unit-budget.js';
 
 /** A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, or a restart request. */
