@@ -18,6 +18,14 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     reporters: ['default', './test/summary-reporter.ts'],
+    // `npm run test:coverage`: line coverage of the service's sources (issue 18 compares it before/after).
+    coverage: {
+      provider: 'v8',
+      include: ['packages/server/src/**/*.ts'],
+      exclude: ['**/*.test.ts', '**/contract/**'],
+      reporter: ['text-summary', 'json-summary'],
+      reportsDirectory: 'coverage',
+    },
     projects: [
       {
         extends: true,
