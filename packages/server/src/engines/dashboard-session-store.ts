@@ -4,7 +4,7 @@
  * Kept apart from the password hash: whoever reads the hash (a command line, a config file) learns
  * nothing that makes a session.
  */
-import type { MaybePromise } from './types.js';
+import type { MaybePromise } from './maybe-promise.js';
 
 export interface DashboardSessionStore {
   /**
