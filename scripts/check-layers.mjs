@@ -13,12 +13,15 @@ export const LAYERS = {
   'cli.ts': 4,
   'index.ts': 4,
   'lifecycle.ts': 4,
+  lifecycle: 4,
   // The edges: what speaks to the outside world.
   http: 3,
   gateway: 3,
   dashboard: 3,
   // Features: each a module, service and store seam built on the core.
   apps: 2,
+  rooms: 2,
+  asks: 2,
   calls: 2,
   groups: 2,
   streams: 2,
