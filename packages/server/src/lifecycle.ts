@@ -12,6 +12,7 @@ import { ConsoleTap } from './core/console-tap.js';
 import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
+import { wsFrameEncoder } from './core/frame-encoder.js';
 import { Hub } from './core/hub.js';
 import { NodeLease } from './core/node-lease.js';
 import { PageSignals } from './core/page-signals.js';
@@ -246,7 +247,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   await ask.start();
   // Questions of asks go to the user's open pages here; their answers go back through the AskService.
-  const hub = new Hub<Connection>(broker, (question, pages) =>
+  const hub = new Hub<Connection>(broker, wsFrameEncoder, (question, pages) =>
     ask.deliver(
       question,
       pages.filter((page) => page.state === 'open'),

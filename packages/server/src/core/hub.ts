@@ -7,9 +7,10 @@ import {
   topicOf,
   type Unsubscribe,
 } from '../engines/types.js';
+import { type FrameEncoder, wsFrameEncoder } from './frame-encoder.js';
 import { MEMBER_SCALE, type MemberScale, MemberWindow, readMemberChange } from './member-windows.js';
 import { PAGE_FRAME } from './page-signals.js';
-import { type Frame, frameAround, frameLength, frameString } from './ws-frame.js';
+import type { Frame } from './ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
 export interface Page {
@@ -43,26 +44,13 @@ interface Listening<T> {
 }
 
 /**
- * The frame of a publication, encoded once for every page it goes to. A large `data` already encoded
- * by the emitter (`dataBytes`) is shared as is, not copied into each room's frame.
- */
-export function encodeEvent(publication: Publication): Frame {
-  let text = '{"t":"event"';
-  if (publication.room !== undefined) text += `,"room":${JSON.stringify(publication.room)}`;
-  if (publication.id !== undefined) text += `,"id":"${publication.id}"`;
-  text += `,"event":${JSON.stringify(publication.event)}`;
-  if (publication.from !== undefined) text += `,"from":${JSON.stringify(publication.from)}`;
-  if (publication.dataBytes) return frameAround(`${text},"data":`, publication.dataBytes);
-  return frameString(`${text},"data":${publication.data}}`);
-}
-
-/**
  * This process's pages by room and by user. It subscribes to the broker for each room and user that
- * has a page here (once, however many pages), and on each publication encodes the frame once and
- * hands it to every page there. One fan-out path, whatever the broker.
+ * has a page here (once, however many pages), and on each publication has the encoder make the frame
+ * once and hands it to every page there. One fan-out path, whatever the broker.
  */
 export class Hub<P extends Page = Page> {
   readonly #broker: Broker;
+  readonly #encoder: FrameEncoder;
   readonly #rooms = new Map<string, Listening<Seat>>();
   readonly #users = new Map<string, Listening<P>>();
   /** Presence of the rooms with pages here (by topic), from their first presence change or large join. */
@@ -71,9 +59,17 @@ export class Hub<P extends Page = Page> {
 
   readonly #asks: (question: Publication, pages: readonly P[]) => void;
 
-  /** `asks` takes the questions of asks to a user with pages here (they are no page event). */
-  constructor(broker: Broker, asks: (question: Publication, pages: readonly P[]) => void = () => {}) {
+  /**
+   * `encoder` makes the frames (the pages' WebSocket frames unless another is handed in); `asks` takes
+   * the questions of asks to a user with pages here (they are no page event).
+   */
+  constructor(
+    broker: Broker,
+    encoder: FrameEncoder = wsFrameEncoder,
+    asks: (question: Publication, pages: readonly P[]) => void = () => {},
+  ) {
     this.#broker = broker;
+    this.#encoder = encoder;
     this.#asks = asks;
   }
 
@@ -134,7 +130,7 @@ export class Hub<P extends Page = Page> {
       publication.id === undefined && (publication.event === '$member.joined' || publication.event === '$member.left');
     const change = presence && publication.room !== undefined ? readMemberChange(publication) : undefined;
     if (!change || publication.room === undefined) {
-      fanOutRoom(seats, publication);
+      fanOutRoom(seats, publication, this.#encoder);
       return;
     }
     const topic = topicOf(publication.app, { room: publication.room });
@@ -143,7 +139,7 @@ export class Hub<P extends Page = Page> {
     if (!window.large && window.count > this.#scale.threshold) window.large = true;
     if (!window.large) {
       // A small room: one `$member.*` event per change, its data the member, as it always was.
-      fanOutRoom(seats, { ...publication, data: JSON.stringify(change.member) });
+      fanOutRoom(seats, { ...publication, data: JSON.stringify(change.member) }, this.#encoder);
       return;
     }
     if (window.add(change) >= this.#scale.maxChanges) this.#flush(topic, publication.room, seats, window);
@@ -170,15 +166,15 @@ export class Hub<P extends Page = Page> {
     clearTimeout(window.timer);
     window.timer = undefined;
     if (this.#presence.get(topic) !== window) return;
-    fanOutFrame(seats, window.take(room), undefined, undefined);
+    fanOutFrame(seats, this.#encoder.text(window.take(room)), undefined, undefined, this.#encoder);
   }
 
   /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
   addUserPage(app: string, user: string, page: P): Promise<void> {
     return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) => {
       if (publication.ask !== undefined) this.#asks(publication, [...pages]);
-      else if (publication.event === PAGE_FRAME) fanOutPageFrame(pages, publication);
-      else fanOutUser(pages, publication);
+      else if (publication.event === PAGE_FRAME) fanOutPageFrame(pages, publication, this.#encoder);
+      else fanOutUser(pages, publication, this.#encoder);
     });
   }
 
@@ -234,12 +230,19 @@ export class Hub<P extends Page = Page> {
   }
 }
 
-function fanOutRoom(seats: Set<Seat>, publication: Publication): void {
-  fanOutFrame(seats, encodeEvent(publication), publication.id, publication.origin);
+function fanOutRoom(seats: Set<Seat>, publication: Publication, encoder: FrameEncoder): void {
+  fanOutFrame(seats, encoder.event(publication), publication.id, publication.origin, encoder);
 }
 
 /** Hands a room's frame to each seat, or to its replay queue while it catches up on history. */
-function fanOutFrame(seats: Set<Seat>, frame: Frame, id: string | undefined, origin: string | undefined): void {
+function fanOutFrame(
+  seats: Set<Seat>,
+  frame: Frame,
+  id: string | undefined,
+  origin: string | undefined,
+  encoder: FrameEncoder,
+): void {
+  let bytes = -1; // the frame's size, measured once when a seat is catching up
   for (const seat of seats) {
     if (seat.page.id === origin) continue;
     if (!seat.replay) {
@@ -253,19 +256,20 @@ function fanOutFrame(seats: Set<Seat>, frame: Frame, id: string | undefined, ori
       continue;
     }
     if (seat.replayBytes > seat.page.replayLimit) continue; // closed as slow already
+    if (bytes < 0) bytes = encoder.length(frame);
     seat.replay.push({ id, frame });
-    seat.replayBytes += frameLength(frame);
+    seat.replayBytes += bytes;
     if (seat.replayBytes > seat.page.replayLimit) seat.page.slow();
   }
 }
 
 /** A frame of a feature (a call's ring) for a user's pages here, but the one it came from. */
-function fanOutPageFrame(pages: Set<Page>, publication: Publication): void {
-  const frame = frameString(publication.data);
+function fanOutPageFrame(pages: Set<Page>, publication: Publication, encoder: FrameEncoder): void {
+  const frame = encoder.text(publication.data);
   for (const page of pages) if (page.id !== publication.origin) page.deliver(frame);
 }
 
-function fanOutUser(pages: Set<Page>, publication: Publication): void {
-  const frame = encodeEvent(publication);
+function fanOutUser(pages: Set<Page>, publication: Publication, encoder: FrameEncoder): void {
+  const frame = encoder.event(publication);
   for (const page of pages) page.deliver(frame);
 }

@@ -1,6 +1,5 @@
 import type { Member } from '@realtime/protocol';
 import type { MemberCount, Publication } from '../engines/types.js';
-import { type Frame, frameString } from './ws-frame.js';
 
 /**
  * How presence scales (docs/protocol.md, "Large presence rooms"). Up to `threshold` members a room
@@ -115,8 +114,8 @@ export class MemberWindow {
     return Math.min(scale.maxWindowMs, Math.max(scale.minWindowMs, this.count * scale.msPerMember));
   }
 
-  /** The `members` frame of the window, which then starts empty. */
-  take(room: string): Frame {
+  /** The JSON text of the window's `members` frame, which then starts empty. */
+  take(room: string): string {
     let text = `{"t":"members","room":${JSON.stringify(room)}`;
     if (this.#count !== undefined) text += `,"count":${this.#count.count}`;
     text += ',"joined":[';
@@ -128,6 +127,6 @@ export class MemberWindow {
     text += `],"left":${JSON.stringify([...this.#left])}}`;
     this.#joined.clear();
     this.#left.clear();
-    return frameString(text);
+    return text;
   }
 }

@@ -6,7 +6,7 @@ import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from '../apps/defaults.js';
 import { UsageError } from '../config/usage-error.js';
 import { checkWebhookUrl } from '../config/webhook-url.js';
-import { quote } from '../core/api-error.js';
+import { quote } from '../core/quote.js';
 import type { App, RateLimit } from '../engines/types.js';
 import { Refusal } from './refusal.js';
 

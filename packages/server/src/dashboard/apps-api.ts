@@ -2,7 +2,7 @@
 import { DEFAULT_RATE_LIMIT } from '../apps/defaults.js';
 import { newApp, newSecret } from '../apps/generate.js';
 import { removeApp } from '../apps/remove-app.js';
-import { quote } from '../core/api-error.js';
+import { quote } from '../core/quote.js';
 import type { App } from '../engines/types.js';
 import { appView, changed, readChanges, readCreation } from './app-fields.js';
 import type { DashboardDeps } from './deps.js';

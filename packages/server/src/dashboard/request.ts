@@ -5,8 +5,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { utf8Length } from '@realtime/protocol';
-import { ApiError } from '../core/api-error.js';
 import { sendJson } from '../http/answer.js';
+import { ApiError } from '../http/api-error.js';
 import { readBody } from '../http/body.js';
 import { parseAddress, type TrustedProxies } from '../http/client-address.js';
 import { parseQuery } from '../http/query.js';

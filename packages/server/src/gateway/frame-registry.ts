@@ -1,6 +1,5 @@
 import type { SocketErrorCode } from '@realtime/protocol';
 import { isRecord } from '@realtime/protocol';
-import { ApiError } from '../core/api-error.js';
 import { encodeData } from '../core/validate.js';
 import { StoreError } from '../engines/store-error.js';
 import type { Connection } from './connection.js';
@@ -118,13 +117,10 @@ const DATA_DEPTH_MARGIN = 64;
 export function frameData(type: string, data: unknown, ref: number | undefined, about: FrameAbout): string {
   let wrapped: unknown = data;
   for (let i = 0; i < DATA_DEPTH_MARGIN; i++) wrapped = [wrapped];
-  try {
-    // Encoded once, inside the margin: `[[...data...]]`, then the brackets cut off.
-    return encodeData(wrapped, `${type}: `).slice(DATA_DEPTH_MARGIN, -DATA_DEPTH_MARGIN);
-  } catch (error) {
-    if (error instanceof ApiError) throw new FrameError('bad_frame', error.message, ref, about);
-    throw error;
-  }
+  // Encoded once, inside the margin: `[[...data...]]`, then the brackets cut off.
+  const encoded = encodeData(wrapped, `${type}: `);
+  if (!encoded.ok) throw new FrameError('bad_frame', encoded.problem.message, ref, about);
+  return encoded.value.slice(DATA_DEPTH_MARGIN, -DATA_DEPTH_MARGIN);
 }
 
 function typeProblem(value: unknown, type: FieldType): string | undefined {

@@ -8,7 +8,7 @@ import {
 } from '@realtime/protocol';
 import type { Tapped } from '../core/console-tap.js';
 import type { AppEvent } from '../core/events.js';
-import { encodeEvent } from '../core/hub.js';
+import { encodeEvent } from '../core/frame-encoder.js';
 import { memberChangeData } from '../core/member-windows.js';
 import type { Frame } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ERRORS } from '@realtime/protocol';
-import { ApiError } from '../core/api-error.js';
+import { ApiError } from './api-error.js';
 
 /** Writes a JSON answer; the body is already encoded. */
 export function sendJson(res: ServerResponse, status: number, body: string, headers?: Record<string, string>): void {

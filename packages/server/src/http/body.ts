@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { LIMITS } from '@realtime/protocol';
-import { ApiError } from '../core/api-error.js';
+import { ApiError } from './api-error.js';
 
 const TOO_LARGE = `the body is over ${LIMITS.bodyBytes} bytes`;
 

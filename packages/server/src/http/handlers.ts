@@ -1,9 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, isRecord, LIMITS, userIdProblem } from '@realtime/protocol';
-import { ApiError, quote } from '../core/api-error.js';
 import { TooManyAsks } from '../core/ask.js';
-import { checkEventName, encodeData, refuseUnknownFields, validateEvent } from '../core/validate.js';
+import { quote } from '../core/quote.js';
+import { checkEventName, encodeData, unknownField, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
+import { ApiError, accept, problemError } from './api-error.js';
 import type { ApiRequest, Handler } from './context.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
 import { decodeComponent, parseQuery } from './query.js';
@@ -34,6 +35,12 @@ function jsonObject(body: Buffer, what: string): Record<string, unknown> {
   return value;
 }
 
+/** Refuses a body with a field not in the allowed set, naming the first. */
+function onlyFields(body: Record<string, unknown>, allowed: Set<string>): void {
+  const refusal = unknownField(body, allowed, '');
+  if (refusal) throw problemError(refusal.problem);
+}
+
 /** Measures `data` as sent only when the body could hold more than the limit. */
 function needsSpan(body: Buffer): boolean {
   return body.length > LIMITS.dataBytes;
@@ -42,7 +49,7 @@ function needsSpan(body: Buffer): boolean {
 export const emit: Handler = (request, deps) => {
   noQuery(request);
   const body = jsonObject(request.body, 'an event to send');
-  const event = validateEvent(body, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
+  const event = accept(validateEvent(body, '', needsSpan(request.body) ? dataBytes(request.body) : undefined));
   if (event.history.size > 0) requireFeature(request, 'history', 'history on emit');
   const ids = deps.emitter.emit(request.app.key, event);
   return ids instanceof Promise ? ids.then((done) => ({ ids: done })) : { ids };
@@ -53,7 +60,7 @@ const BATCH_FIELDS = new Set(['events']);
 export const emitBatch: Handler = async (request, deps) => {
   noQuery(request);
   const body = jsonObject(request.body, '{ events: [...] }');
-  refuseUnknownFields(body, BATCH_FIELDS, '');
+  onlyFields(body, BATCH_FIELDS);
   const raw = body.events;
   if (!Array.isArray(raw)) throw new ApiError('bad_request', 'events must be an array of events to send');
   if (raw.length === 0) throw new ApiError('bad_request', 'events must hold at least one event');
@@ -62,7 +69,7 @@ export const emitBatch: Handler = async (request, deps) => {
   }
   const sizes = needsSpan(request.body) ? batchDataBytes(request.body) : undefined;
   // The whole batch is checked before any event is sent: one bad event refuses the batch.
-  const events = raw.map((item, i) => validateEvent(item, `events[${i}]: `, sizes?.[i]));
+  const events = raw.map((item, i) => accept(validateEvent(item, `events[${i}]: `, sizes?.[i])));
   events.forEach((event, i) => {
     if (event.history.size > 0) requireFeature(request, 'history', `history on events[${i}]`);
   });
@@ -78,9 +85,9 @@ export const ask: Handler = async (request, deps) => {
   const userProblem = userIdProblem(user);
   if (userProblem) throw new ApiError('bad_request', `${userProblem}: ${quote(user)}`);
   const body = jsonObject(request.body, '{ event, data, timeout, all }');
-  refuseUnknownFields(body, ASK_FIELDS, '');
-  const event = checkEventName(body.event, '', 'bad_event');
-  const data = encodeData(body.data, '', needsSpan(request.body) ? dataBytes(request.body) : undefined);
+  onlyFields(body, ASK_FIELDS);
+  const event = accept(checkEventName(body.event, '', 'bad_event'));
+  const data = accept(encodeData(body.data, '', needsSpan(request.body) ? dataBytes(request.body) : undefined));
   const timeout = body.timeout === undefined ? LIMITS.askTimeoutDefaultMs : body.timeout;
   if (
     typeof timeout !== 'number' ||
@@ -134,7 +141,7 @@ export const online: Handler = async (request, deps) => {
 function noBody(request: ApiRequest): void {
   if (request.body.length === 0) return;
   const body = jsonObject(request.body, 'no body');
-  refuseUnknownFields(body, new Set(), '');
+  onlyFields(body, new Set());
 }
 
 function webhookPreconditions(request: ApiRequest): void {

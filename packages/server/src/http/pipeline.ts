@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, quote } from '../core/api-error.js';
+import { quote } from '../core/quote.js';
 import { StoreError } from '../engines/store-error.js';
 import { sendError, sendJson } from './answer.js';
+import { ApiError } from './api-error.js';
 import { readBody } from './body.js';
 import type { ApiDeps } from './context.js';
 import { decodeComponent } from './query.js';

@@ -1,4 +1,5 @@
-import { ApiError, quote } from '../core/api-error.js';
+import { quote } from '../core/quote.js';
+import { ApiError } from './api-error.js';
 
 /** Percent-decodes one component; bad encoding is the client's mistake. */
 export function decodeComponent(text: string, what: string): string {

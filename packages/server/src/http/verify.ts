@@ -2,8 +2,8 @@ import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { EMPTY_BODY_SHA256, LIMITS, signingMessage, TIMESTAMP_PATTERN } from '@realtime/protocol';
 import { derivedKey } from '../apps/derived-keys.js';
-import { ApiError } from '../core/api-error.js';
 import type { App, AppStore } from '../engines/types.js';
+import { ApiError } from './api-error.js';
 
 /**
  * Signature checks of section 5.2 with node:crypto (the protocol package's pure-JS HMAC is for

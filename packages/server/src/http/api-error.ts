@@ -1,4 +1,5 @@
 import { ERRORS, type ErrorCode } from '@realtime/protocol';
+import type { Checked, Problem } from '../core/problem.js';
 
 /** A refusal the client caused (or, for `internal`, one it did not): code, one-line message, status. */
 export class ApiError extends Error {
@@ -14,13 +15,13 @@ export class ApiError extends Error {
   }
 }
 
-/** Quotes a client-given value for a message: one line, at most 40 characters. */
-export function quote(value: unknown): string {
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+/** A problem core/ found, answered as HTTP: its code's status and its message, unchanged. */
+export function problemError(problem: Problem): ApiError {
+  return new ApiError(problem.code, problem.message);
+}
+
+/** The checked value, or its problem thrown as the HTTP refusal. */
+export function accept<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw problemError(checked.problem);
+  return checked.value;
 }
