@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
+import { askModule } from './asks/ask-module.js';
+import { AskService } from './asks/ask-service.js';
 import { callModule } from './calls/call-module.js';
 import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { parsePasswordHash } from './config/password-hash.js';
-import { AskService } from './core/ask.js';
 import { ConsoleTap } from './core/console-tap.js';
 import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
@@ -312,7 +313,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     broker,
     history: engine.history,
     presence: engine.presence,
-    ask,
     events,
     users,
     departures,
@@ -322,6 +322,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tap: consoleTap,
   };
   const gateway = new Gateway(gatewayDeps, options.gateway, [
+    askModule(ask),
     callModule(gatewayDeps, calls),
     groupModule(gatewayDeps, groups),
     streamModule(gatewayDeps, streams),

@@ -6,7 +6,7 @@ import { CLOSE, type HistoryRule } from '@realtime/protocol';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_FEATURES } from '../src/apps/defaults.js';
-import { AskService } from '../src/core/ask.js';
+import { AskService } from '../src/asks/ask-service.js';
 import { Departures } from '../src/core/departures.js';
 import { Emitter } from '../src/core/emit.js';
 import { MemoryEventSink } from '../src/core/events.js';

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Member, RoomClaims } from '@realtime/protocol';
 import type WebSocket from 'ws';
-import type { AskTarget } from '../core/ask.js';
+import type { AskTarget } from '../asks/ask-service.js';
 import type { Page, Seat } from '../core/hub.js';
 import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 import type { App } from '../engines/types.js';

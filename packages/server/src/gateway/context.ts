@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { AskService } from '../core/ask.js';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
 import type { EventSink } from '../core/events.js';
@@ -18,7 +17,6 @@ export interface GatewayDeps {
   broker: Broker;
   history: HistoryStore;
   presence: PresenceStore;
-  ask: AskService;
   events: EventSink;
   users: UserPresence;
   /** Webhook events of pages' lives, and closes that could not be written: tried until they are. */

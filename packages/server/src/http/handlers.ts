@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, isRecord, LIMITS, userIdProblem } from '@realtime/protocol';
+import { TooManyAsks } from '../asks/ask-service.js';
 import { ApiError, quote } from '../core/api-error.js';
-import { TooManyAsks } from '../core/ask.js';
 import { checkEventName, encodeData, refuseUnknownFields, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';
 import type { ApiRequest, Handler } from './context.js';
