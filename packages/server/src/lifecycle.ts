@@ -38,6 +38,7 @@ import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
+import { roomModule } from './rooms/room-module.js';
 import type { StreamOptions } from './streams/options.js';
 import { STREAM_CONNECT_TIMEOUT_MS, unitLimits, unitMedia } from './streams/options.js';
 import { streamModule } from './streams/stream-module.js';
@@ -322,6 +323,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tap: consoleTap,
   };
   const gateway = new Gateway(gatewayDeps, options.gateway, [
+    roomModule(gatewayDeps),
     askModule(ask),
     callModule(gatewayDeps, calls),
     groupModule(gatewayDeps, groups),

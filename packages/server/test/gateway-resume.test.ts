@@ -15,7 +15,7 @@ import { openEmbeddedEngine } from '../src/engines/embedded.js';
 import type { HistoryStore } from '../src/engines/types.js';
 import type { Connection } from '../src/gateway/connection.js';
 import type { GatewayDeps } from '../src/gateway/context.js';
-import { join as joinRoom } from '../src/gateway/room-frames.js';
+import { join as joinRoom } from '../src/rooms/room-module.js';
 import { answerPings, compareIds, type Frame, roomEvents, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, type RawPage } from './pages.js';

@@ -10,15 +10,12 @@ import {
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
-import type { Tapped } from '../core/console-tap.js';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
-import { leaveRoom } from './room-frames.js';
-import { roomModule } from './room-module.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
 export interface GatewayOptions {
@@ -56,7 +53,7 @@ const PONG = frameJson({ t: 'pong' });
 /**
  * The WebSocket side of the service: upgrades at /service/realtime/socket, the hello handshake,
  * heartbeats, and the close of every page on shutdown. Frames go to their handler through one
- * registry: rooms here, and the features' modules (asks, calls, groups, streams) given as a list.
+ * registry, and the features' modules (rooms, asks, calls, groups, streams) are given as a list.
  */
 export class Gateway {
   readonly #deps: GatewayDeps;
@@ -77,7 +74,7 @@ export class Gateway {
 
   constructor(deps: GatewayDeps, options: GatewayOptions = {}, modules: readonly PageModule[] = []) {
     this.#deps = deps;
-    this.#modules = [roomModule(deps), ...modules];
+    this.#modules = [...modules];
     this.#atOnce = this.#modules.flatMap((module) => (module.atOnce ? [module.atOnce] : []));
     // hello, ping and pong are the socket's own: handled before any module (see #onMessage).
     this.#registry.add({
@@ -271,21 +268,8 @@ export class Gateway {
       await handle();
     } catch (thrown) {
       const error = parsedFrame === undefined ? thrown : storeRefusal(thrown, parsedFrame);
-      if (parsedFrame !== undefined) this.#tapRefusal(conn, parsedFrame, error);
       this.#refuse(conn, error);
     }
-  }
-
-  /** A refused join, leave or send of a watched app goes to the live console with its code. */
-  #tapRefusal(conn: Connection, parsedFrame: Parsed['frame'], error: unknown): void {
-    const app = conn.app.key;
-    if (!(error instanceof FrameError) || !this.#deps.tap?.watching(app)) return;
-    const { t, room, event } = parsedFrame as { t: string; room?: unknown; event?: unknown };
-    if ((t !== 'join' && t !== 'leave' && t !== 'send') || typeof room !== 'string') return;
-    const entry: Tapped = { kind: t, room, error: error.code };
-    if (conn.user !== null) entry.user = conn.user;
-    if (t === 'send' && typeof event === 'string') entry.event = event;
-    this.#deps.tap.record(app, entry);
   }
 
   async #hello(conn: Connection, frame: HelloFrame): Promise<void> {
@@ -366,11 +350,12 @@ export class Gateway {
         this.#deps.log.error({ err: error, page: conn.id }, 'closing a page in a module failed');
       }
     }
-    // Every room is left here whatever fails in another: the hub lets go of the page in each.
+    // What the store holds of the page (rooms, presence) is let go whatever fails in another module.
     let unwritten: unknown;
-    for (const room of [...conn.rooms.keys()]) {
+    for (const module of this.#modules) {
+      if (!module.released) continue;
       try {
-        await leaveRoom(this.#deps, conn, room);
+        await module.released(conn);
       } catch (error) {
         unwritten ??= error;
       }
