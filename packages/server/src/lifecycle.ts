@@ -307,6 +307,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await streams.start();
+  // One publish path: API emits and page sends go through the same emitter.
+  const emitter = new Emitter({ broker, now, tap: consoleTap, events });
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -315,6 +317,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     history: engine.history,
     presence: engine.presence,
     events,
+    emitter,
     users,
     departures,
     log,
@@ -340,7 +343,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const deps: ApiDeps = {
     apps,
-    emitter: new Emitter({ broker, now, tap: consoleTap }),
+    emitter,
     ask,
     webhooks,
     presence: engine.presence,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
+import type { Emitter } from '../core/emit.js';
 import type { EventSink } from '../core/events.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
@@ -18,6 +19,8 @@ export interface GatewayDeps {
   history: HistoryStore;
   presence: PresenceStore;
   events: EventSink;
+  /** Page sends go through it, as API emits do. */
+  emitter: Emitter;
   users: UserPresence;
   /** Webhook events of pages' lives, and closes that could not be written: tried until they are. */
   departures: Pick<Departures, 'record' | 'closeLater'>;

@@ -2,7 +2,7 @@ import type { RoomClaims } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
-import type { EventSink } from '../core/events.js';
+import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
 
@@ -14,8 +14,8 @@ export interface RoomServiceDeps {
   broker: Pick<Broker, 'publish'>;
   history: Pick<HistoryStore, 'since' | 'last'>;
   presence: Pick<PresenceStore, 'enterRoom' | 'exitRoom' | 'joinRoom' | 'leaveRoom' | 'memberPage' | 'memberCount'>;
-  /** Page sends the token reports: their webhook events. */
-  events: Pick<EventSink, 'reportOf' | 'reported'>;
+  /** Page sends go out as API emits do: encoded, checked, published and tapped in one place. */
+  emitter: Pick<Emitter, 'send'>;
   /** Webhook events of pages' lives (room.*, member.*): tried again until the store takes them. */
   departures: Pick<Departures, 'record'>;
   /** Checks a room token under the app's secret; throws for a token that does not hold. */

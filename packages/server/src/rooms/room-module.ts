@@ -80,7 +80,7 @@ function roomService(deps: GatewayDeps): RoomService {
     broker: deps.broker,
     history: deps.history,
     presence: deps.presence,
-    events: deps.events,
+    emitter: deps.emitter,
     departures: deps.departures,
     verifyToken: verifyRoomToken,
     log: deps.log,
