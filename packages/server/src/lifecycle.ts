@@ -316,7 +316,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     broker,
     history: engine.history,
     presence: engine.presence,
-    events,
     emitter,
     users,
     departures,

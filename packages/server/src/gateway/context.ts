@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
 import type { Emitter } from '../core/emit.js';
-import type { EventSink } from '../core/events.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
@@ -18,7 +17,6 @@ export interface GatewayDeps {
   broker: Broker;
   history: HistoryStore;
   presence: PresenceStore;
-  events: EventSink;
   /** Page sends go through it, as API emits do. */
   emitter: Emitter;
   users: UserPresence;

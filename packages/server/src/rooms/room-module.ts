@@ -55,8 +55,16 @@ function asFrameError(error: unknown, ref: number, room: string): unknown {
 
 type RoomFrame = JoinFrame | LeaveFrame | ListFrame | SendFrame;
 
-/** Runs a room frame; a refused join, leave or send of a watched app goes to the live console with its code. */
-async function answer<F extends RoomFrame>(deps: GatewayDeps, conn: Connection, f: F, run: () => Promise<void>) {
+/**
+ * Runs a room frame; a refused join, leave or send of a watched app goes to the live console with
+ * its code. Store failures are mapped here (as the gateway would) so the console sees their code.
+ */
+async function answer<F extends RoomFrame>(
+  deps: GatewayDeps,
+  conn: Connection,
+  f: F,
+  run: () => Promise<void>,
+): Promise<void> {
   try {
     await run();
   } catch (thrown) {
@@ -89,7 +97,7 @@ function roomService(deps: GatewayDeps): RoomService {
   });
 }
 
-/** One join frame as the room module handles it, for driving a page without a socket. */
+/** One join frame as the room module handles it, for driving a page without a socket (the resume tests). */
 export function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame): Promise<void> {
   return answer(deps, conn, frame, () => roomService(deps).join(conn, frame));
 }
