@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { Member } from '@realtime/protocol';
 import type WebSocket from 'ws';
 import type { AskTarget } from '../asks/ask-service.js';
-import type { Page } from '../core/hub.js';
 import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 import type { App } from '../engines/types.js';
 import type { Membership, RoomPage } from '../rooms/room-page.js';
@@ -15,7 +14,7 @@ export const DEFAULT_STALL_MS = 10_000;
 const lastAsk: { id: string; frame: Buffer } = { id: '', frame: Buffer.alloc(0) };
 
 /** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
-export class Connection implements Page, RoomPage, AskTarget {
+export class Connection implements RoomPage, AskTarget {
   readonly id: string;
   /** The page's app, refreshed from the store on joins and sends. */
   app: App;
