@@ -37,10 +37,10 @@ export class SendRefused extends Error {
 }
 
 /**
- * emit and batch, and a page's send: every event of a call goes to the broker in one publish, which stores what the
- * rooms keep and publishes it as one step (all or nothing: a failed emit delivered nothing, so a
- * retry cannot deliver twice), giving each room event its id. The data's JSON text is shared by
- * every publication of the event.
+ * emit and batch, and a page's send (one publish path): every event of a call goes to the broker in
+ * one publish, which stores what the rooms keep and publishes it as one step (all or nothing: a
+ * failed emit delivered nothing, so a retry cannot deliver twice), giving each room event its id.
+ * The data's JSON text is shared by every publication of the event.
  */
 export class Emitter {
   readonly #broker: Broker;

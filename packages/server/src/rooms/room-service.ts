@@ -1,6 +1,7 @@
 import type { JoinFrame, LeaveFrame, ListFrame, SendFrame } from '@realtime/protocol';
+import type { MemberPage } from '../engines/types.js';
 import { admit } from './admission.js';
-import { readHistory } from './history-read.js';
+import { type HistoryRead, readHistory } from './history-read.js';
 import { joinedFrame } from './joined-frame.js';
 import { leaveRoom } from './leave-room.js';
 import { drainLive } from './live-drain.js';
@@ -17,8 +18,8 @@ import { takeSeat } from './seat.js';
 
 /**
  * Rooms, the same on every node: a page joins (with a replay of the room's history), leaves, lists a
- * large room's members and sends. What it refuses it throws as a RoomRefusal (a token that does not
- * hold, as the token check throws it); a store that fails throws its StoreError.
+ * large room's members and sends. What it refuses it throws as a RoomRefusal (a room token that does
+ * not hold, as `verifyToken` throws it); a store that fails throws its StoreError.
  */
 export class RoomService {
   readonly #deps: RoomServiceDeps;
@@ -39,8 +40,8 @@ export class RoomService {
     const app = page.app.key;
     const { membership, existing } = takeSeat(page, room, admitted.claims);
     let firstOfUser = false;
-    let members: Awaited<ReturnType<typeof firstMembers>> | undefined;
-    let read: Awaited<ReturnType<typeof readHistory>>;
+    let members: MemberPage | undefined;
+    let read: HistoryRead;
     try {
       if (!existing) await occupy(deps, app, room, membership.seat);
       firstOfUser = await joinPresence(deps, page, room, membership, existing);
