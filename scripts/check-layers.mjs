@@ -29,7 +29,7 @@ export const LAYERS = {
   webhooks: 2,
   metrics: 2,
   config: 2,
-  // The core: emit, hub, presence, ask, events.
+  // The core: emit, hub, presence, events.
   core: 1,
   // The seams and their memory, SQLite and Redis stores.
   engines: 0,

@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
+import { askModule } from './asks/ask-module.js';
+import { AskService } from './asks/ask-service.js';
 import { callModule } from './calls/call-module.js';
 import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { parsePasswordHash } from './config/password-hash.js';
-import { AskService } from './core/ask.js';
 import { ConsoleTap } from './core/console-tap.js';
 import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
@@ -38,6 +39,7 @@ import { handleApiRequest } from './http/pipeline.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
+import { roomModule } from './rooms/room-module.js';
 import type { StreamOptions } from './streams/options.js';
 import { STREAM_CONNECT_TIMEOUT_MS, unitLimits, unitMedia } from './streams/options.js';
 import { streamModule } from './streams/stream-module.js';
@@ -306,6 +308,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await streams.start();
+  // One publish path: API emits and page sends go through the same emitter.
+  const emitter = new Emitter({ broker, now, tap: consoleTap, events });
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -313,8 +317,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     broker,
     history: engine.history,
     presence: engine.presence,
-    ask,
-    events,
+    emitter,
     users,
     departures,
     log,
@@ -323,6 +326,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tap: consoleTap,
   };
   const gateway = new Gateway(gatewayDeps, options.gateway, [
+    roomModule(gatewayDeps),
+    askModule(ask),
     callModule(gatewayDeps, calls),
     groupModule(gatewayDeps, groups),
     streamModule(gatewayDeps, streams),
@@ -338,7 +343,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const deps: ApiDeps = {
     apps,
-    emitter: new Emitter({ broker, now, tap: consoleTap }),
+    emitter,
     ask,
     webhooks,
     presence: engine.presence,

@@ -6,10 +6,10 @@ import {
   type CallSignalFrame,
   SIGNAL_MAX_BYTES,
 } from '@realtime/protocol';
+import { refreshApp } from '../apps/page-app.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
-import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import type { CallService } from './call-service.js';
 import { inviteRefusalMessage } from './invite-limits.js';

@@ -1,26 +1,64 @@
-import type { EventIds } from '@realtime/protocol';
-import type { Broker, MaybePromise, Outgoing } from '../engines/types.js';
+import { type EventIds, type HistoryRule, LIMITS } from '@realtime/protocol';
+import type { App, Broker, MaybePromise, Outgoing } from '../engines/types.js';
 import { type ConsoleTap, cutData } from './console-tap.js';
+import type { EventSink, SendEvent } from './events.js';
 import type { ValidEvent } from './validate.js';
 
 /** Characters of data above which one encoding is shared by the rooms of an emit. */
 const SHARE_DATA_ABOVE = 16_384;
 
+/** One room event a page sends: published like an emit, with what a page send adds. */
+export interface PageSend {
+  /** The app as the store has it now: its plan says whether the room may keep the event. */
+  app: App;
+  room: string;
+  event: string;
+  /** The data as the page sent it (none: null), encoded here. */
+  data: unknown;
+  /** The page's user, when it has one: the event is from them. */
+  from?: string | undefined;
+  /** The sending page: it gets `sent`, not its own event. */
+  origin: string;
+  /** The room keeps the event under this rule (the room token's `history`). */
+  keep?: HistoryRule | undefined;
+  /** The app's webhook gets the send (the room token's `w` rule matched), stored in the same step. */
+  report: boolean;
+}
+
+/** Why a page's send was refused before anything was stored: the page hears it in its own words. */
+export type SendProblem = 'nested' | 'too_large' | 'not_included';
+
+export class SendRefused extends Error {
+  readonly problem: SendProblem;
+  constructor(problem: SendProblem) {
+    super(`the send was refused: ${problem}`);
+    this.problem = problem;
+  }
+}
+
 /**
- * emit and batch: every event of a call goes to the broker in one publish, which stores what the
- * rooms keep and publishes it as one step (all or nothing: a failed emit delivered nothing, so a
- * retry cannot deliver twice), giving each room event its id. The data's JSON text is shared by
- * every publication of the event.
+ * emit and batch, and a page's send (one publish path): every event of a call goes to the broker in
+ * one publish, which stores what the rooms keep and publishes it as one step (all or nothing: a
+ * failed emit delivered nothing, so a retry cannot deliver twice), giving each room event its id.
+ * The data's JSON text is shared by every publication of the event.
  */
 export class Emitter {
   readonly #broker: Broker;
   readonly #now: () => number;
   readonly #tap: ConsoleTap | undefined;
+  readonly #events: Pick<EventSink, 'reportOf' | 'reported'> | undefined;
 
-  constructor(deps: { broker: Broker; now: () => number; tap?: ConsoleTap }) {
+  /** `events` takes the webhook events of page sends (an emitter of API emits alone needs none). */
+  constructor(deps: {
+    broker: Broker;
+    now: () => number;
+    tap?: ConsoleTap | undefined;
+    events?: Pick<EventSink, 'reportOf' | 'reported'>;
+  }) {
     this.#broker = deps.broker;
     this.#now = deps.now;
     this.#tap = deps.tap;
+    this.#events = deps.events;
   }
 
   /** Stays synchronous when the broker answers at once: a promise per emit is measurable on the hot path. */
@@ -53,6 +91,52 @@ export class Emitter {
     }
     if (this.#tap?.watching(app)) tapEmits(this.#tap, app, events);
     return answersOf(events, ids);
+  }
+
+  /**
+   * A page's send: its data encoded and checked (size, and the plan when the room keeps it), then one
+   * publish stores what it keeps (history, and the webhook event when it reports) and delivers it to
+   * every page of the room but the sender. Answers the event's id. Throws SendRefused before anything
+   * is stored; a failed publish (StoreError) stored and delivered nothing.
+   */
+  send(send: PageSend): MaybePromise<string> {
+    let data: string;
+    try {
+      data = send.data === undefined ? 'null' : JSON.stringify(send.data);
+    } catch {
+      // JSON.stringify recurses: data nested a million deep overflows the stack.
+      throw new SendRefused('nested');
+    }
+    if (Buffer.byteLength(data) > LIMITS.dataBytes) throw new SendRefused('too_large');
+    if (send.keep && !send.app.features.includes('history')) throw new SendRefused('not_included');
+    const { room, event, from } = send;
+    const app = send.app.key;
+    const outgoing: Outgoing = { app, room, event, data, origin: send.origin };
+    if (from !== undefined) outgoing.from = from;
+    if (send.keep) outgoing.keep = send.keep;
+    const sendEvent: SendEvent = {
+      type: 'emit',
+      room,
+      event,
+      data: send.data ?? null,
+      ...(from === undefined ? {} : { from }),
+    };
+    // The webhook event is stored with the send, in the same step: an acknowledged send is never unreported.
+    const report = send.report ? this.#events?.reportOf(send.app, sendEvent) : undefined;
+    if (report) outgoing.report = report;
+    const ids = this.#broker.publish([outgoing], this.#now());
+    const sent = ([id]: readonly (string | undefined)[]): string => {
+      if (id === undefined) throw new TypeError('the broker gave a room event no id');
+      if (this.#tap?.watching(app)) {
+        this.#tap.record(
+          app,
+          from === undefined ? { kind: 'send', room, event, data } : { kind: 'send', room, user: from, event, data },
+        );
+      }
+      if (send.report) this.#events?.reported(app, { ...sendEvent, event_id: id });
+      return id;
+    };
+    return ids instanceof Promise ? ids.then(sent) : sent(ids);
   }
 }
 

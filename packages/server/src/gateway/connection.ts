@@ -1,19 +1,11 @@
 import type { Socket } from 'node:net';
-import type { Member, RoomClaims } from '@realtime/protocol';
+import type { Member } from '@realtime/protocol';
 import type WebSocket from 'ws';
-import type { AskTarget } from '../core/ask.js';
-import type { Page, Seat } from '../core/hub.js';
+import type { AskTarget } from '../asks/ask-service.js';
 import { type Frame, frameJson, frameString } from '../core/ws-frame.js';
 import type { App } from '../engines/types.js';
+import type { Membership, RoomPage } from '../rooms/room-page.js';
 import { Outbox, type Traffic } from './outbox.js';
-
-/** A page in a room: its seat in the hub and the rules its room token gave it. */
-export interface Membership {
-  seat: Seat<Connection>;
-  claims: RoomClaims;
-  /** Whether the page counts as a presence member there. */
-  member: boolean;
-}
 
 export type ConnectionState = 'greeting' | 'open' | 'closed';
 
@@ -22,7 +14,7 @@ export const DEFAULT_STALL_MS = 10_000;
 const lastAsk: { id: string; frame: Buffer } = { id: '', frame: Buffer.alloc(0) };
 
 /** One page's WebSocket: its identity, rooms, pending asks, outgoing queue and frame budget. */
-export class Connection implements Page, AskTarget {
+export class Connection implements RoomPage, AskTarget {
   readonly id: string;
   /** The page's app, refreshed from the store on joins and sends. */
   app: App;

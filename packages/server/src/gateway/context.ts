@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import type { AskService } from '../core/ask.js';
 import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
-import type { EventSink } from '../core/events.js';
+import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
@@ -18,8 +17,8 @@ export interface GatewayDeps {
   broker: Broker;
   history: HistoryStore;
   presence: PresenceStore;
-  ask: AskService;
-  events: EventSink;
+  /** Page sends go through it, as API emits do. */
+  emitter: Emitter;
   users: UserPresence;
   /** Webhook events of pages' lives, and closes that could not be written: tried until they are. */
   departures: Pick<Departures, 'record' | 'closeLater'>;

@@ -1,9 +1,9 @@
 import { EPOCH_MAX_LENGTH } from '@realtime/protocol';
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '../engines/store-error.js';
+import { roomModule } from '../rooms/room-module.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frameData, stored } from './frame-registry.js';
-import { roomModule } from './room-module.js';
 
 const registry = new FrameRegistry();
 registry.add(roomModule({} as GatewayDeps).frames);

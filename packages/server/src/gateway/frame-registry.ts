@@ -91,8 +91,20 @@ export interface PageModule {
   frames: Readonly<Record<string, FrameHandler>>;
   /** The page was welcomed (as its user, when it has one). Failures are logged, the page stays. */
   opened?(conn: Connection): Promise<void>;
-  /** The page closed; runs before its rooms are left. Failures are logged. */
-  closed?(conn: Connection): Promise<void>;
+  /** The page closed; runs before any module's `released`. Failures are logged. */
+  closed?(conn: Connection): Promise<void> | void;
+  /**
+   * After every module's `closed`: the page lets go of what the store holds for it (room seats,
+   * presence). A failure is not lost: the departures close what is left once the store answers.
+   */
+  released?(conn: Connection): Promise<void>;
+  /**
+   * Frames taken at once, ahead of the page's queue and free of its frame budget (answers to the
+   * service's own asks, which must not wait behind a join's replay). Sees each text frame first
+   * (`text` reads it only when called), and answers the parsed frame when it is one such frame;
+   * the gateway then runs its handler at once. Must be cheap for every other frame.
+   */
+  atOnce?(conn: Connection, text: () => string): Parsed | undefined;
 }
 
 /** Types a frame handler by its frame; the registry calls it with frames that passed the spec. */

@@ -3,24 +3,19 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   CLOSE,
-  type DeclineFrame,
   HEARTBEAT_MS,
   type HelloFrame,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
-  type ReplyFrame,
   SOCKET_PATH,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
-import type { Tapped } from '../core/console-tap.js';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
-import { leaveRoom } from './room-frames.js';
-import { roomModule } from './room-module.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
 export interface GatewayOptions {
@@ -58,7 +53,7 @@ const PONG = frameJson({ t: 'pong' });
 /**
  * The WebSocket side of the service: upgrades at /service/realtime/socket, the hello handshake,
  * heartbeats, and the close of every page on shutdown. Frames go to their handler through one
- * registry: rooms and asks here, calls, groups and streams added as modules of their own.
+ * registry, and the features' modules (rooms, asks, calls, groups, streams) are given as a list.
  */
 export class Gateway {
   readonly #deps: GatewayDeps;
@@ -71,13 +66,16 @@ export class Gateway {
   readonly #held = new Set<string>();
   readonly #registry = new FrameRegistry();
   readonly #modules: PageModule[];
+  /** The modules' frames taken at once, ahead of the budget and the queue (answers to asks). */
+  readonly #atOnce: NonNullable<PageModule['atOnce']>[];
   readonly #options: Required<Omit<GatewayOptions, 'members'>>;
   readonly #timers: NodeJS.Timeout[] = [];
   #pageCount = 0;
 
   constructor(deps: GatewayDeps, options: GatewayOptions = {}, modules: readonly PageModule[] = []) {
     this.#deps = deps;
-    this.#modules = [roomModule(deps), this.#askModule(), ...modules];
+    this.#modules = [...modules];
+    this.#atOnce = this.#modules.flatMap((module) => (module.atOnce ? [module.atOnce] : []));
     // hello, ping and pong are the socket's own: handled before any module (see #onMessage).
     this.#registry.add({
       hello: frame<HelloFrame>(HELLO_SPEC, () => {}),
@@ -195,9 +193,7 @@ export class Gateway {
     if (conn.state === 'closed') return;
     const now = this.#deps.now();
     conn.lastSeen = now;
-    // Answers to the service's own asks are not the page's flood: they cost no frame budget (asks are
-    // bounded where they start, per user). Frames are read before the charge only while asks wait here.
-    if (!isBinary && conn.asks.size > 0 && this.#answersAsk(conn, data)) return;
+    if (!isBinary && this.#tookAtOnce(conn, data)) return;
     if (!this.#spend(conn, now)) return;
     if (isBinary) {
       if (conn.state === 'greeting') conn.close(CLOSE.badHello, 'the first frame must be hello');
@@ -231,43 +227,25 @@ export class Gateway {
     conn.queue(() => this.#run(conn, () => parsed.handler.handle(conn, parsedFrame), parsedFrame));
   }
 
-  /**
-   * A `reply` or `decline` to an ask waiting on this page: handled at once (not behind a join's
-   * replay) and uncharged; each ask is answered once, so a repeat is an unknown ask and costs. False
-   * for any other frame, which then goes the usual way.
-   */
-  #answersAsk(conn: Connection, data: RawData): boolean {
-    const text = data.toString();
-    if (!text.includes('"ask"')) return false;
-    let parsed: Parsed;
-    try {
-      parsed = this.#registry.parse(text);
-    } catch {
-      return false;
-    }
-    const answer = parsed.frame as unknown as ReplyFrame | DeclineFrame | { t: string; ask?: unknown };
-    if ((answer.t !== 'reply' && answer.t !== 'decline') || typeof answer.ask !== 'string') return false;
-    if (!conn.asks.has(answer.ask)) return false;
-    try {
-      parsed.handler.handle(conn, parsed.frame);
-    } catch (error) {
-      this.#refuse(conn, error);
-    }
-    return true;
-  }
-
-  /** Replies and declines to the service's asks (also taken at once by #answersAsk). */
-  #askModule(): PageModule {
-    return {
-      frames: {
-        reply: frame<ReplyFrame>({ required: { ask: 'string' }, optional: { data: 'json' } }, (conn, f) => {
-          if (conn.asks.delete(f.ask)) this.#reply(f.ask, f.data ?? null);
-        }),
-        decline: frame<DeclineFrame>({ required: { ask: 'string' } }, (conn, f) => {
-          if (conn.asks.delete(f.ask)) this.#deps.ask.decline(f.ask);
-        }),
-      },
+  /** A frame a module takes at once (an answer to an ask): handled now, uncharged, not behind the queue. */
+  #tookAtOnce(conn: Connection, data: RawData): boolean {
+    if (this.#atOnce.length === 0) return false;
+    let text: string | undefined;
+    const read = (): string => {
+      text ??= data.toString();
+      return text;
     };
+    for (const take of this.#atOnce) {
+      const parsed = take(conn, read);
+      if (parsed === undefined) continue;
+      try {
+        parsed.handler.handle(conn, parsed.frame);
+      } catch (error) {
+        this.#refuse(conn, error);
+      }
+      return true;
+    }
+    return false;
   }
 
   /** The page's frame budget: a token bucket. Far over it, the page is closed to back off. */
@@ -290,32 +268,8 @@ export class Gateway {
       await handle();
     } catch (thrown) {
       const error = parsedFrame === undefined ? thrown : storeRefusal(thrown, parsedFrame);
-      if (parsedFrame !== undefined) this.#tapRefusal(conn, parsedFrame, error);
       this.#refuse(conn, error);
     }
-  }
-
-  /** A refused join, leave or send of a watched app goes to the live console with its code. */
-  #tapRefusal(conn: Connection, parsedFrame: Parsed['frame'], error: unknown): void {
-    const app = conn.app.key;
-    if (!(error instanceof FrameError) || !this.#deps.tap?.watching(app)) return;
-    const { t, room, event } = parsedFrame as { t: string; room?: unknown; event?: unknown };
-    if ((t !== 'join' && t !== 'leave' && t !== 'send') || typeof room !== 'string') return;
-    const entry: Tapped = { kind: t, room, error: error.code };
-    if (conn.user !== null) entry.user = conn.user;
-    if (t === 'send' && typeof event === 'string') entry.event = event;
-    this.#deps.tap.record(app, entry);
-  }
-
-  /** A reply that cannot be written back as JSON (nested too deep) counts as a decline, not a failed ask. */
-  #reply(askId: string, data: unknown): void {
-    try {
-      JSON.stringify(data);
-    } catch {
-      this.#deps.ask.decline(askId);
-      throw new FrameError('bad_frame', 'reply: data is nested too deeply');
-    }
-    this.#deps.ask.reply(askId, data);
   }
 
   async #hello(conn: Connection, frame: HelloFrame): Promise<void> {
@@ -387,20 +341,21 @@ export class Gateway {
     conn.state = 'closed';
     this.#greeting.delete(conn);
     this.#byId.delete(conn.id);
-    for (const askId of conn.asks) this.#deps.ask.decline(askId);
-    conn.asks.clear();
     for (const module of this.#modules) {
       try {
-        await module.closed?.(conn);
+        // Awaited only when it waits: what a module does at once (asks declined) happens at once.
+        const closing = module.closed?.(conn);
+        if (closing) await closing;
       } catch (error) {
         this.#deps.log.error({ err: error, page: conn.id }, 'closing a page in a module failed');
       }
     }
-    // Every room is left here whatever fails in another: the hub lets go of the page in each.
+    // What the store holds of the page (rooms, presence) is let go whatever fails in another module.
     let unwritten: unknown;
-    for (const room of [...conn.rooms.keys()]) {
+    for (const module of this.#modules) {
+      if (!module.released) continue;
       try {
-        await leaveRoom(this.#deps, conn, room);
+        await module.released(conn);
       } catch (error) {
         unwritten ??= error;
       }

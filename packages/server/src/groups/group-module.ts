@@ -7,10 +7,10 @@ import {
   SIGNAL_MAX_BYTES,
   type SocketErrorCode,
 } from '@realtime/protocol';
+import { refreshApp } from '../apps/page-app.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
-import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyCallToken } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
 import type { GroupService } from './group-service.js';

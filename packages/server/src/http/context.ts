@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../apps/rate-limit.js';
-import type { AskService } from '../core/ask.js';
+import type { AskService } from '../asks/ask-service.js';
 import type { Emitter } from '../core/emit.js';
 import type { App, AppStore, PresenceStore } from '../engines/types.js';
 import type { Webhooks } from '../webhooks/webhooks.js';

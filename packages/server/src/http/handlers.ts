@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { type Feature, isRecord, LIMITS, userIdProblem } from '@realtime/protocol';
-import { TooManyAsks } from '../core/ask.js';
+import { TooManyAsks } from '../asks/ask-service.js';
 import { quote } from '../core/quote.js';
 import { checkEventName, encodeData, unknownField, validateEvent } from '../core/validate.js';
 import { ResendRefused } from '../webhooks/webhooks.js';

@@ -7,12 +7,12 @@ import {
   type StreamSignalFrame,
   type StreamWatchFrame,
 } from '@realtime/protocol';
+import { refreshApp } from '../apps/page-app.js';
 import { iceUser } from '../calls/ice.js';
 import type { StreamMember } from '../engines/types.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
-import { refreshApp } from '../gateway/room-frames.js';
 import { TokenError, verifyStreamGrant } from '../gateway/tokens.js';
 import { readUnitSignal, unitRefusal } from '../units/unit-signal.js';
 import { STREAMS_PER_PAGE } from './options.js';

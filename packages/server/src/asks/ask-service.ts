@@ -1,5 +1,6 @@
 import { LIMITS, type Reply } from '@realtime/protocol';
 import type { Logger } from 'pino';
+import type { ConsoleTap } from '../core/console-tap.js';
 import {
   type Broker,
   type LimitStore,
@@ -8,7 +9,6 @@ import {
   topicOf,
   type Unsubscribe,
 } from '../engines/types.js';
-import type { ConsoleTap } from './console-tap.js';
 
 /** One open page of a user that can be asked. The gateway provides these. */
 export interface AskTarget {

@@ -1,0 +1,27 @@
+import type { RoomClaims } from '@realtime/protocol';
+import type { Logger } from 'pino';
+import type { ConsoleTap } from '../core/console-tap.js';
+import type { Departures } from '../core/departures.js';
+import type { Emitter } from '../core/emit.js';
+import type { Hub } from '../core/hub.js';
+import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
+
+/** What the rooms need: each step of a join, leave, list or send takes the part of this it uses. */
+export interface RoomServiceDeps {
+  apps: Pick<AppStore, 'get'>;
+  hub: Pick<Hub, 'addSeat' | 'removeSeat' | 'largeRoom' | 'memberScale'>;
+  /** Presence changes go out on it (no id, nothing kept). */
+  broker: Pick<Broker, 'publish'>;
+  history: Pick<HistoryStore, 'since' | 'last'>;
+  presence: Pick<PresenceStore, 'enterRoom' | 'exitRoom' | 'joinRoom' | 'leaveRoom' | 'memberPage' | 'memberCount'>;
+  /** Page sends go out as API emits do: encoded, checked, published and tapped in one place. */
+  emitter: Pick<Emitter, 'send'>;
+  /** Webhook events of pages' lives (room.*, member.*): tried again until the store takes them. */
+  departures: Pick<Departures, 'record'>;
+  /** Checks a room token under the app's secret; throws for a token that does not hold. */
+  verifyToken(token: string, secret: string, nowMs: number): Promise<RoomClaims>;
+  log: Logger;
+  now: () => number;
+  /** The live console: joins, leaves, sends and presence of watched apps. */
+  tap?: ConsoleTap | undefined;
+}

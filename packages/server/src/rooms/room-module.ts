@@ -1,0 +1,134 @@
+import {
+  CURSOR_MAX_LENGTH,
+  EPOCH_MAX_LENGTH,
+  EVENT_ID_PATTERN,
+  type JoinFrame,
+  type LeaveFrame,
+  LIMITS,
+  type ListFrame,
+  type SendFrame,
+} from '@realtime/protocol';
+import type { Tapped } from '../core/console-tap.js';
+import { StoreError } from '../engines/store-error.js';
+import type { Connection } from '../gateway/connection.js';
+import type { GatewayDeps } from '../gateway/context.js';
+import { FrameError, frame, type PageModule } from '../gateway/frame-registry.js';
+import { TokenError, verifyRoomToken } from '../gateway/tokens.js';
+import { RoomRefusal } from './room-refusal.js';
+import { RoomService } from './room-service.js';
+
+function joinProblem(value: Record<string, unknown>): string | undefined {
+  const { since, last, epoch } = value;
+  if (since !== undefined && (typeof since !== 'string' || !EVENT_ID_PATTERN.test(since))) {
+    return 'since must be an event id <ms>-<seq>';
+  }
+  if (last !== undefined) {
+    if (typeof last !== 'number' || !Number.isInteger(last) || last < 1 || last > LIMITS.historyMaxEvents) {
+      return `last must be a whole number from 1 to ${LIMITS.historyMaxEvents}`;
+    }
+  }
+  if (since !== undefined && last !== undefined) return 'give since or last, not both';
+  if (epoch !== undefined) {
+    if (typeof epoch !== 'string' || epoch.length > EPOCH_MAX_LENGTH) {
+      return `epoch must be a string of at most ${EPOCH_MAX_LENGTH} characters`;
+    }
+    if (since === undefined) return 'epoch goes with since';
+  }
+  return undefined;
+}
+
+function listProblem(value: Record<string, unknown>): string | undefined {
+  const { cursor } = value;
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor.length > CURSOR_MAX_LENGTH)) {
+    return `cursor must be a string of at most ${CURSOR_MAX_LENGTH} characters`;
+  }
+  return undefined;
+}
+
+/** A refusal of the room service, a token that does not hold or a store that failed: an error frame naming the frame's ref and room. */
+function asFrameError(error: unknown, ref: number, room: string): unknown {
+  if (error instanceof RoomRefusal || error instanceof TokenError || error instanceof StoreError) {
+    return new FrameError(error.code, error.message, ref, { room });
+  }
+  return error;
+}
+
+type RoomFrame = JoinFrame | LeaveFrame | ListFrame | SendFrame;
+
+/**
+ * Runs a room frame; a refused join, leave or send of a watched app goes to the live console with
+ * its code. Store failures are mapped here (as the gateway would) so the console sees their code.
+ */
+async function answer<F extends RoomFrame>(
+  deps: GatewayDeps,
+  conn: Connection,
+  f: F,
+  run: () => Promise<void>,
+): Promise<void> {
+  try {
+    await run();
+  } catch (thrown) {
+    const error = asFrameError(thrown, f.ref, f.room);
+    const app = conn.app.key;
+    if (error instanceof FrameError && f.t !== 'list' && deps.tap?.watching(app)) {
+      const entry: Tapped = { kind: f.t, room: f.room, error: error.code };
+      if (conn.user !== null) entry.user = conn.user;
+      if (f.t === 'send') entry.event = f.event;
+      deps.tap.record(app, entry);
+    }
+    throw error;
+  }
+}
+
+/** The room service of the gateway's dependencies. */
+function roomService(deps: GatewayDeps): RoomService {
+  return new RoomService({
+    apps: deps.apps,
+    hub: deps.hub,
+    broker: deps.broker,
+    history: deps.history,
+    presence: deps.presence,
+    emitter: deps.emitter,
+    departures: deps.departures,
+    verifyToken: verifyRoomToken,
+    log: deps.log,
+    now: deps.now,
+    tap: deps.tap,
+  });
+}
+
+/** One join frame as the room module handles it, for driving a page without a socket (the resume tests). */
+export function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame): Promise<void> {
+  return answer(deps, conn, frame, () => roomService(deps).join(conn, frame));
+}
+
+/**
+ * Rooms: join (with resume), leave, the member list of large presence rooms, and page sends. A page
+ * that closes leaves its rooms once every module's `closed` ran.
+ */
+export function roomModule(deps: GatewayDeps, rooms: RoomService = roomService(deps)): PageModule {
+  return {
+    frames: {
+      join: frame<JoinFrame>(
+        {
+          required: { ref: 'ref', room: 'string', token: 'string' },
+          optional: { since: 'json', epoch: 'json', last: 'json' },
+          check: joinProblem,
+        },
+        (conn, f) => answer(deps, conn, f, () => rooms.join(conn, f)),
+      ),
+      leave: frame<LeaveFrame>({ required: { ref: 'ref', room: 'string' } }, (conn, f) =>
+        answer(deps, conn, f, () => rooms.leave(conn, f)),
+      ),
+      list: frame<ListFrame>(
+        { required: { ref: 'ref', room: 'string' }, optional: { cursor: 'json' }, check: listProblem },
+        (conn, f) => answer(deps, conn, f, () => rooms.list(conn, f)),
+      ),
+      send: frame<SendFrame>(
+        { required: { ref: 'ref', room: 'string', event: 'string' }, optional: { data: 'json' } },
+        (conn, f) => answer(deps, conn, f, () => rooms.send(conn, f)),
+      ),
+    },
+    released: (conn) => rooms.leaveAll(conn),
+  };
+}
