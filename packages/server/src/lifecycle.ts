@@ -36,7 +36,7 @@ import { handleApiRequest } from './http/pipeline.js';
 import { type Component, startAll } from './lifecycle/component.js';
 import { dashboardSampler } from './lifecycle/dashboard-sampler.js';
 import { departuresComponent } from './lifecycle/departures.js';
-import { dataLossRepair, engineComponent } from './lifecycle/engine.js';
+import { configuredApps, dataLossRepair, engineComponent } from './lifecycle/engine.js';
 import { GatewayComponent, gapListener } from './lifecycle/gateway.js';
 import { historyPruner } from './lifecycle/history-pruner.js';
 import { HttpListener } from './lifecycle/http-listener.js';
@@ -153,7 +153,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     wired = wire(engine, options, { log, now, dashboardHash });
   } catch (error) {
     // Nothing but the engine runs yet: what `wire` made starts with its component.
-    await engine.close();
+    await engine.close().catch((closing: unknown) => log.error({ err: closing }, 'closing the engine failed'));
     throw error;
   }
   const started = await startAll(wired.components, (component, error) =>
@@ -411,7 +411,8 @@ function wire(
   // first, then pages close, the services, the lease, the port, asks, the drain, webhooks, the engine.
   // The port is three components: it opens last of all, but stops taking connections after the lease.
   const components: Component[] = [
-    engineComponent(engine, options.apps ?? []),
+    engineComponent(engine),
+    configuredApps(engine, options.apps ?? []),
     webhooksComponent(webhooks),
     listener.drain,
     serviceComponent('asks', ask),

@@ -4,12 +4,12 @@
  * leases and timers all started; every one of them must be stopped again.
  */
 import { createHook } from 'node:async_hooks';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashDashboardPassword, newApp, type ServerOptions, startServer } from '../src/index.js';
+import { type AppStore, hashDashboardPassword, newApp, type ServerOptions, startServer } from '../src/index.js';
 import { waitFor } from './gateway-tools.js';
 import { heldNow, openedSince } from './proc-sockets.js';
 import { startRedis, type TestRedis } from './redis-server.js';
@@ -89,6 +89,20 @@ function redisClients(port: number): Promise<number> {
   });
 }
 
+/** Files under `dir` this process holds open (the SQLite file and its journal while the engine is open). */
+function openFilesUnder(dir: string): string[] {
+  const open: string[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      if (target.startsWith(dir)) open.push(target);
+    } catch {
+      // closed between the listing and the read
+    }
+  }
+  return open;
+}
+
 /** A TCP port on 127.0.0.1 that something else listens on. */
 async function takenPort(): Promise<{ port: number; blocker: Server }> {
   const blocker = createServer();
@@ -160,6 +174,7 @@ describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => 
         const port = redis.port;
         await waitFor(async () => (await redisClients(port)) === clientsBefore, 'the Redis connections to close');
       }
+      expect(openFilesUnder(dataDir)).toEqual([]);
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
       rmSync(dataDir, { recursive: true, force: true });
@@ -180,6 +195,7 @@ describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => 
         expect(made.alive().filter((type) => type === 'Timeout').length).toBeGreaterThan(5);
         expect(made.alive()).toContain('TCPSERVERWRAP');
         if (name === 'redis' && redis) expect(await redisClients(redis.port)).toBeGreaterThan(clientsBefore);
+        else expect(openFilesUnder(dataDir).length).toBeGreaterThan(0);
         await server.close();
         await waitFor(() => made.alive().length === 0, 'the resources of the stopped server to end').catch(
           (timedOut: Error) => {
@@ -195,7 +211,48 @@ describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => 
         const port = redis.port;
         await waitFor(async () => (await redisClients(port)) === clientsBefore, 'the Redis connections to close');
       }
+      expect(openFilesUnder(dataDir)).toEqual([]);
     } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a start that fails before it listens', () => {
+  it('a store that refuses the configured apps: the start fails with its error and the engine is closed', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'realtime-rollback-'));
+    const refused = new Error('the disk is full');
+    // The app store as made, but refusing to store an app.
+    const refusing = (apps: AppStore): AppStore =>
+      new Proxy(apps, {
+        get: (target, key) => {
+          if (key === 'upsert')
+            return () => {
+              throw refused;
+            };
+          const value: unknown = Reflect.get(target, key);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const made = new Made();
+    try {
+      const error = await startServer({
+        host: '127.0.0.1',
+        port: 0,
+        dataDir,
+        logLevel: 'silent',
+        apps: [newApp({ name: 'refused' })],
+        wrapStores: ({ apps }) => ({ apps: refusing(apps) }),
+      }).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      made.stopRecording();
+      expect(error).toBe(refused);
+      await waitFor(() => made.alive().length === 0, 'the resources of the failed start to end');
+      expect(openFilesUnder(dataDir)).toEqual([]);
+    } finally {
+      made.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

@@ -2,14 +2,19 @@ import type { App, Engine } from '../engines/types.js';
 import type { Logger } from '../log.js';
 import type { Component } from './component.js';
 
-/** The engine, opened before the server is wired: its start stores the configured apps; closed last of all. */
-export function engineComponent(engine: Engine, apps: readonly App[]): Component {
+/** The engine, opened before the server is wired: closed last of all. */
+export function engineComponent(engine: Engine): Component {
+  return { name: 'engine', start: () => {}, stop: () => engine.close() };
+}
+
+/** The configured apps, stored before anything serves (a store that refuses them fails the start). */
+export function configuredApps(engine: Engine, apps: readonly App[]): Component {
   return {
-    name: 'engine',
+    name: 'configured apps',
     start: async () => {
       for (const app of apps) await engine.apps.upsert(app);
     },
-    stop: () => engine.close(),
+    stop: () => {},
   };
 }
 
