@@ -48,6 +48,13 @@ class Made {
   }
 }
 
+/** Waits (bounded) until `left` lists nothing; on timeout says what is still there. */
+async function untilNone(left: () => string[], what: string): Promise<void> {
+  await waitFor(() => left().length === 0, what).catch((timedOut: Error) => {
+    throw new Error(`${timedOut.message}; still there: ${left().join(', ')}`);
+  });
+}
+
 /** Counts of `process.getActiveResourcesInfo()` by kind (ref'd timers, handles, requests). */
 function activeResources(): Map<string, number> {
   const counts = new Map<string, number>();
@@ -130,7 +137,7 @@ const engines: [string, () => ServerOptions['engine']][] = [
   ['redis', () => ({ kind: 'redis', url: redis?.url ?? '', prefix: `rollback${process.pid}:` })],
 ];
 
-describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => {
+describe.each(engines)('start and stop leave nothing behind (%s engine)', (name, engine) => {
   const options = (dataDir: string, port: number): ServerOptions => ({
     host: '127.0.0.1',
     port,
@@ -160,16 +167,12 @@ describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => 
         made.stopRecording();
         expect(error?.code).toBe('EADDRINUSE');
         expect(error?.message).toContain(`127.0.0.1:${port}`);
-        await waitFor(() => made.alive().length === 0, 'the resources of the failed start to end').catch(
-          (timedOut: Error) => {
-            throw new Error(`${timedOut.message}: ${made.alive().join(', ')}`);
-          },
-        );
+        await untilNone(() => made.alive(), 'the resources of the failed start to end');
       } finally {
         made.close();
       }
-      await waitFor(() => moreThan(activeBefore).length === 0, `active resources back: ${moreThan(activeBefore)}`);
-      await waitFor(() => openedSince(heldBefore).sockets.length === 0, 'the sockets of the failed start to close');
+      await untilNone(() => moreThan(activeBefore), 'the active resources to come back to their count before');
+      await untilNone(() => openedSince(heldBefore).sockets, 'the sockets of the failed start to close');
       if (name === 'redis' && redis) {
         const port = redis.port;
         await waitFor(async () => (await redisClients(port)) === clientsBefore, 'the Redis connections to close');
@@ -197,16 +200,12 @@ describe.each(engines)('a start on a taken port (%s engine)', (name, engine) => 
         if (name === 'redis' && redis) expect(await redisClients(redis.port)).toBeGreaterThan(clientsBefore);
         else expect(openFilesUnder(dataDir).length).toBeGreaterThan(0);
         await server.close();
-        await waitFor(() => made.alive().length === 0, 'the resources of the stopped server to end').catch(
-          (timedOut: Error) => {
-            throw new Error(`${timedOut.message}: ${made.alive().join(', ')}`);
-          },
-        );
+        await untilNone(() => made.alive(), 'the resources of the stopped server to end');
       } finally {
         made.close();
       }
-      await waitFor(() => moreThan(activeBefore).length === 0, `active resources back: ${moreThan(activeBefore)}`);
-      await waitFor(() => openedSince(heldBefore).sockets.length === 0, 'the sockets of the server to close');
+      await untilNone(() => moreThan(activeBefore), 'the active resources to come back to their count before');
+      await untilNone(() => openedSince(heldBefore).sockets, 'the sockets of the server to close');
       if (name === 'redis' && redis) {
         const port = redis.port;
         await waitFor(async () => (await redisClients(port)) === clientsBefore, 'the Redis connections to close');
@@ -249,7 +248,7 @@ describe('a start that fails before it listens', () => {
       );
       made.stopRecording();
       expect(error).toBe(refused);
-      await waitFor(() => made.alive().length === 0, 'the resources of the failed start to end');
+      await untilNone(() => made.alive(), 'the resources of the failed start to end');
       expect(openFilesUnder(dataDir)).toEqual([]);
     } finally {
       made.close();
