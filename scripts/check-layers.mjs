@@ -47,10 +47,6 @@ export const ALLOWED = new Map([
     'config/config-file.ts -> http/client-address.ts',
     'the config file names trusted proxies; TrustedProxies is an import-free parser http/ and the dashboard share',
   ],
-  [
-    'config/config-file.ts -> lifecycle.ts',
-    'type only: the config file fills ServerLimits; it moves when startServer becomes components',
-  ],
 ]);
 
 const SPECIFIER =

@@ -1,6 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CachedAppStore } from './apps/cached-app-store.js';
 import { RateLimiter } from './apps/rate-limit.js';
 import { askModule } from './asks/ask-module.js';
@@ -9,6 +7,7 @@ import { callModule } from './calls/call-module.js';
 import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { parsePasswordHash } from './config/password-hash.js';
+import type { ServerLimits } from './config/server-limits.js';
 import { ConsoleTap } from './core/console-tap.js';
 import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
@@ -24,18 +23,29 @@ import { DashboardSessions } from './dashboard/sessions.js';
 import { metricSources, StatsSampler } from './dashboard/stats-sampler.js';
 import type { EmbeddedStores } from './engines/embedded.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
-import type { App, AppStore } from './engines/types.js';
+import type { App, AppStore, Engine } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
 import type { GatewayDeps } from './gateway/context.js';
 import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { groupModule } from './groups/group-module.js';
 import { GroupService } from './groups/group-service.js';
-import { Admission, type ConnectionLimits } from './http/admission.js';
+import { Admission } from './http/admission.js';
 import { TrustedProxies } from './http/client-address.js';
 import type { ApiDeps } from './http/context.js';
-import { guardConnections, guardedServerOptions, isRequestTimeout, refuseLargeContinue } from './http/guards.js';
+import { createHttpServer } from './http/http-server.js';
 import { handleOpsRequest } from './http/ops.js';
 import { handleApiRequest } from './http/pipeline.js';
+import { type Component, startAll } from './lifecycle/component.js';
+import { dashboardSampler } from './lifecycle/dashboard-sampler.js';
+import { departuresComponent } from './lifecycle/departures.js';
+import { configuredApps, dataLossRepair, engineComponent } from './lifecycle/engine.js';
+import { GatewayComponent, gapListener } from './lifecycle/gateway.js';
+import { historyPruner } from './lifecycle/history-pruner.js';
+import { HttpListener } from './lifecycle/http-listener.js';
+import { mediaUnitsComponent } from './lifecycle/media-units.js';
+import { Readiness } from './lifecycle/readiness.js';
+import { serviceComponent } from './lifecycle/service.js';
+import { webhookDelivery, webhooksComponent, withExtraSink } from './lifecycle/webhooks.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { countedBroker, countedDeliverer } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
@@ -104,11 +114,6 @@ export interface ServerOptions {
   wrapStores?: (stores: EmbeddedStores) => Partial<EmbeddedStores>;
 }
 
-/** The `limits` of a server: its connection caps, and asks in flight per user (beyond: 429). */
-export interface ServerLimits extends ConnectionLimits {
-  maxAsksPerUser: number;
-}
-
 export interface RunningServer {
   /** `http://host:port` of the API. */
   url: string;
@@ -131,15 +136,10 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const HISTORY_PRUNE_MS = 60_000;
-
-/** A whole HTTP answer for a socket no handler owns; no body for HEAD. */
-function rawAnswer(status: number, reason: string, code: string, message: string, head: boolean): string {
-  const body = JSON.stringify({ ok: false, error: code, message });
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`;
-}
-
-/** Starts the embedded service: SQLite file in the data folder, fan-out in memory. */
+/**
+ * Starts the service: the engine, then its components in order (see `wire`); `close()` stops them in
+ * reverse. A start that fails stops what had started, and rejects with the error that stopped it.
+ */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const log = options.logger ?? createLogger(options.logLevel ?? 'info');
   const now = options.now ?? Date.now;
@@ -151,22 +151,56 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
     ...(options.wrapStores === undefined ? {} : { wrapStores: options.wrapStores }),
   });
+  let wired: Wired;
+  try {
+    wired = wire(engine, options, { log, now, dashboardHash });
+  } catch (error) {
+    // Nothing but the engine runs yet: what `wire` made starts with its component.
+    await engine.close().catch((closing: unknown) => log.error({ err: closing }, 'closing the engine failed'));
+    throw error;
+  }
+  const started = await startAll(wired.components, (component, error) =>
+    log.error({ err: error }, `stopping the ${component} failed`),
+  );
+  const address = wired.listener.address;
+  const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    ...wired.server,
+    url: `http://${urlHost}:${address.port}`,
+    host: address.address,
+    port: address.port,
+    log,
+    close: () => started.stop(),
+  };
+}
+
+interface Wired {
+  /** In start order; stopped in reverse, which is the order of a graceful stop. */
+  components: Component[];
+  listener: HttpListener;
+  server: Pick<RunningServer, 'events' | 'metrics' | 'apps' | 'pages' | 'disconnectUser' | 'watchedByConsole'>;
+}
+
+/** Makes the parts of the server on the opened engine; none runs until its component starts. */
+function wire(
+  engine: Engine,
+  options: ServerOptions,
+  {
+    log,
+    now,
+    dashboardHash,
+  }: { log: Logger; now: () => number; dashboardHash: ReturnType<typeof parsePasswordHash> | undefined },
+): Wired {
+  const gateway = new GatewayComponent(() => new Gateway(gatewayDeps, options.gateway, modules()));
   const metrics = new Metrics({
-    pages: () => gateway.size,
+    pages: () => gateway.current?.size ?? 0,
     rooms: () => hub.roomCount,
     webhooks: () => engine.webhooks.stats(now()),
   });
   const broker = countedBroker(engine.broker, metrics);
-  for (const app of options.apps ?? []) await engine.apps.upsert(app);
-  // A Redis that lost its data gets the configured apps back before it serves again.
-  const stopRepair = engine.onDataLost?.(async () => {
-    for (const app of options.apps ?? []) await engine.apps.upsert(app);
-    log.warn('the storage lost its data: the configured apps were stored again');
-  });
   const apps = new CachedAppStore(engine.apps, { now });
   // The live console's tap: the engine's broker itself, so console traffic is not counted as the apps'.
   const consoleTap = new ConsoleTap({ node: engine.node, broker: engine.broker, log, now });
-  await consoleTap.start();
   if (options.allowPrivateWebhooks) {
     log.warn(
       '--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.',
@@ -191,22 +225,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.webhooks === undefined ? {} : { timings: options.webhooks }),
     tap: consoleTap,
   });
-  const extra = options.events;
-  const events: EventSink = extra
-    ? {
-        record: (app, event) => {
-          const recorded = webhooks.record(app, event);
-          // Once stored: an event the store refused (and Departures tries again) is seen once.
-          if (recorded === undefined) return extra.record(app, event);
-          return recorded.then(() => extra.record(app, event));
-        },
-        reportOf: (app, event) => webhooks.reportOf(app, event),
-        reported: (app, event) => {
-          webhooks.reported(app, event);
-          extra.reported(app, event);
-        },
-      }
-    : webhooks;
+  const events = withExtraSink(webhooks, options.events);
   // Closes and webhook events the store could not take, tried until it does.
   const departures = new Departures({
     node: engine.node,
@@ -215,7 +234,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     events,
     log,
     now,
-    holds: (page) => gateway.holds(page),
+    holds: (page) => gateway.current?.holds(page) ?? false,
     ...(options.departures === undefined ? {} : { options: options.departures }),
   });
   const users = new UserPresence({
@@ -234,9 +253,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     now,
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
-    lapsed: () => gateway.lapsed(),
+    lapsed: () => gateway.current?.lapsed(),
   });
-  await lease.start();
   const ask = new AskService({
     node: engine.node,
     broker,
@@ -247,7 +265,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tap: consoleTap,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
   });
-  await ask.start();
   // Questions of asks go to the user's open pages here; their answers go back through the AskService.
   const hub = new Hub<Connection>(broker, wsFrameEncoder, (question, pages) =>
     ask.deliver(
@@ -256,8 +273,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ),
   );
   // Frames of calls, groups and streams to pages on any node.
-  const signals = new PageSignals({ node: engine.node, broker, log, now, page: (id) => gateway.page(id) });
-  await signals.start();
+  const signals = new PageSignals({ node: engine.node, broker, log, now, page: (id) => gateway.current?.page(id) });
   const calls = new CallService({
     node: engine.node,
     calls: engine.calls,
@@ -269,7 +285,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.calls === undefined ? {} : { options: options.calls }),
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
-  await calls.start();
   // One set of forwarding units per node, for live streams and group calls in unit mode.
   const media = unitMedia(options.streams);
   iceConfig(media); // a wrong address fails the start, not a page's first offer
@@ -294,7 +309,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.calls?.groupUnitFrom === undefined ? {} : { unitFrom: options.calls.groupUnitFrom }),
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
-  await groups.start();
   const streams = new StreamService({
     units,
     node: engine.node,
@@ -307,7 +321,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.streams === undefined ? {} : { options: options.streams }),
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
-  await streams.start();
   // One publish path: API emits and page sends go through the same emitter.
   const emitter = new Emitter({ broker, now, tap: consoleTap, events });
   const gatewayDeps: GatewayDeps = {
@@ -325,21 +338,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     traffic: metrics.traffic,
     tap: consoleTap,
   };
-  const gateway = new Gateway(gatewayDeps, options.gateway, [
+  const modules = () => [
     roomModule(gatewayDeps),
     askModule(ask),
     callModule(gatewayDeps, calls),
     groupModule(gatewayDeps, groups),
     streamModule(gatewayDeps, streams),
-  ]);
-  departures.start();
-
-  // Publications lost while the subscriber connection was down: pages resume from history (or learn
-  // of the gap from `truncated`) by reconnecting.
-  const stopGapListener = broker.onGap?.(() => {
-    log.warn('publications may have been missed while the broker was disconnected: pages reconnect to resume');
-    gateway.reconnectAll();
-  });
+  ];
 
   const deps: ApiDeps = {
     apps,
@@ -353,11 +358,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     now,
   };
 
-  let draining = false;
+  const readiness = new Readiness(options.shutdownDelayMs);
   const ops = {
     metrics,
     metricsToken: options.metricsToken,
-    draining: () => draining,
+    draining: () => readiness.draining,
     checkStores: () => engine.check(),
   };
   const admission = new Admission(options.limits, log);
@@ -380,7 +385,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           stats: new StatsSampler(
             metricSources(
               metrics,
-              () => gateway.size,
+              () => gateway.current?.size ?? 0,
               () => engine.webhooks.stats(now()),
             ),
             { node: engine.node, now, log, intervalMs: options.dashboard?.statsIntervalMs },
@@ -388,126 +393,64 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           log,
           now,
         };
-  // Sampled only while the dashboard is on: a service without it pays nothing.
-  dashboard?.stats.start();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
     if (handleDashboardRequest(req, res, dashboard)) return;
     void handleApiRequest(req, res, deps);
   };
-  const server: Server = createServer(
-    { keepAliveTimeout: 30_000, requireHostHeader: false, ...guardedServerOptions(admission.limits.headersTimeoutMs) },
+  const server = createHttpServer({
+    admission,
     onRequest,
-  );
-  guardConnections(server, admission);
-  server.on('upgrade', (req, socket, head) => {
-    // Refused before the WebSocket is accepted: a page over a cap never costs a page.
-    const refused = admission.admitPage(req, socket);
-    if (refused === undefined) return gateway.handleUpgrade(req, socket, head);
-    socket.on('error', () => socket.destroy());
-    socket.end(rawAnswer(503, 'Service Unavailable', 'unavailable', refused, false));
+    upgrade: (req, socket, head) => {
+      // The port opens after the gateway starts: it is there for every upgrade.
+      if (gateway.current) gateway.current.handleUpgrade(req, socket, head);
+      else socket.destroy();
+    },
   });
-  // Without this listener Node would send 100 Continue for any body, even one it will refuse.
-  server.on('checkContinue', (req, res) => {
-    if (refuseLargeContinue(req, res)) return;
-    res.writeContinue();
-    onRequest(req, res);
-  });
-  // An Expect other than 100-continue would get Node's bare 417; take the request as any other.
-  server.on('checkExpectation', onRequest);
-  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
-    // Malformed HTTP never reaches a handler: answer in the same JSON shape when the socket still can.
-    if (!socket.writable || socket.writableEnded) {
-      socket.destroy();
-      return;
-    }
-    const head = error.rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
-    if (isRequestTimeout(error)) {
-      socket.end(rawAnswer(408, 'Request Timeout', 'request_timeout', 'the request did not arrive in time', head));
-      return;
-    }
-    const message =
-      error.code === 'HPE_HEADER_OVERFLOW' ? 'the request headers are over 16 KB' : 'the request is not valid HTTP';
-    socket.end(rawAnswer(400, 'Bad Request', 'bad_request', message, head));
-  });
-  // CONNECT is no method of this API; without a listener Node would drop the connection unanswered.
-  server.on('connect', (_req, socket: Duplex) => {
-    socket.end(rawAnswer(405, 'Method Not Allowed', 'bad_method', 'this service takes no CONNECT', false));
+  const listener = new HttpListener(server, {
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 4000,
+    drainMs: options.drainMs ?? 10_000,
   });
 
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 4000, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${urlHost}:${address.port}`;
-
-  await webhooks.start();
-  const pruneHistory = async () => {
-    try {
-      await engine.history.prune(now());
-    } catch (error) {
-      // A full disk fails deletes too: logged, tried again next time.
-      log.error({ err: error }, 'pruning history failed');
-    }
-  };
-  const pruner = setInterval(() => void pruneHistory(), HISTORY_PRUNE_MS);
-  pruner.unref();
-
-  let closing: Promise<void> | undefined;
-  const close = () => {
-    closing ??= (async () => {
-      draining = true;
-      // A load balancer polling /ready sees 503 and stops sending new pages here before they are closed.
-      if (options.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, options.shutdownDelayMs));
-      clearInterval(pruner);
-      dashboard?.stats.stop();
-      // Pages first, told to reconnect (to another node, or to this one once it is back).
-      stopGapListener?.();
-      stopRepair?.();
-      await gateway.close();
-      // One last try of what waits; what the store still holds after it goes with this node's lease.
-      await departures.flush();
-      departures.close();
-      await calls.close();
-      await groups.close();
-      await streams.close();
-      await units.close();
-      await signals.close();
-      // Live consoles end here: an open stream would hold the drain below for its whole time.
-      await consoleTap.close();
-      users.close();
-      lease.close();
-      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await deps.ask.close();
-      const drainMs = options.drainMs ?? 10_000;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
-      clearTimeout(timer);
-      server.closeAllConnections();
-      await webhooks.close();
-      await engine.close();
-    })();
-    return closing;
-  };
-
+  // Started in this order; stopped in reverse, which is the order of a graceful stop: /ready says 503
+  // first, then pages close, the services, the lease, the port, asks, the drain, webhooks, the engine.
+  // The port is three components: it opens last of all, but stops taking connections after the lease.
+  const components: Component[] = [
+    engineComponent(engine),
+    configuredApps(engine, options.apps ?? []),
+    webhooksComponent(webhooks),
+    listener.drain,
+    serviceComponent('asks', ask),
+    listener.close,
+    serviceComponent('node lease', lease),
+    serviceComponent('user presence', users),
+    serviceComponent('console tap', consoleTap),
+    serviceComponent('page signals', signals),
+    mediaUnitsComponent(units),
+    serviceComponent('streams', streams),
+    serviceComponent('groups', groups),
+    serviceComponent('calls', calls),
+    departuresComponent(departures),
+    gateway,
+    dataLossRepair(engine, options.apps ?? [], log),
+    gapListener(broker, log, () => gateway.current?.reconnectAll()),
+    dashboardSampler(dashboard?.stats),
+    listener.listen,
+    webhookDelivery(webhooks),
+    historyPruner(engine.history, log, now),
+    readiness,
+  ];
   return {
-    url,
-    host: address.address,
-    port: address.port,
-    log,
-    events: extra ?? webhooks,
-    metrics,
-    apps: engine.apps,
-    pages: () => gateway.size,
-    disconnectUser: (app, user, code) => gateway.disconnectUser(app, user, code),
-    watchedByConsole: (app) => consoleTap.watching(app),
-    close,
+    components,
+    listener,
+    server: {
+      events: options.events ?? webhooks,
+      metrics,
+      apps: engine.apps,
+      pages: () => gateway.current?.size ?? 0,
+      disconnectUser: (app, user, code) => gateway.current?.disconnectUser(app, user, code) ?? 0,
+      watchedByConsole: (app) => consoleTap.watching(app),
+    },
   };
 }

@@ -130,7 +130,7 @@ export class ConsoleTap {
   #flushScheduled = false;
   #announcing: Promise<void> = Promise.resolve();
   #announceTimer: NodeJS.Timeout | undefined;
-  readonly #sweepTimer: NodeJS.Timeout;
+  #sweepTimer: NodeJS.Timeout | undefined;
   readonly #stops: Unsubscribe[] = [];
   #closed = false;
 
@@ -138,8 +138,6 @@ export class ConsoleTap {
     this.#deps = deps;
     this.#announceMs = deps.announceMs ?? 5_000;
     this.#ttlMs = deps.ttlMs ?? 15_000;
-    this.#sweepTimer = setInterval(() => this.#sweep(), Math.max(20, Math.min(1_000, this.#ttlMs / 4)));
-    this.#sweepTimer.unref();
   }
 
   /** Listens for the watches of every node and the entries sent to this one; in effect once it answers. */
@@ -161,6 +159,9 @@ export class ConsoleTap {
         if (publication.event === CONSOLE_EVENT) this.#arrived(publication.app, publication.data);
       }),
     );
+    // Here, not when made: a server whose start fails leaves no timer behind.
+    this.#sweepTimer = setInterval(() => this.#sweep(), Math.max(20, Math.min(1_000, this.#ttlMs / 4)));
+    this.#sweepTimer.unref();
   }
 
   /** Whether a console anywhere watches the app: the hot paths' one question. */

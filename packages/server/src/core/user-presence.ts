@@ -18,7 +18,8 @@ export class UserPresence {
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #tap: ConsoleTap | undefined;
-  readonly #timer: NodeJS.Timeout;
+  readonly #pollMs: number;
+  #timer: NodeJS.Timeout | undefined;
   #polling = false;
 
   constructor(deps: {
@@ -37,8 +38,12 @@ export class UserPresence {
     this.#log = deps.log;
     this.#now = deps.now;
     // A tenth of the delay, between 20 ms and 250 ms: reports go out close to when they fall due.
-    const every = Math.min(250, Math.max(20, (deps.offlineDelayMs ?? LIMITS.offlineDelayMs) / 10));
-    this.#timer = setInterval(() => void this.#poll(), every);
+    this.#pollMs = Math.min(250, Math.max(20, (deps.offlineDelayMs ?? LIMITS.offlineDelayMs) / 10));
+  }
+
+  /** Starts polling for the offline reports that fall due. */
+  start(): void {
+    this.#timer = setInterval(() => void this.#poll(), this.#pollMs);
     this.#timer.unref();
   }
 

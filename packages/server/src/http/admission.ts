@@ -1,22 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ConnectionLimits } from '../config/server-limits.js';
 import type { Logger } from '../log.js';
 import { clientAddress, TrustedProxies } from './client-address.js';
-
-/** Bounds on what clients may hold open; see docs/operations.md. */
-export interface ConnectionLimits {
-  /** Open pages (WebSockets, greeted or not) on this node. */
-  maxPages: number;
-  /** Open pages per client address (an IPv6 client counts per /64). */
-  maxPagesPerAddress: number;
-  /** Connections waiting for a request: not yet sent a whole one, or idle on keep-alive between two. */
-  maxPendingHandshakes: number;
-  /** A request's headers must arrive within this time of its connection (or of its start on keep-alive), else 408. */
-  headersTimeoutMs: number;
-  /** Proxies (addresses, CIDR ranges) whose `X-Forwarded-For` names the client. */
-  trustProxy: string[];
-}
 
 export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = {
   maxPages: 100_000,
