@@ -65,6 +65,24 @@ export async function startPageServer(): Promise<{ url: string; close(): Promise
   };
 }
 
+let roundTrips = 0;
+
+/**
+ * A round trip on the page's socket (its `window.client` joins a room of its own): what the service
+ * answered to every frame the page sent before has come by then. `token` mints a room token.
+ */
+export async function roundTrip(page: Page, token: (room: string) => Promise<string>): Promise<void> {
+  const room = `round-trip-${++roundTrips}`;
+  const roomToken = await token(room);
+  await page.evaluate(
+    async ({ room, roomToken }) => {
+      const { client } = window as unknown as { client: import('@realtime/browser').RealtimeClient };
+      await client.join(room, { token: roomToken }).joined;
+    },
+    { room, roomToken },
+  );
+}
+
 /** A new page with the SDK loaded. */
 export async function openSdkPage(browser: Browser, url: string): Promise<Page> {
   const page = await browser.newPage();
