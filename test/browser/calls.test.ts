@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, roundTrip, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, roundTrip, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -63,14 +64,14 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
     main = await service(30_000);
     short = await service(1_500);
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     for (const env of [main, short]) {
       await env?.sdk.close();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The demo's own token server, wired to the service as examples/chat/start.mjs wires it; the service
 // runs here so that the test can stop it and start it again on the same port and data folder.
 import { startDemo } from '../../examples/chat/server.mjs';
-import { launchChromium } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
 
 /**
  * The chat demo's states in headless Chromium, each driven for real: a name the demo's server
@@ -148,7 +148,7 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
 
   afterAll(async () => {
     for (const context of contexts) await context.close().catch(() => {});
-    await browser?.close();
+    await closeChromium(browser);
     await demo?.close();
     await development?.close();
     await service?.close();

@@ -6,8 +6,8 @@ import {
   type SessionEnd,
   type ViewerSession,
 } from '../../packages/server/src/units/forwarding-unit.js';
+import { closeChromium, launchChromium } from './chromium.js';
 import {
-  launchMediaChromium,
   openPresenter,
   openViewer,
   type RtpStats,
@@ -31,12 +31,12 @@ describe('the forwarding unit between real Chromium pages', () => {
 
   beforeAll(async () => {
     pages = await startMediaPageServer();
-    browser = await launchMediaChromium();
+    browser = await launchChromium({ media: true });
     unit = new ForwardingUnit({ hostAddresses: [LOOPBACK], allowRemoteAddress: (address) => address === LOOPBACK });
   }, 60_000);
   afterAll(async () => {
     await unit?.close();
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
   });
 

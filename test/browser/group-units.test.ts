@@ -7,7 +7,8 @@ import { freeRange } from '../../packages/server/test/free-ports.js';
 import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -113,14 +114,14 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     });
     sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await sdk?.close();
     await server?.close();

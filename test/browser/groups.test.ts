@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, roundTrip, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, roundTrip, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -58,14 +59,14 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
     sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
     plain = { key: other.key, sdk: new Realtime({ url: server.url, key: other.key, secret: other.secret }) };
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await sdk?.close();
     await plain?.sdk.close();

@@ -6,7 +6,8 @@ import { freeRange } from '../../packages/server/test/free-ports.js';
 import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 type Hook = Record<string, unknown>;
@@ -46,14 +47,14 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
   beforeAll(async () => {
     env = await service();
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await env?.sdk.close();
     await env?.server.close();
