@@ -3,9 +3,11 @@ import { Realtime } from '@realtime/node';
 import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
 import { startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, roundTrip, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -37,14 +39,17 @@ interface MediaSeen {
 async function service(ringMs: number) {
   const app = newApp({ name: 'calls' });
   const receiver = await startReceiver(app);
+  // The service's clock: a test moves it past a second instead of waiting one.
+  const clock = skewedClock();
   const server = await startTestServer({
     app: { ...app, webhook: receiver.url },
     allowPrivateWebhooks: true,
     webhooks: { windowMs: 100 },
     calls: { ringMs },
+    now: clock.now,
   });
   const sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
-  return { server, receiver, sdk };
+  return { server, receiver, sdk, clock };
 }
 type Service = Awaited<ReturnType<typeof service>>;
 
@@ -59,14 +64,14 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
     main = await service(30_000);
     short = await service(1_500);
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     for (const env of [main, short]) {
       await env?.sdk.close();
@@ -242,7 +247,7 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
   it('a video call connects, decodes media both ways with loopback candidates only, hangs up, and is reported completed', async () => {
     const alice = await phone('alice');
     const bob = await phone('bob');
-    const placedAt = Date.now();
+    const placedAt = main.clock.now();
     await dial(alice, 'alice', 'bob');
     const [, id, from, kinds] = await seen(bob, 'ring');
     expect([from, kinds]).toEqual(['alice', ['audio', 'video']]);
@@ -276,8 +281,8 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
       const local = entries.find((e) => e[0] === 'local');
       expect((local?.[1] as string[] | undefined)?.sort()).toEqual(['audio', 'video']);
     }
-    // Talk for over a second, so the webhook's whole seconds are at least 1.
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    // Over a second on the service's clock, so the webhook's whole seconds are at least 1.
+    main.clock.advance(1_200);
 
     const end = await alice.evaluate(async () => {
       const call = (window as unknown as PhoneWindow).calls[0];
@@ -285,7 +290,7 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
       const state = call?.state; // ended at once: the media stops with the hangup
       return { state, end: await hungUp };
     });
-    const endedAt = Date.now();
+    const endedAt = main.clock.now();
     expect(end).toEqual({ state: 'ended', end: { reason: 'completed' } });
     expect(await seen(bob, 'ended')).toEqual(['ended', 'completed', null]);
     expect(await liveLocalTracks(alice)).toEqual([]);
@@ -496,8 +501,9 @@ describe('calls between two people in headless Chromium, ICE candidates on loopb
     const ends = await Promise.all([hangup(alice), hangup(bob)]);
     expect(ends).toEqual([{ reason: 'completed' }, { reason: 'completed' }]);
     expect(await webhook(main, id as string)).toMatchObject({ reason: 'completed' });
-    // The later hangup is refused `no_call` by the service: a race the page knows the end of.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The later hangup is refused `no_call` by the service: a race the page knows the end of. That
+    // answer comes before a later round trip's.
+    for (const page of [alice, bob]) await roundTrip(page, (room) => main.sdk.roomToken(room));
     for (const page of [alice, bob]) expect((await log(page)).filter((e) => e[0] === '$error')).toEqual([]);
   });
 

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { hashDashboardPassword, type ServerOptions } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from '../../packages/server/test/helpers.js';
-import { launchChromium } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
 
 export const DASHBOARD_PASSWORD = 'a dashboard password for tests';
 
@@ -32,7 +32,7 @@ export async function startDashboard(options: Partial<ServerOptions> = {}): Prom
     browser,
     url: `${server.url}/dashboard/`,
     close: async () => {
-      await browser.close();
+      await closeChromium(browser);
       await server.close();
     },
   };

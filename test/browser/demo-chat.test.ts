@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The demo's own token server, wired to the service as examples/chat/start.mjs wires it; the service
 // runs here so that the test can stop it and start it again on the same port and data folder.
 import { startDemo } from '../../examples/chat/server.mjs';
-import { launchChromium } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
 
 /**
  * The chat demo's states in headless Chromium, each driven for real: a name the demo's server
@@ -85,14 +85,16 @@ function members(page: Page): Promise<string[]> {
   return page.locator('#members li').evaluateAll((items) => items.map((li) => li.firstChild?.textContent ?? ''));
 }
 
-/** In the page: records each member its list shows as away, once, in `window.away`. */
+/** In the page: records each member its list shows as away, once, in `window.away`, and when the first was. */
 function recordAway(): void {
-  const w = window as unknown as { away: string[] };
+  const w = window as unknown as { away: string[]; awayAt?: number };
   const list = document.getElementById('members') as HTMLElement;
   w.away = [];
+  w.awayAt = undefined;
   new MutationObserver(() => {
     for (const li of list.querySelectorAll('li.away')) {
       if (!w.away.includes(li.textContent ?? '')) w.away.push(li.textContent ?? '');
+      w.awayAt ??= performance.now();
     }
   }).observe(list, { childList: true, subtree: true });
 }
@@ -146,7 +148,7 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
 
   afterAll(async () => {
     for (const context of contexts) await context.close().catch(() => {});
-    await browser?.close();
+    await closeChromium(browser);
     await demo?.close();
     await development?.close();
     await service?.close();
@@ -212,6 +214,11 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
     expect(before.ben).toEqual([]);
     // Each page notes when its list shows a member away (gone, not yet told): the noise held back.
     for (const page of [ann, ben]) await page.evaluate(recordAway);
+    // Each reconnect attempt fetches fresh tokens from the demo server first.
+    let tokenFetches = 0;
+    const countTokens = (response: { url(): string }) => {
+      if (/\/token\?/.test(response.url())) tokenFetches++;
+    };
 
     await restartService(async () => {
       for (const page of [ann, ben]) {
@@ -222,8 +229,12 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
       const pending = line(ann, 'are you there?');
       await pending.locator('.mark', { hasText: 'sending…' }).waitFor();
       expect(await pending.getAttribute('data-state')).toBe('pending');
-      // Still pending a while later: nothing acknowledges it while the service is away.
-      await new Promise((done) => setTimeout(done, 500));
+      // Still pending after two more tries to reach the service (the first of them found it away):
+      // nothing acknowledges it while the service is away.
+      tokenFetches = 0;
+      ann.on('response', countTokens);
+      await expect.poll(() => tokenFetches, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+      ann.off('response', countTokens);
       expect(await pending.getAttribute('data-state')).toBe('pending');
     });
 
@@ -259,7 +270,16 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
       const seen = (window as unknown as { seen: string[] }).seen;
       return seen.includes('reconnecting') && seen.at(-1) === 'connected';
     });
-    await new Promise((done) => setTimeout(done, 4000)); // past the demo's 3 s grace for a member gone
+    // Past the demo's 3 s grace for a member gone, counted from when ann's list showed ben away: a
+    // timer of the demo page's own, which no test clock reaches.
+    await ann.waitForFunction(
+      () => {
+        const { awayAt } = window as unknown as { awayAt?: number };
+        return awayAt !== undefined && performance.now() > awayAt + 3_300;
+      },
+      undefined,
+      { timeout: 15_000, polling: 100 },
+    );
     expect(await memberNotices(ann)).toEqual(before.ann);
     expect(await members(ann)).toEqual(['ann', 'ben']);
     expect(await awaySeen(ann)).toEqual(['ben (away)']);

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, MEDIA_FLAGS } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
 
 /**
  * The chat demo (examples/chat/start.mjs, spawned from the build on free 127.0.0.1 ports) in two
@@ -190,14 +190,14 @@ describe('the chat demo in headless Chromium: calls and the live stream, ICE on 
 
   beforeAll(async () => {
     demoUrl = await startDemo();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
     ann = await tab('ann');
     ben = await tab('ben');
   }, 60_000);
 
   afterAll(async () => {
     for (const context of contexts) await context.close().catch(() => {});
-    await browser?.close();
+    await closeChromium(browser);
     if (child && child.exitCode === null) {
       child.kill('SIGTERM');
       await exited;

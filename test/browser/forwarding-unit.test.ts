@@ -6,10 +6,11 @@ import {
   type SessionEnd,
   type ViewerSession,
 } from '../../packages/server/src/units/forwarding-unit.js';
+import { closeChromium, launchChromium } from './chromium.js';
 import {
-  launchMediaChromium,
   openPresenter,
   openViewer,
+  type RtpStats,
   rtpStats,
   sdpCandidateAddresses,
   startMediaPageServer,
@@ -17,6 +18,8 @@ import {
 
 const LOOPBACK = '127.0.0.1';
 const WAIT = { timeout: 20_000, interval: 250 };
+/** The length of a quiet window (below): many video frames and a hundred audio packets long. */
+const QUIET_MS = 2_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the forwarding unit between real Chromium pages', () => {
@@ -28,12 +31,12 @@ describe('the forwarding unit between real Chromium pages', () => {
 
   beforeAll(async () => {
     pages = await startMediaPageServer();
-    browser = await launchMediaChromium();
+    browser = await launchChromium({ media: true });
     unit = new ForwardingUnit({ hostAddresses: [LOOPBACK], allowRemoteAddress: (address) => address === LOOPBACK });
   }, 60_000);
   afterAll(async () => {
     await unit?.close();
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
   });
 
@@ -78,8 +81,10 @@ describe('the forwarding unit between real Chromium pages', () => {
 
   it('lets a viewer joining mid-stream decode at once: the unit asks the presenter for a keyframe', async () => {
     // Chromium's VP8 sends a keyframe on its own only every few thousand frames: a late viewer
-    // decodes within seconds only because the presenter was asked for one.
-    await sleep(2_000);
+    // decodes within seconds only because the presenter was asked for one. Two seconds of frames
+    // first, so the keyframes the first viewers asked for are long gone.
+    const encoded = (await rtpStats(presenter.page)).framesEncoded;
+    await expect.poll(async () => (await rtpStats(presenter.page)).framesEncoded, WAIT).toBeGreaterThan(encoded + 60);
     const pliBefore = (await rtpStats(presenter.page)).pliCount;
     const late = await addViewer('late');
     await decodes(late.page);
@@ -95,11 +100,20 @@ describe('the forwarding unit between real Chromium pages', () => {
     expect(ended).toEqual(['closed']);
     expect(unit.live).toBe(false);
 
-    // Packets already on their way land within a moment; after that nothing more arrives.
-    await sleep(1_000);
-    const frozen = await Promise.all(viewers.map(({ page }) => rtpStats(page)));
-    await sleep(2_000);
-    const later = await Promise.all(viewers.map(({ page }) => rtpStats(page)));
+    // Packets already on their way land within a moment; after that nothing more arrives. RTP has no
+    // later packet to wait for: a quiet window, polled for until it holds (bounded), is the condition.
+    const viewerStats = () => Promise.all(viewers.map(({ page }) => rtpStats(page)));
+    const same = (a: RtpStats[], b: RtpStats[]) =>
+      a.every((s, i) => s.videoPackets === b[i]?.videoPackets && s.audioPackets === b[i]?.audioPackets);
+    const deadline = Date.now() + 4 * QUIET_MS;
+    let frozen = await viewerStats();
+    let later = frozen;
+    for (;;) {
+      await sleep(QUIET_MS);
+      later = await viewerStats();
+      if (same(later, frozen) || Date.now() > deadline) break;
+      frozen = later;
+    }
     for (const [i, stats] of later.entries()) {
       expect(stats.videoPackets).toBe(frozen[i]?.videoPackets);
       expect(stats.audioPackets).toBe(frozen[i]?.audioPackets);

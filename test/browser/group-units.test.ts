@@ -4,9 +4,11 @@ import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freeRange } from '../../packages/server/test/free-ports.js';
+import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
-import { startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -85,6 +87,7 @@ async function onePortFree(): Promise<{ range: [number, number]; release(): Prom
   throw new Error('no two free neighbouring UDP ports found');
 }
 
+/** The pause between two reads of a page's stats in a bounded poll. */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('group calls in unit mode in headless Chromium, units and ICE on loopback', { timeout: 90_000 }, () => {
@@ -94,6 +97,8 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
   let browser: Browser;
   let pages: { url: string; close(): Promise<void> };
   let opened: Page[] = [];
+  /** The service's clock: the test moves it past a second instead of waiting one. */
+  const clock = skewedClock();
 
   beforeAll(async () => {
     const app = newApp({ name: 'group-units' });
@@ -105,17 +110,18 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
       calls: { groupUnitFrom: UNIT_FROM, groupMaxPages: MAX_PAGES },
       // The units exchange media with 127.0.0.1 only.
       streams: { remoteAddresses: ['127.0.0.1'] },
+      now: clock.now,
     });
     sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await sdk?.close();
     await server?.close();
@@ -296,7 +302,7 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
   it('two pages in a mesh; a third switches the group to units, the peers and their streams stay; it stays units when the third leaves', async () => {
     const group = 'switch-3';
     const [ann, ben, cid] = (await Promise.all(['ann', 'ben', 'cid'].map((user) => phone(user)))) as [Page, Page, Page];
-    const startedAt = Date.now();
+    const startedAt = clock.now();
     await join(ann, 'ann', group);
     expect(await seen(ann, 'state', 'joined')).toEqual(['state', 'joined', 'mesh']);
     await join(ben, 'ben', group);
@@ -367,17 +373,17 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     for (const page of [ann, ben, cid])
       expect(await errors(page)).toEqual(page === cid ? [['ended', 'left', null]] : []);
 
-    // Over a second in the call, so each page's whole seconds are at least 1; then the two leave.
-    await sleep(Math.max(0, startedAt + 1_200 - Date.now()));
+    // Over a second on the service's clock, so each page's whole seconds are at least 1; then the two leave.
+    clock.advance(1_200);
     for (const page of [ann, ben]) {
       expect(await page.evaluate(async () => (await (window as unknown as UnitWindow).group?.leave())?.reason)).toBe(
         'left',
       );
     }
-    const endedAt = Date.now();
+    const endedAt = clock.now();
     await receiver.waitFor(() => groupEvents('group.left', group).length >= 3, 'three group.left', 15_000);
-    // Anything sent twice would have come by now (webhook batches go every 100 ms).
-    await sleep(400);
+    // Anything sent twice would have come before a later event.
+    await laterEventReported(receiver, { url: server.url, key: server.app.key, identity: (u) => sdk.identityToken(u) });
     const joined = groupEvents('group.joined', group);
     const left = groupEvents('group.left', group);
     expect(joined.map((e) => e.user).sort()).toEqual(names);

@@ -2,9 +2,11 @@ import { Realtime } from '@realtime/node';
 import { ALL_FEATURES, newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
-import { startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, roundTrip, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 
@@ -39,6 +41,8 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
   let browser: Browser;
   let pages: { url: string; close(): Promise<void> };
   let opened: Page[] = [];
+  /** The service's clock: the test moves it past a second instead of waiting one. */
+  const clock = skewedClock();
 
   beforeAll(async () => {
     const app = newApp({ name: 'groups' });
@@ -50,18 +54,19 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
       allowPrivateWebhooks: true,
       webhooks: { windowMs: 100 },
       calls: { groupMaxPages: GROUP_MAX },
+      now: clock.now,
     });
     sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
     plain = { key: other.key, sdk: new Realtime({ url: server.url, key: other.key, secret: other.secret }) };
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await sdk?.close();
     await plain?.sdk.close();
@@ -181,7 +186,7 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
     const group = 'standup-3';
     const users = ['ann', 'ben', 'cid'];
     const [ann, ben, cid] = (await Promise.all(users.map((user) => phone(user)))) as [Page, Page, Page];
-    const startedAt = Date.now();
+    const startedAt = clock.now();
     // All three at once: a newcomer's offer may come before the page it goes to heard its own join answered.
     await Promise.all([join(ann, 'ann', group), join(ben, 'ben', group), join(cid, 'cid', group)]);
     const byUser = { ann, ben, cid };
@@ -214,8 +219,8 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
     expect(await liveLocalTracks(dan)).toEqual([]);
     expect((await log(dan)).map((e) => e[0])).toEqual(['local', 'state', 'ended']);
 
-    // Talk for over a second, so ben's whole seconds are at least 1.
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    // Over a second on the service's clock, so ben's whole seconds are at least 1.
+    clock.advance(1_200);
     const before = Object.fromEntries((await media(ann)).map((p) => [p.user, p.framesDecoded]));
     const left = await ben.evaluate(async () => {
       const g = (window as unknown as GroupWindow).group;
@@ -246,11 +251,11 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
     expect((await seen(cid, 'peer-left', 'ann'))[1]).toBe('ann');
     await cid.evaluate(() => (window as unknown as GroupWindow).client.close());
     expect(await seen(cid, 'ended')).toEqual(['ended', 'left', null, null]);
-    const endedAt = Date.now();
+    const endedAt = clock.now();
 
     await receiver.waitFor(() => groupEvents('group.left', group).length >= 3, 'three group.left', 15_000);
-    // Anything sent twice would have come by now (webhook batches go every 100 ms).
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Anything sent twice would have come before a later event.
+    await laterEventReported(receiver, { url: server.url, key: server.app.key, identity: (u) => sdk.identityToken(u) });
     const joinedEvents = groupEvents('group.joined', group);
     const leftEvents = groupEvents('group.left', group);
     expect(joinedEvents.map((e) => e.user).sort()).toEqual(users);
@@ -368,7 +373,8 @@ describe('group calls in headless Chromium (a mesh), ICE candidates on loopback'
     expect(quick).toEqual({ state: 'joining', end: { reason: 'left' } });
     await receiver.waitFor(() => groupEvents('group.left', 'room-c').length === 1, 'room-c left', 15_000);
     expect(groupEvents('group.joined', 'room-c')).toHaveLength(1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Whatever the service answered to the join and the leave came before a later round trip.
+    await roundTrip(hal, (room) => sdk.roomToken(room));
     expect((await log(hal)).filter((e) => e[0] === '$error')).toEqual([]);
   });
 });

@@ -3,20 +3,13 @@
  * carrying SDP and candidates (no service in between). Chromium's fake camera and microphone feed
  * the presenter; only 127.0.0.1 candidates ever leave a page.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import type {
   IceCandidateInit,
   PresenterSession,
   ViewerSession,
 } from '../../packages/server/src/units/forwarding-unit.js';
-import { launchChromium, MEDIA_FLAGS } from './harness.js';
-
-/** Headless Chromium with fake media devices, allowed to use loopback for WebRTC. */
-export function launchMediaChromium(): Promise<Browser> {
-  return launchChromium(MEDIA_FLAGS);
-}
+import { servePages } from './chromium.js';
 
 // The page's side, in plain browser JavaScript: present (camera + microphone, sendonly), view
 // (answer the unit's offer, play the stream muted) and report inbound/outbound RTP stats.
@@ -73,22 +66,9 @@ window.ready = true;
 `;
 
 /** Serves the media page from http://127.0.0.1:<port>/ (a secure context, so getUserMedia works). */
-export async function startMediaPageServer(): Promise<{ url: string; close(): Promise<void> }> {
+export function startMediaPageServer(): Promise<{ url: string; close(): Promise<void> }> {
   const html = `<!doctype html><meta charset="utf-8"><title>live</title><script>${PAGE_SCRIPT}</script>`;
-  const server = createServer((req, res) => {
-    if (req.url === '/') res.writeHead(200, { 'content-type': 'text/html' }).end(html);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return servePages((path) => (path === '/' ? { type: 'text/html', body: html } : undefined));
 }
 
 export interface RtpStats {

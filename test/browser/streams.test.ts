@@ -3,9 +3,11 @@ import { newApp } from '@realtime/server';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freeRange } from '../../packages/server/test/free-ports.js';
+import { skewedClock } from '../../packages/server/test/gateway-tools.js';
 import { startTestServer } from '../../packages/server/test/helpers.js';
-import { startReceiver } from '../../packages/server/test/receiver.js';
-import { launchChromium, MEDIA_FLAGS, openSdkPage, startPageServer } from './harness.js';
+import { laterEventReported, startReceiver } from '../../packages/server/test/receiver.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 type Hook = Record<string, unknown>;
@@ -23,17 +25,18 @@ interface StreamWindow {
 async function service() {
   const app = newApp({ name: 'streams' });
   const receiver = await startReceiver(app);
+  // The service's clock: a test moves it past a second instead of waiting one.
+  const clock = skewedClock();
   const server = await startTestServer({
     app: { ...app, webhook: receiver.url },
     allowPrivateWebhooks: true,
     webhooks: { windowMs: 100 },
     streams: { remoteAddresses: ['127.0.0.1'] },
+    now: clock.now,
   });
   const sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
-  return { server, receiver, sdk };
+  return { server, receiver, sdk, clock };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('live streams in headless Chromium through the forwarding unit, ICE on loopback', { timeout: 120_000 }, () => {
   let env: Awaited<ReturnType<typeof service>>;
@@ -44,14 +47,14 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
   beforeAll(async () => {
     env = await service();
     pages = await startPageServer();
-    browser = await launchChromium(MEDIA_FLAGS);
+    browser = await launchChromium({ media: true });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(opened.map((page) => page.close().catch(() => {})));
     opened = [];
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await env?.sdk.close();
     await env?.server.close();
@@ -173,7 +176,7 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
 
     const runs: { from: number; to: number }[] = [];
     for (let run = 0; run < 2; run++) {
-      const from = Date.now();
+      const from = env.clock.now();
       // The role comes from the grant.
       const index = await enter(
         presenter,
@@ -211,11 +214,11 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
           }, run),
         ).toBe(true);
       }
-      // Live for over a second, so the webhooks' whole seconds are at least 1.
-      await sleep(1_200);
+      // Live for over a second on the service's clock, so the webhooks' whole seconds are at least 1.
+      env.clock.advance(1_200);
 
       expect(await leave(presenter, run)).toEqual({ state: 'left', error: null });
-      runs.push({ from, to: Date.now() });
+      runs.push({ from, to: env.clock.now() });
       for (const page of [member, visitor]) {
         await seen(page, 'ended', 0, run + 1);
         await expect.poll(() => state(page, 0)).toBe('waiting');
@@ -229,8 +232,12 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     }
 
     await env.receiver.waitFor(() => hooks(name, 'stream.ended').length >= 2, 'two stream.ended', 15_000);
-    // Anything late would have come by now (batches of 100 ms).
-    await sleep(1_000);
+    // Anything late would have come before a later event.
+    await laterEventReported(env.receiver, {
+      url: env.server.url,
+      key: env.server.app.key,
+      identity: (u) => env.sdk.identityToken(u),
+    });
     const all = hooks(name);
     const lives = hooks(name, 'stream.live');
     const ends = hooks(name, 'stream.ended');

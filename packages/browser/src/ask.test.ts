@@ -25,7 +25,7 @@ describe('asks', () => {
     const { page } = await connected((client) =>
       client.answer<{ q: string }>('confirm', async (data, meta) => {
         metas.push(meta);
-        await new Promise((resolve) => setTimeout(resolve, 1));
+        await Promise.resolve();
         return { ok: data.q === 'delete?' };
       }),
     );

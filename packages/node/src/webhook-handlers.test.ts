@@ -256,6 +256,10 @@ describe('webhookHandler (node:http)', () => {
     const gate = new Promise<boolean>((resolve) => {
       release = resolve;
     });
+    let firstCall: () => void = () => {};
+    const called = new Promise<void>((resolve) => {
+      firstCall = resolve;
+    });
     const delivered: string[] = [];
     let calls = 0;
     const seenCalls: string[] = [];
@@ -280,13 +284,14 @@ describe('webhookHandler (node:http)', () => {
       onError: () => {},
       onEvents: async (events) => {
         calls++;
+        firstCall();
         if (calls === 1 && !(await gate)) throw new Error('first try fails');
         delivered.push(...events.map((e) => e.id));
       },
     });
     const events = [event('k1')];
     const first = post(base, path, signedBatch(path, events));
-    while (calls === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await called;
     const copy = post(base, path, signedBatch(path, events));
     const [a, b] = await Promise.all([first, copy]);
     expect(a.status).toBe(500);

@@ -1,11 +1,13 @@
 import { deriveKey } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryEventSink } from '../src/index.js';
-import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
+import { nowSeconds, signToken, skewedClock, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 
 type Frame = Record<string, unknown>;
+/** The service's clock: the test moves it past a second instead of waiting one. */
+const clock = skewedClock();
 
 let server: TestServer;
 const pages: RawPage[] = [];
@@ -45,7 +47,7 @@ const ended = (page: RawPage, call: unknown) =>
   page.next((f) => f.t === 'call.ended' && f.call === call, `call.ended of ${String(call)}`);
 
 beforeAll(async () => {
-  server = await startTestServer({ calls: { ringMs: 1500 }, events: new MemoryEventSink() });
+  server = await startTestServer({ calls: { ringMs: 1500 }, events: new MemoryEventSink(), now: clock.now });
 });
 
 afterAll(async () => {
@@ -86,7 +88,7 @@ describe('calls between two people over raw frames', () => {
     // bob1 stopped ringing: it may not signal or hang up this call.
     bob1.send({ t: 'call.signal', call, data: { x: 1 } });
     expect(await bob1.next((f) => f.t === 'error', 'no_call')).toMatchObject({ code: 'no_call', call });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    clock.advance(1100); // over a second on the service's clock: whole seconds of at least 1
     alice.send({ t: 'call.hangup', call });
     expect(await ended(alice, call)).toMatchObject({ reason: 'completed' });
     expect(await ended(bob2, call)).toMatchObject({ reason: 'completed' });

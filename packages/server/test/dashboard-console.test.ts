@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Realtime } from '@realtime/node';
 import { LIMITS, sealingKey, sealWithKey } from '@realtime/protocol';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConsoleTap } from '../src/core/console-tap.js';
 import { MemoryFanout } from '../src/engines/memory/fanout.js';
 import type { Broker } from '../src/engines/types.js';
@@ -350,6 +350,8 @@ describe('the console tap across nodes', () => {
 
   it('stops tapping an app once its watch was not said again for the TTL (a console node died)', async () => {
     const clock = manualClock();
+    // Only the sweep's interval is faked: the test runs it when it wants, at the clock it set.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const fanout = new MemoryFanout();
     const viaA = memoryBroker(fanout);
     const a = new ConsoleTap({ node: 'a', broker: viaA, log, now: clock.now, announceMs: 50, ttlMs: 200 });
@@ -370,13 +372,15 @@ describe('the console tap across nodes', () => {
       // a dies: it says nothing more. Within the TTL b still taps; past it, not.
       viaA.dead = true;
       clock.advance(150);
-      await new Promise((resolve) => setTimeout(resolve, 120));
+      vi.advanceTimersByTime(120); // two sweeps within the TTL
       expect(b.watching('app1')).toBe(true);
       clock.advance(100);
-      await waitFor(() => !b.watching('app1'), 'the watch to lapse');
+      vi.advanceTimersByTime(50); // the next sweep, past it
+      expect(b.watching('app1')).toBe(false);
     } finally {
       await a.close();
       await b.close();
+      vi.useRealTimers();
     }
   });
 

@@ -1,12 +1,14 @@
 import { Realtime } from '@realtime/node';
 import { CLOSE } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { skewedClock } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, isEvent, openRawPage, type RawPage } from './pages.js';
 
 const OUTBOX = 256 * 1024;
 
 describe('page gateway: hardening', () => {
+  const clock = skewedClock();
   let server: TestServer;
   let sdk: Realtime;
   const pages: RawPage[] = [];
@@ -17,7 +19,7 @@ describe('page gateway: hardening', () => {
   };
 
   beforeAll(async () => {
-    server = await startTestServer({ gateway: { outboxBytes: OUTBOX } });
+    server = await startTestServer({ gateway: { outboxBytes: OUTBOX }, now: clock.now });
     sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
   });
   afterAll(async () => {
@@ -78,8 +80,8 @@ describe('page gateway: hardening', () => {
     const oldToken = await sdk.roomToken('secret-room');
     // Rotated in the store, as the CLI does (from another process, on any engine).
     expect(await server.apps.setSecret(server.app.key, 'a-brand-new-secret-000000')).toBe(true);
-    // The service caches apps for a second.
-    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // The service caches apps for a second: its clock moves past that.
+    clock.advance(1200);
     p.send({ t: 'join', ref: 7, room: 'secret-room', token: oldToken });
     expect(await p.next((f) => f.ref === 7)).toMatchObject({ t: 'error', code: 'bad_token' });
     const fresh = new Realtime({ url: server.url, key: server.app.key, secret: 'a-brand-new-secret-000000' });

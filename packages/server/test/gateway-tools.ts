@@ -30,6 +30,20 @@ export function manualClock(start = Date.now()): { now: () => number; advance: (
   return { now: () => t, advance: (ms) => (t += ms) };
 }
 
+/**
+ * Real time plus jumps the test makes: a server given it sees time pass (a cache, a window, a whole
+ * second of a call) without the test sleeping, while its own timers still run.
+ */
+export function skewedClock(): { now: () => number; advance: (ms: number) => void } {
+  let skew = 0;
+  return {
+    now: () => Date.now() + skew,
+    advance: (ms) => {
+      skew += ms;
+    },
+  };
+}
+
 /** Room events (with an id) a page got in one room, in arrival order. */
 export function roomEvents(page: RawPage, room: string): Frame[] {
   return page.frames.filter((f) => f.t === 'event' && f.room === room && typeof f.id === 'string');

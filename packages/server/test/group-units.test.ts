@@ -75,6 +75,19 @@ async function join(user: string, group: string): Promise<Member> {
   return { user, group, page, id: joined.page as string, joined, from: new Map() };
 }
 
+let markers = 0;
+
+/**
+ * A barrier for "nothing more is recorded": a later page's whole group call, joined and closed, is
+ * recorded after anything the earlier leaves and closes still had to record.
+ */
+async function laterCallRecorded(): Promise<void> {
+  const group = `marker-${++markers}`;
+  const m = await join('marker', group);
+  await m.page.close();
+  await waitFor(() => recorded('group.left', group).length === 1, 'the marker call recorded');
+}
+
 async function leave(m: Member): Promise<void> {
   expect(await ask(m.page, { t: 'group.leave', group: m.group })).toMatchObject({ t: 'group.left', group: m.group });
 }
@@ -133,7 +146,10 @@ async function flowing(peer: MediaPeer, what: string): Promise<void> {
   );
 }
 
-/** No packet arrives on the peer for half a second (packets in flight when it stopped are let through first). */
+/**
+ * No packet arrives on the peer for half a second (packets in flight when it stopped are let through
+ * first). RTP has no later packet to wait for: a quiet window, polled until it holds, is the condition.
+ */
 async function stopped(peer: MediaPeer, what: string): Promise<void> {
   const deadline = Date.now() + 5000;
   for (;;) {
@@ -304,7 +320,7 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
 
     // One group.joined per join and one group.left per leave (closing counts as leaving).
     await waitFor(() => recorded('group.left', group).length === 5, 'five group.left');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await laterCallRecorded();
     expect(recorded('group.joined', group).map((e) => e.user)).toEqual(['ann', 'ben', 'cid', 'dan', 'eve']);
     expect(
       recorded('group.left', group)
@@ -362,12 +378,13 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     f1.page.send({ t: 'group.signal', group, to: f2.id, data: { sdp: { type: 'offer', sdp: 'v=0 (stale)' } } });
     const sentinel = await refusal(f1.page, { hello: 2 }, outsider.id, 'the frame after the stale offer');
     expect(f1.page.frames.slice(from)).toEqual([sentinel]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(f2.page.frames.slice(seenByF2).filter((f) => f.t === 'group.signal')).toEqual([]);
 
     // groupMaxPages is 4: a fifth page is refused.
     const f4 = await join('f4', group);
     expect(f4.joined).toMatchObject({ mode: 'unit' });
+    // f4's arrival, told to f2 after the stale offer was handled, is the first group frame f2 got since.
+    await frameOf(f2.page, (f) => f.t === 'group.peer-joined' && f.page === f4.id, 'f4 joined (f2)', seenByF2);
+    expect(f2.page.frames.slice(seenByF2).filter((f) => f.t === 'group.signal')).toEqual([]);
     const f5 = await pageOf('f5');
     expect(await joinWith(f5, 'f5', group)).toMatchObject({ t: 'error', code: 'group_full', group });
 
@@ -384,7 +401,7 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     for (const m of [f1, f2, f3, f4]) await m.page.close();
     await f5.close();
     await waitFor(() => recorded('group.left', group).length === 4, 'four group.left');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await laterCallRecorded();
     expect(recorded('group.joined', group).map((e) => e.user)).toEqual(['f1', 'f2', 'f3', 'f4']);
     expect(
       recorded('group.left', group)

@@ -1,11 +1,13 @@
 import { deriveKey } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryEventSink } from '../src/index.js';
-import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
+import { nowSeconds, signToken, skewedClock, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 
 type Frame = Record<string, unknown>;
+/** The service's clock: the test moves it past a second instead of waiting one. */
+const clock = skewedClock();
 
 let server: TestServer;
 let ref = 0;
@@ -32,7 +34,7 @@ async function join(page: RawPage, user: string, group: string, claims: Record<s
 }
 
 beforeAll(async () => {
-  server = await startTestServer({ calls: { groupMaxPages: 3 }, events: new MemoryEventSink() });
+  server = await startTestServer({ calls: { groupMaxPages: 3 }, events: new MemoryEventSink(), now: clock.now });
 });
 
 afterAll(async () => {
@@ -71,7 +73,7 @@ describe('group calls over raw frames', () => {
       data: { sdp: { type: 'offer', sdp: 'v=0' } },
     });
 
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    clock.advance(1100); // over a second on the service's clock: whole seconds of at least 1
     const r = ++ref;
     ben.send({ t: 'group.leave', ref: r, group: 'standup' });
     expect(await ben.next((f) => f.ref === r, 'left')).toEqual({ t: 'group.left', ref: r, group: 'standup' });

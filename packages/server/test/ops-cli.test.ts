@@ -72,8 +72,10 @@ describe('realtime serve: metrics token and a SIGTERM drain, from the config fil
   it('on SIGTERM, /ready answers 503 for the configured delay while /health stays 200, then the process exits 0', async () => {
     expect((await get(url, '/service/realtime/ready')).status).toBe(200);
     child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const ready = await get(url, '/service/realtime/ready');
+    // The signal lands on its own time: poll until the drain began (well within the 1.5 s delay).
+    let ready = await get(url, '/service/realtime/ready');
+    const deadline = Date.now() + 1000;
+    while (ready.status === 200 && Date.now() < deadline) ready = await get(url, '/service/realtime/ready');
     expect(ready.status).toBe(503);
     expect(JSON.parse(ready.text)).toMatchObject({ ok: false, error: 'unavailable' });
     expect((await get(url, '/service/realtime/health')).status).toBe(200);

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '@realtime/node';
+import { helloPage } from './pages.js';
 
 export type ReceiverMode = 'ok' | 'fail' | 'hang' | 'drop';
 
@@ -89,4 +90,24 @@ export async function startReceiver(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
   return receiver;
+}
+
+let markers = 0;
+
+/**
+ * A barrier for "nothing more is reported": a new user's page comes and goes now, and once its
+ * user.online reached the receiver, every event the service recorded before it has come too (its
+ * batches go out in the order recorded). `identity` mints an identity token for a user of the app.
+ */
+export async function laterEventReported(
+  receiver: Receiver,
+  service: { url: string; key: string; identity: (user: string) => Promise<string> },
+): Promise<void> {
+  const user = `marker-${process.pid}-${++markers}`;
+  const page = await helloPage(service.url, service.key, await service.identity(user));
+  await page.close();
+  await receiver.waitFor(
+    () => receiver.events('user.online').some((e) => e.user === user),
+    `the marker ${user} reported online`,
+  );
 }

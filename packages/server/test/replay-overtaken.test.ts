@@ -40,9 +40,10 @@ describe('a replay overtaken by the room limit', () => {
     pages.push(page);
     const socket = (page.ws as unknown as { _socket: Socket })._socket;
     page.send({ t: 'join', ref: 1, room: 'r', token: await sdk.roomToken('r'), last: 40 });
+    // Once the replay has begun the page stops reading: 20 MB of it cannot all be queued, so the
+    // service waits for the page while the emits below overtake it.
+    await page.next((f) => f.t === 'event' && f.room === 'r', 'the first replayed event');
     socket.pause();
-    // 20 MB of replay cannot all be queued: the service waits for the page, which does not read.
-    await new Promise((resolve) => setTimeout(resolve, 500));
     for (let i = 0; i < 40; i++) {
       const answer = await post(server, `${API}/emit`, {
         rooms: ['r'],

@@ -2,12 +2,14 @@ import { Realtime } from '@realtime/node';
 import { deriveKey } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryEventSink } from '../src/index.js';
-import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
+import { nowSeconds, signToken, skewedClock, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 import { StreamPeer } from './stream-peers.js';
 
 type Frame = Record<string, unknown>;
+/** The service's clock: the test moves it past a second instead of waiting one. */
+const clock = skewedClock();
 
 let server: TestServer;
 let sdk: Realtime;
@@ -71,6 +73,7 @@ beforeAll(async () => {
   server = await startTestServer({
     streams: { remoteAddresses: ['127.0.0.1'], maxPages: 4 },
     events: new MemoryEventSink(),
+    now: clock.now,
   });
   sdk = new Realtime({ url: server.url, key: server.app.key, secret: server.app.secret });
 });
@@ -110,7 +113,7 @@ describe('live streams over raw frames and werift peers', () => {
       });
     }
     await Promise.all([view(ben, stream), view(visitor, stream)]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    clock.advance(1100); // over a second on the service's clock: whole seconds of at least 1
 
     // The presenter leaves: the run ends for the viewers, who stay on the stream.
     expect(await ask(ann, { t: 'stream.leave', stream })).toEqual({ t: 'stream.left', ref, stream });

@@ -44,6 +44,11 @@ const ROUND_KILL_MS = 4;
 const FINAL_ACK_MS = 20_000;
 const FINAL_DELIVERY_MS = 15_000;
 
+/**
+ * Only for the moments of the kills (and the poll below): a kill lands at a random point of the run's
+ * real time, before or after its batch windows close, on timers inside the service's own process
+ * that no test clock reaches.
+ */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function until(test: () => boolean, ms: number, what: () => string): Promise<void> {

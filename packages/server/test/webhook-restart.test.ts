@@ -54,8 +54,11 @@ describe('user.offline across a graceful restart', () => {
     expect((await closing).code).toBe(CLOSE.shutdown);
     const second = await start();
     const back = await connectAs(second, 'zed');
-    // Past the delay counted from the shutdown, with the page back: still nothing.
-    await new Promise((resolve) => setTimeout(resolve, 1800));
+    // Past the delay counted from the shutdown, with the page back: still nothing. A user who came
+    // and went after the restart falls offline later than zed would have; once that is reported (and
+    // then a later user.online), zed's would have come before.
+    await connectAs(second, 'passer-by').then((p) => p.close());
+    await receiver.waitFor(() => count('user.offline', 'passer-by') === 1, "the passer-by's user.offline");
     await connectAs(second, 'marker').then((p) => p.close());
     await receiver.waitFor(() => count('user.online', 'marker') === 1, 'the marker');
     expect(count('user.offline', 'zed')).toBe(0);

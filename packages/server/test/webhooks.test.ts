@@ -1,13 +1,14 @@
 import { Realtime } from '@realtime/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../src/index.js';
+import { skewedClock } from './gateway-tools.js';
 import { API, send, startTestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 import { startReceiver } from './receiver.js';
 
 const DELAYS = [400, 800, 1600];
 
-async function setup(timings: Record<string, unknown> = {}, offlineDelayMs = 400) {
+async function setup(timings: Record<string, unknown> = {}, offlineDelayMs = 400, now?: () => number) {
   const app = newApp({ name: 'hooks' });
   const receiver = await startReceiver(app);
   const server = await startTestServer({
@@ -16,6 +17,7 @@ async function setup(timings: Record<string, unknown> = {}, offlineDelayMs = 400
     offlineDelayMs,
     webhooks: { windowMs: 150, retryDelaysMs: DELAYS, answerMs: 400, ...timings },
     gateway: { framesPerSecond: 2000, frameBurst: 2000 },
+    ...(now ? { now } : {}),
   });
   const sdk = new Realtime({ url: server.url, key: app.key, secret: app.secret });
   return { app, receiver, server, sdk };
@@ -102,8 +104,13 @@ describe('webhook events: every type, with its fields', () => {
       () => receiver.events('room.occupied').some((e) => e.room === 'marker'),
       'the marker room to be occupied',
     );
-    // Past the offline delay with t3 still open: still no user.offline.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // Past the offline delay with t3 still open: still no user.offline. The marker user's offline
+    // falls due after bob's would have, so bob's would have been reported before it.
+    await mark.close();
+    await receiver.waitFor(
+      () => receiver.events('user.offline').some((e) => e.user === 'marker-user'),
+      "the marker user's user.offline",
+    );
     await env.sdk.webhooks.test();
     expect(await env.sdk.online(['bob'])).toEqual(['bob']);
     await t3.close();
@@ -158,9 +165,10 @@ describe('webhook batching', () => {
 });
 
 describe('webhook failures, retries, listing and resend', () => {
+  const clock = skewedClock();
   let env: Awaited<ReturnType<typeof setup>>;
   beforeAll(async () => {
-    env = await setup({ resendWindowMs: 1500 });
+    env = await setup({ resendWindowMs: 1500 }, 400, clock.now);
   });
   afterAll(async () => {
     await env.sdk.close();
@@ -216,7 +224,7 @@ describe('webhook failures, retries, listing and resend', () => {
     // A failed resend leaves it given up.
     expect(await sdk.webhooks.resend(givenUp.id)).toEqual({ delivered: false, status: 500 });
     expect(await latest()).toMatchObject({ state: 'given_up', resendable: true });
-    await new Promise((resolve) => setTimeout(resolve, 1600));
+    clock.advance(1600); // past the resend window
     expect(await latest()).toMatchObject({ state: 'given_up', resendable: false });
     await expect(sdk.webhooks.resend(givenUp.id)).rejects.toMatchObject({ code: 'not_resendable' });
   });

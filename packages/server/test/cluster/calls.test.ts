@@ -3,7 +3,7 @@ import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
 import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
-import { type Cluster, startCluster, until } from './cluster.js';
+import { type Cluster, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
 const LEASE_MS = 3000;
@@ -86,7 +86,7 @@ describe('cluster: calls across nodes', () => {
       reason: 'completed',
     });
     await receiver.waitFor(() => endedOf(call).length === 1, 'call.ended');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sweepRounds(LEASE_MS);
     expect(endedOf(call)).toHaveLength(1);
     expect(endedOf(call)[0]).toMatchObject({ from: 'alice', to: 'bob', reason: 'completed' });
     // A later ring on bob's pages comes after anything the hang-up sent them: bob1 heard the call end once.
@@ -127,7 +127,8 @@ describe('cluster: calls across nodes', () => {
       reason: 'missed',
     });
     await receiver.waitFor(() => endedOf(call).length === 1, 'call.ended missed');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The other two nodes sweep too: none may report it again.
+    await sweepRounds(LEASE_MS);
     expect(endedOf(call).map((e) => e.reason)).toEqual(['missed']);
   });
 
@@ -178,7 +179,8 @@ describe('cluster: calls across nodes', () => {
       'reports of the dead node',
       deadline,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The other survivor sweeps too: none may report them again.
+    await sweepRounds(LEASE_MS);
     expect(endedOf(call).map((e) => e.reason)).toEqual(['failed']);
     expect(receiver.events('group.left').filter((e) => e.call === 'doomed')).toHaveLength(1);
   });

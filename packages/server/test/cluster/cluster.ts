@@ -170,6 +170,15 @@ export async function until(test: () => boolean | Promise<boolean>, what: string
   }
 }
 
+/**
+ * Real time for every node's sweep to come round twice more, and a webhook window after: sweeps run
+ * every tenth of the lease on timers inside the nodes' own processes, which no test clock reaches, so
+ * a report that a second sweeper would make again can only be ruled out by letting them run.
+ */
+export function sweepRounds(leaseMs: number, webhookWindowMs = 100): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, (2 * leaseMs) / 10 + 2 * webhookWindowMs));
+}
+
 /** Orders event ids `<ms>-<seq>` as the service does: by time, then sequence. */
 export function compareIds(a: string, b: string): number {
   const [am = 0, as = 0] = a.split('-').map(Number);

@@ -6,7 +6,7 @@ import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
 import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
 import { MediaPeer } from '../stream-peers.js';
-import { type Cluster, startCluster, until } from './cluster.js';
+import { type Cluster, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
 type Sdp = { type?: string; sdp: string };
@@ -95,7 +95,10 @@ describe('cluster: a group call in unit mode across nodes', () => {
     );
   };
 
-  /** No packet from the sender arrives for half a second (those in flight when it stopped are let through first). */
+  /**
+   * No packet from the sender arrives for half a second (those in flight when it stopped are let
+   * through first). RTP has no later packet to wait for: a quiet window, polled until it holds.
+   */
   const stopped = async (m: Member, sender: Member): Promise<void> => {
     const peer = m.from.get(sender.id) as MediaPeer;
     const deadline = Date.now() + 5000;
@@ -163,8 +166,8 @@ describe('cluster: a group call in unit mode across nodes', () => {
     await stopped(cid, ann);
     await stopped(cid, ben);
     await until(() => receiver.events('group.left').length === 1, 'group.left reported');
-    // Nothing more comes: every event once.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Nothing more comes: every event once, after every survivor swept again.
+    await sweepRounds(LEASE_MS);
     expect(receiver.events('group.left')).toEqual([
       expect.objectContaining({ type: 'group.left', call: group, user: 'cid', media: ['audio', 'video'] }),
     ]);

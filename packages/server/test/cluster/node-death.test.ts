@@ -3,7 +3,7 @@ import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
 import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
-import { type Cluster, eventsOf, joinRoom, pagesOpen, startCluster, until } from './cluster.js';
+import { type Cluster, eventsOf, joinRoom, pagesOpen, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
 const userOf = (f: Frame) => (f.data as { user?: unknown } | undefined)?.user;
@@ -93,7 +93,7 @@ describe('cluster: kill -9 of a node', () => {
 
     // Another sweep round on both survivors, and a later user's whole life reported after it: a
     // departure claimed twice would have been reported by now.
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 2));
+    await sweepRounds(LEASE_MS);
     const marker = await open(1, 'death-marker');
     await marker.close();
     await receiver.waitFor(() => reported('user.offline', { user: 'death-marker' }).length >= 1, 'the marker offline');

@@ -79,7 +79,7 @@ describe('cluster: Redis away for 5 s', () => {
         const line = `${a.status} ${a.status === 200 ? '' : a.json.error}`.trim();
         ('ready' in a ? readiness : api).push(line);
       }
-      await sleep(200);
+      await sleep(200); // pacing the rounds through the outage, not waiting for anything
     }
     expect(tally(api), 'API answers while Redis is away').toEqual(
       expect.objectContaining({ '503 unavailable': expect.any(Number) }),

@@ -18,6 +18,8 @@ import {
 
 const HISTORY: [number, number] = [1000, 1];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long a node keeps an app it read (CachedAppStore's default). */
+const APP_CACHE_MS = 1000;
 
 /** Redis restarted empty (no persistence) while nodes take emits and hold pages. */
 describe('cluster: Redis restarted without persistence during traffic', () => {
@@ -76,7 +78,7 @@ describe('cluster: Redis restarted without persistence during traffic', () => {
       for (let k = 0; running; k++) {
         const answer = await emit(k, room, k);
         answers.push(answer.status === 200 ? '200' : `${answer.status} ${answer.json.error}`);
-        await sleep(10);
+        await sleep(10); // pacing the traffic, not waiting for anything
       }
     })();
     await until(() => answers.length >= 10, 'traffic before the restart');
@@ -95,9 +97,12 @@ describe('cluster: Redis restarted without persistence during traffic', () => {
         throw new Error(`${error.message}; last answer ${last?.status} ${last?.text}`);
       });
     }
-    // Traffic goes on past what a node remembers (apps are cached for a second): the nodes must
-    // work from what Redis holds now, not from what they read before the restart.
-    await sleep(2000);
+    // Traffic goes on past what a node remembers (apps are cached for a second, by each node's own
+    // clock in its own process, which no test clock reaches): the nodes must work from what Redis
+    // holds now, not from what they read before the restart.
+    const cachedUntil = Date.now() + APP_CACHE_MS + 200;
+    const sent = answers.length;
+    await until(() => Date.now() > cachedUntil && answers.length >= sent + 20, 'traffic past the app cache');
     running = false;
     await traffic;
 

@@ -4,7 +4,7 @@ import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
 import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
 import { StreamPeer } from '../stream-peers.js';
-import { type Cluster, startCluster, until } from './cluster.js';
+import { type Cluster, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
 const LEASE_MS = 3000;
@@ -103,8 +103,8 @@ describe('cluster: a live stream across nodes', () => {
       2 * LEASE_MS + 5000,
     );
     await until(() => receiver.events('stream.ended').length === 1, 'stream.ended reported');
-    // Nothing more comes: every event once.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Nothing more comes: every event once, after every survivor swept again.
+    await sweepRounds(LEASE_MS);
     const types = receiver
       .events()
       .filter((e) => e.stream === stream)

@@ -177,7 +177,8 @@ describe('GroupCommit: one transaction per turn', () => {
     const slow = commits.run(
       () => 'slow',
       async (stored) => {
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        // Its delivery goes on in a later turn of the event loop: the next unit must wait for it.
+        await new Promise((resolve) => setImmediate(resolve));
         order.push(stored);
         return stored;
       },
