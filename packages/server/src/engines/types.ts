@@ -16,6 +16,7 @@ export type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } fr
 export type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from './history-store.js';
 export type { LimitStore } from './limit-store.js';
 export type { MaybePromise } from './maybe-promise.js';
+export type { NodeClaim, NodeStore } from './node-store.js';
 export type {
   Departure,
   GoneUser,
