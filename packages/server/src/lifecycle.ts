@@ -14,6 +14,7 @@ import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
 import { NodeLease } from './core/node-lease.js';
+import { NodeRegistry } from './core/node-registry.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
 import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
@@ -234,6 +235,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     lapsed: () => gateway.lapsed(),
   });
   await lease.start();
+  // This node's lease for calls, groups and streams: each registers what a dead node's pages leave.
+  const nodes = new NodeRegistry({
+    node: engine.node,
+    nodes: engine.nodes,
+    log,
+    now,
+    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+  });
   const ask = new AskService({
     node: engine.node,
     broker,
@@ -258,13 +267,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const calls = new CallService({
     node: engine.node,
     calls: engine.calls,
+    nodes,
     limits: engine.limits,
     signals,
     events,
     log,
     now,
     ...(options.calls === undefined ? {} : { options: options.calls }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await calls.start();
   // One set of forwarding units per node, for live streams and group calls in unit mode.
@@ -282,6 +291,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     units,
     node: engine.node,
     groups: engine.groups,
+    nodes,
     signals,
     events,
     log,
@@ -289,22 +299,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.calls?.groupMaxPages === undefined ? {} : { maxPages: options.calls.groupMaxPages }),
     ...(options.calls?.groupUnitFrom === undefined ? {} : { unitFrom: options.calls.groupUnitFrom }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await groups.start();
   const streams = new StreamService({
     units,
     node: engine.node,
     streams: engine.streams,
+    nodes,
     signals,
     events,
     log,
     now,
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.streams === undefined ? {} : { options: options.streams }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   await streams.start();
+  // Counted among the living before any page opens here, once every feature registered.
+  await nodes.start();
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -477,6 +488,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await consoleTap.close();
       users.close();
       lease.close();
+      nodes.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await deps.ask.close();

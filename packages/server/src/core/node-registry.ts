@@ -6,6 +6,8 @@ import { StoreLease } from './store-lease.js';
 export const NODE_LEASE_MS = 15_000;
 /** How long a sweeper holds a lapsed node before another may finish it (the sweeper died). */
 export const NODE_CLAIM_MS = 10_000;
+/** How many records of a dead node (calls, group members, stream members) one batch takes at most. */
+export const SWEEP_BATCH = 100;
 /** Lapsed nodes one sweep claims at most (the rest at the next sweep). */
 const NODES_PER_SWEEP = 100;
 

@@ -1,9 +1,6 @@
 import type { Logger } from 'pino';
 import type { MaybePromise } from '../engines/types.js';
 
-/** How many lapsed records one sweep of calls, group calls or streams claims at most. */
-export const SWEEP_BATCH = 100;
-
 export interface StoreLeaseOptions {
   /** A node that has not renewed for this long is dead. */
   leaseMs: number;
