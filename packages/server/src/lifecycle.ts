@@ -13,7 +13,6 @@ import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { Hub } from './core/hub.js';
-import { NodeLease } from './core/node-lease.js';
 import { NodeRegistry } from './core/node-registry.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
@@ -224,25 +223,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     tap: consoleTap,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
-  // Counted among the living before any page opens here.
-  const lease = new NodeLease({
-    node: engine.node,
-    presence: engine.presence,
-    departures,
-    log,
-    now,
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
-    lapsed: () => gateway.lapsed(),
-  });
-  await lease.start();
-  // This node's lease for calls, groups and streams: each registers what a dead node's pages leave.
+  // This node's one lease; presence, calls, groups and streams each register what a dead node's pages leave.
   const nodes = new NodeRegistry({
     node: engine.node,
     nodes: engine.nodes,
     log,
     now,
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
+    lapsed: () => gateway.lapsed(),
   });
+  nodes.onLapse('presence', (claim) => departures.sweepNode(claim));
   const ask = new AskService({
     node: engine.node,
     broker,
@@ -487,7 +477,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Live consoles end here: an open stream would hold the drain below for its whole time.
       await consoleTap.close();
       users.close();
-      lease.close();
       nodes.close();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
