@@ -14,7 +14,7 @@ import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { wsFrameEncoder } from './core/frame-encoder.js';
 import { Hub } from './core/hub.js';
-import { NodeLease } from './core/node-lease.js';
+import { NodeRegistry } from './core/node-registry.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
 import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
@@ -245,16 +245,16 @@ function wire(
     tap: consoleTap,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
-  // Counted among the living before any page opens here.
-  const lease = new NodeLease({
+  // This node's one lease; presence, calls, groups and streams each register what a dead node's pages leave.
+  const nodes = new NodeRegistry({
     node: engine.node,
-    presence: engine.presence,
-    departures,
+    nodes: engine.nodes,
     log,
     now,
     ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
     lapsed: () => gateway.current?.lapsed(),
   });
+  nodes.onLapse('presence', (claim) => departures.sweepNode(claim));
   const ask = new AskService({
     node: engine.node,
     broker,
@@ -277,13 +277,13 @@ function wire(
   const calls = new CallService({
     node: engine.node,
     calls: engine.calls,
+    nodes,
     limits: engine.limits,
     signals,
     events,
     log,
     now,
     ...(options.calls === undefined ? {} : { options: options.calls }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   // One set of forwarding units per node, for live streams and group calls in unit mode.
   const media = unitMedia(options.streams);
@@ -300,6 +300,7 @@ function wire(
     units,
     node: engine.node,
     groups: engine.groups,
+    nodes,
     signals,
     events,
     log,
@@ -307,19 +308,18 @@ function wire(
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.calls?.groupMaxPages === undefined ? {} : { maxPages: options.calls.groupMaxPages }),
     ...(options.calls?.groupUnitFrom === undefined ? {} : { unitFrom: options.calls.groupUnitFrom }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   const streams = new StreamService({
     units,
     node: engine.node,
     streams: engine.streams,
+    nodes,
     signals,
     events,
     log,
     now,
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.streams === undefined ? {} : { options: options.streams }),
-    ...(options.nodeLeaseMs === undefined ? {} : { leaseMs: options.nodeLeaseMs }),
   });
   // One publish path: API emits and page sends go through the same emitter.
   const emitter = new Emitter({ broker, now, tap: consoleTap, events });
@@ -423,7 +423,7 @@ function wire(
     listener.drain,
     serviceComponent('asks', ask),
     listener.close,
-    serviceComponent('node lease', lease),
+    serviceComponent('node lease', nodes),
     serviceComponent('user presence', users),
     serviceComponent('console tap', consoleTap),
     serviceComponent('page signals', signals),

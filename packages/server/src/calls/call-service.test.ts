@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MemoryEventSink } from '../core/events.js';
+import type { LapseHandler } from '../core/node-registry.js';
 import { MemoryCallStore } from '../engines/memory/calls.js';
 import { MemoryLimitStore } from '../engines/memory/limits.js';
 import { type CallPage, CallService } from './call-service.js';
@@ -40,11 +41,14 @@ class FakePages {
 let clock: number;
 let pages: FakePages;
 let events: MemoryEventSink;
+/** What the services registered with the node registry for a dead node. */
+let lapseHandlers: LapseHandler[];
 
 function service(options?: CallOptions): CallService {
   return new CallService({
     node: 'n1',
     calls: new MemoryCallStore(),
+    nodes: { onLapse: (_what, handler) => lapseHandlers.push(handler) },
     limits: new MemoryLimitStore(),
     signals: pages,
     events,
@@ -60,6 +64,7 @@ beforeEach(() => {
   clock = 1_800_000_000_000;
   pages = new FakePages();
   events = new MemoryEventSink();
+  lapseHandlers = [];
 });
 
 describe('invites are bounded per caller and per callee', () => {
@@ -179,8 +184,8 @@ describe('call.ended reaches each page of the call once', () => {
     const placed = await calls.place(APP, alice, 'bob', ['audio'], undefined);
     if (placed.outcome !== 'placed') throw new Error(`not placed: ${placed.outcome}`);
     await calls.accept(APP, laptop, placed.id);
-    // The service never took its lease (no start): the sweep finds every call's node lapsed.
-    await calls.sweep();
+    // The registry claimed this node as dead (it was paused past its lease).
+    for (const handler of lapseHandlers) expect(await handler({ node: 'n1', lapse: 1 })).toBe('done');
     expect(pages.got(phone, 'call.ended', placed.id).map((f) => f.reason)).toEqual(['elsewhere']);
     expect(pages.got(laptop, 'call.ended', placed.id).map((f) => f.reason)).toEqual(['failed']);
     expect(pages.got(alice, 'call.ended', placed.id).map((f) => f.reason)).toEqual(['failed']);

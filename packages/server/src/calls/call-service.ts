@@ -8,16 +8,14 @@ import {
 } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import type { EventSink } from '../core/events.js';
+import { type NodeRegistry, SWEEP_BATCH } from '../core/node-registry.js';
 import type { PageSignals } from '../core/page-signals.js';
-import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import type { CallRecord, CallStore, LimitStore } from '../engines/types.js';
 import { iceServers } from './ice.js';
 import { InviteLimiter, type InviteRefusal } from './invite-limits.js';
 import type { CallOptions } from './options.js';
 
-/** A node that has not renewed for this long is dead: its calls end `failed`. */
-export const CALL_LEASE_MS = 15_000;
-/** How often rings past their time and calls of dead nodes are looked for. */
+/** How often rings past their time are looked for (at most: a tenth of a ring). */
 const SWEEP_MS = 1_000;
 
 /** A page in a call, as the call service sees it. */
@@ -30,6 +28,8 @@ export interface CallPage {
 export interface CallServiceDeps {
   node: string;
   calls: CallStore;
+  /** The node leases: the calls of a dead node's pages end `failed`, taken by the node that claims it. */
+  nodes: Pick<NodeRegistry, 'onLapse'>;
   /** Where the invite bounds are counted (the engine's, so every node counts the same). */
   limits: LimitStore;
   signals: Pick<PageSignals, 'toPage' | 'toUser'>;
@@ -37,7 +37,6 @@ export interface CallServiceDeps {
   log: Logger;
   now: () => number;
   options?: CallOptions;
-  leaseMs?: number;
 }
 
 /** Why a page's own frame ends a call. */
@@ -52,31 +51,26 @@ export class CallService {
   readonly #deps: CallServiceDeps;
   /** Calls of the pages on this node, by page id: ended `failed` when the page closes without hanging up. */
   readonly #pageCalls = new Map<string, Set<string>>();
-  readonly #lease: StoreLease;
   readonly #invites: InviteLimiter;
+  #ringTimer: NodeJS.Timeout | undefined;
+  #sweeping = false;
 
   constructor(deps: CallServiceDeps) {
     this.#deps = deps;
     this.#invites = new InviteLimiter(deps.limits, deps.options?.invites);
-    const leaseMs = deps.leaseMs ?? CALL_LEASE_MS;
-    this.#lease = new StoreLease({
-      leaseMs,
-      sweepMs: SWEEP_MS,
-      log: deps.log,
-      what: 'calls',
-      renew: () => deps.calls.renew(deps.node, deps.now() + leaseMs),
-      sweep: async () => {
-        const now = deps.now();
-        for (const { call, reason } of await deps.calls.takeLapsed(now, SWEEP_BATCH)) {
-          await this.#finish(call, reason, now);
-        }
-      },
+    deps.nodes.onLapse('calls', async ({ node }) => {
+      const now = deps.now();
+      const taken = await deps.calls.takeNode(node, SWEEP_BATCH);
+      for (const call of taken) await this.#finish(call, 'failed', now);
+      return taken.length < SWEEP_BATCH ? 'done' : 'more';
     });
   }
 
-  /** Takes this node's lease before any page here uses it, then renews it and sweeps on timers. */
-  start(): Promise<void> {
-    return this.#lease.start();
+  /** Ends rings past their time on a timer, whichever node placed them. */
+  async start(): Promise<void> {
+    const ringMs = this.#deps.options?.ringMs ?? RING_MS;
+    this.#ringTimer ??= setInterval(() => void this.sweep(), Math.min(SWEEP_MS, ringMs / 10));
+    this.#ringTimer.unref();
   }
 
   ice(user: string): IceServer[] {
@@ -206,13 +200,22 @@ export class CallService {
     }
   }
 
-  /** Ends rings past their time (`missed`) and calls with a page on a dead node (`failed`). Never throws. */
-  sweep(): Promise<void> {
-    return this.#lease.sweep();
+  /** Ends rings past their time (`missed`), one sweep at a time. Never throws. */
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    try {
+      const now = this.#deps.now();
+      for (const call of await this.#deps.calls.takeMissed(now, SWEEP_BATCH)) await this.#finish(call, 'missed', now);
+    } catch (error) {
+      this.#deps.log.error({ err: error }, 'ending the calls that rang out failed');
+    } finally {
+      this.#sweeping = false;
+    }
   }
 
   async close(): Promise<void> {
-    this.#lease.close();
+    clearInterval(this.#ringTimer);
   }
 
   #track(page: string, id: string): void {

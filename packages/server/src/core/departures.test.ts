@@ -114,6 +114,26 @@ describe('Departures', () => {
     d.close();
   });
 
+  it("sweeps a dead node's pages a chunk at a time for the node registry, and reports what they ended once", async () => {
+    const memory = new MemoryPresenceStore({ offlineDelayMs: 10 });
+    const events = sink();
+    const { departures: d, sent } = departures(memory, events, new Set());
+    // 150 pages of the dead node nx, each alone in its room; one page of this node in a room of its own.
+    for (let i = 0; i < 150; i++) memory.enterRoom('app', `r${i}`, `nx.${i}`);
+    memory.enterRoom('app', 'mine', 'na.1');
+    const claim = { node: 'nx', lapse: 1 };
+    // A hundred pages a chunk: 'more' once, then 'done'; each vacated room reported once.
+    expect(await d.sweepNode(claim)).toBe('more');
+    expect(events.taken).toHaveLength(100);
+    expect(await d.sweepNode(claim)).toBe('done');
+    expect(await d.sweepNode(claim)).toBe('done');
+    expect(events.taken.map((e) => (e as { room: string }).room).sort()).toEqual(
+      Array.from({ length: 150 }, (_, i) => `r${i}`).sort(),
+    );
+    expect(sent).toEqual([]);
+    expect(memory.nodePages('na')).toEqual(['na.1']);
+  });
+
   it('tries a webhook event the store refused until it takes it, in order with the events after it', async () => {
     vi.useFakeTimers();
     const events = sink();

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Broker, Departure, MemberCount, PresenceStore } from '../engines/types.js';
+import type { Broker, Departure, MemberCount, NodeClaim, PresenceStore } from '../engines/types.js';
 import type { AppEvent, EventSink } from './events.js';
 import { memberChangeData } from './member-windows.js';
 
@@ -25,7 +25,7 @@ export const DEPARTURE_DEFAULTS: Readonly<DepartureOptions> = {
   maxWaiting: 10_000,
 };
 
-/** Pages closed in the store per step: one bounded script each. */
+/** Pages closed in the store per step (a late close, a sweep of a dead node): one bounded script each. */
 const CLOSE_AT_ONCE = 100;
 
 export interface DepartureDeps {
@@ -112,6 +112,16 @@ export class Departures {
     }
     this.#pages.add(page);
     this.#schedule();
+  }
+
+  /**
+   * Takes one chunk of a dead node's pages out of presence (the node registry claimed it) and reports
+   * what that ended; 'more' while pages are left.
+   */
+  async sweepNode(claim: NodeClaim): Promise<'done' | 'more'> {
+    const { departures, done } = await this.#deps.presence.sweepNode(claim, this.#deps.now(), CLOSE_AT_ONCE);
+    await this.report(departures);
+    return done ? 'done' : 'more';
   }
 
   /**

@@ -1,27 +1,24 @@
 import type { Logger } from 'pino';
 import type { MaybePromise } from '../engines/types.js';
 
-/** How many lapsed records one sweep of calls, group calls or streams claims at most. */
-export const SWEEP_BATCH = 100;
-
 export interface StoreLeaseOptions {
   /** A node that has not renewed for this long is dead. */
   leaseMs: number;
   /** The longest wait between sweeps (a sweep also runs every tenth of a lease). */
   sweepMs: number;
   log: Logger;
-  /** What the lease covers, for log lines ("calls"). */
+  /** What the lease covers, for log lines ("node"). */
   what: string;
-  /** Keeps this node counted among the living for another lease (a store's `renew`). */
+  /** Keeps this node counted among the living for another lease (NodeStore's `renew`). */
   renew(): MaybePromise<void>;
-  /** Claims what lapsed (a store's `takeLapsed` or `sweep`) and reports it; may reject (logged). */
+  /** Claims what lapsed (the dead nodes) and reports it; may reject (logged). */
   sweep(): Promise<void>;
   /** The clock that times how long renewals have held after a failure. Default Date.now. */
   now?: () => number;
 }
 
 /**
- * This node's lease in one store (presence, calls, group calls, live streams), and the sweep any
+ * The timing of this node's lease (NodeRegistry's, one for every feature), and the sweep any
  * node runs to claim what dead nodes left there. Renewed three times per lease, so one late renewal
  * does not make a node dead; one sweep at a time; failures are logged and the next timer tries again.
  *
@@ -65,7 +62,7 @@ export class StoreLease {
       await this.#options.sweep();
     } catch (error) {
       this.#failed();
-      this.#options.log.error({ err: error }, `sweeping the ${this.#options.what} of dead nodes failed`);
+      this.#options.log.error({ err: error }, `sweeping the dead nodes of the ${this.#options.what} lease failed`);
     } finally {
       this.#sweeping = false;
     }

@@ -61,6 +61,7 @@ function users(deps: Partial<ConstructorParameters<typeof UserPresence>[0]> = {}
   const { log, errors } = logger();
   const presence = deps.presence ?? new MemoryPresenceStore({ offlineDelayMs: DELAY });
   const users = new UserPresence({ presence, events, log, now: Date.now, offlineDelayMs: DELAY, ...deps });
+  users.start();
   made.push(users);
   return { users, events, errors, presence };
 }
@@ -126,6 +127,7 @@ describe('UserPresence', () => {
         now: Date.now,
         ...(delay === undefined ? {} : { offlineDelayMs: delay }),
       });
+      u.start();
       made.push(u);
       await vi.advanceTimersByTimeAsync(10 * every - 1);
       expect(limits, `offline delay ${delay}`).toHaveLength(9);

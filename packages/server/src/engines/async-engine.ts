@@ -36,6 +36,7 @@ export function asyncEngine(engine: Engine): Engine {
     node: engine.node,
     apps: deferred(engine.apps),
     history: deferred(engine.history),
+    nodes: deferred(engine.nodes),
     presence: deferred(engine.presence),
     webhooks: deferred(engine.webhooks),
     limits: deferred(engine.limits),

@@ -21,16 +21,13 @@ export interface CallRecord {
   ringUntil: number;
 }
 
-/** Why a call ended without a page ending it. */
-export type CallLapse = 'missed' | 'failed';
-
 /**
- * Calls, counted over every node (group calls and live streams join this seam later). Contract:
+ * Calls, counted over every node. Contract:
  * - A user is in at most one call at a time (ringing or answered), as caller or callee.
- * - Each change that ends a call (`end`, `takeLapsed`) hands the record to exactly one caller, so
- *   each `call.ended` is reported once, by one node.
- * - A node renews its lease while it lives; a call with a page on a node whose lease lapsed ends
- *   `failed`, claimed by whichever node sweeps first. Times are the caller's clock.
+ * - Each change that ends a call (`end`, `takeMissed`, `takeNode`) hands the record to exactly one
+ *   caller, so each `call.ended` is reported once, by one node.
+ * - A call rings until `ringUntil` (the caller's clock), then ends `missed`; a call with a page on a
+ *   node that died ends `failed`, taken by the node that claimed the dead one (NodeStore).
  */
 export interface CallStore {
   /**
@@ -48,12 +45,12 @@ export interface CallStore {
   get(app: string, id: string): MaybePromise<CallRecord | undefined>;
   /** The call the user is in (ringing or answered), if any. */
   callOf(app: string, user: string): MaybePromise<CallRecord | undefined>;
-  /** Keeps this node counted among the living until `untilMs`. */
-  renew(node: string, untilMs: number): MaybePromise<void>;
+  /** Claims up to `limit` calls still ringing past `ringUntil` (`missed`); each is removed and handed out once. */
+  takeMissed(nowMs: number, limit: number): MaybePromise<CallRecord[]>;
   /**
-   * Claims up to `limit` calls that ended by themselves: ringing past `ringUntil` (`missed`), or with
-   * a page on a node whose lease lapsed (`failed`). Each is removed and handed out once.
+   * Claims up to `limit` calls with a page on `node` (a dead node: they end `failed`); each is removed
+   * and handed out once. Fewer than `limit`: the node has none left.
    */
-  takeLapsed(nowMs: number, limit: number): MaybePromise<{ call: CallRecord; reason: CallLapse }[]>;
+  takeNode(node: string, limit: number): MaybePromise<CallRecord[]>;
   close(): MaybePromise<void>;
 }

@@ -3,6 +3,7 @@ import { MemoryCallStore } from './memory/calls.js';
 import { MemoryFanout } from './memory/fanout.js';
 import { MemoryGroupStore } from './memory/groups.js';
 import { MemoryLimitStore } from './memory/limits.js';
+import { MemoryNodeStore } from './memory/nodes.js';
 import { MemoryPresenceStore } from './memory/presence.js';
 import { MemoryStreamStore } from './memory/streams.js';
 import { newNodeId } from './node-id.js';
@@ -70,6 +71,7 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     apps,
     history: new CommittedHistory(commits, stores.history),
     broker,
+    nodes: new MemoryNodeStore(),
     presence,
     webhooks: stores.webhooks,
     limits: stores.limits ?? memoryLimits,

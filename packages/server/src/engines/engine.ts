@@ -5,6 +5,7 @@ import type { DashboardSessionStore } from './dashboard-session-store.js';
 import type { GroupStore } from './group-store.js';
 import type { HistoryStore } from './history-store.js';
 import type { LimitStore } from './limit-store.js';
+import type { NodeStore } from './node-store.js';
 import type { PresenceStore } from './presence-store.js';
 import type { StreamStore } from './stream-store.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -21,6 +22,8 @@ export interface Engine {
   apps: AppStore;
   history: HistoryStore;
   broker: Broker;
+  /** Which nodes are alive: the one lease each node holds, and the claims of lapsed nodes. */
+  nodes: NodeStore;
   presence: PresenceStore;
   webhooks: WebhookStore;
   /** The API rate limit per app and asks in flight per user, over all nodes. */

@@ -8,7 +8,7 @@ export interface GroupMember {
   joinedAt: number;
 }
 
-/** A member whose page's node died, claimed to be reported as gone. */
+/** A member whose page's node died, taken to be reported as gone. */
 export interface LapsedMember {
   app: string;
   group: string;
@@ -35,9 +35,9 @@ export interface GroupJoin {
  * - A group holds at most `max` pages; a page is in it at most once.
  * - The join that brings a group to `unitFrom` pages switches it to unit mode, once; it stays in
  *   unit mode until its last page is out (then a new group of that name starts in mesh).
- * - Each departure (`leave`, `takeLapsed`) hands the member to exactly one caller, so each
+ * - Each departure (`leave`, `takeNode`) hands the member to exactly one caller, so each
  *   `group.left` is reported once, by one node.
- * - A member whose page's node lease lapsed (see `renew`) is claimed by whichever node sweeps first.
+ * - The members of a node that died are taken by the node that claimed the dead one (NodeStore).
  */
 export interface GroupStore {
   /**
@@ -56,9 +56,10 @@ export interface GroupStore {
   members(app: string, group: string): MaybePromise<GroupMember[]>;
   /** Whether the group is in unit mode now. */
   unit(app: string, group: string): MaybePromise<boolean>;
-  /** Keeps this node counted among the living until `untilMs`. */
-  renew(node: string, untilMs: number): MaybePromise<void>;
-  /** Claims up to `limit` members whose page's node lease lapsed; each is removed and handed out once. */
-  takeLapsed(nowMs: number, limit: number): MaybePromise<LapsedMember[]>;
+  /**
+   * Claims up to `limit` members whose page is on `node` (a dead node); each is removed and handed out
+   * once. Fewer than `limit`: the node has none left.
+   */
+  takeNode(node: string, limit: number): MaybePromise<LapsedMember[]>;
   close(): MaybePromise<void>;
 }

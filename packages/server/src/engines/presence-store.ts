@@ -1,5 +1,6 @@
 import type { Member } from '@realtime/protocol';
 import type { MaybePromise } from './maybe-promise.js';
+import type { NodeClaim } from './node-store.js';
 
 /** A user whose `user.offline` is due, handed to one node to report. */
 export interface GoneUser {
@@ -53,15 +54,6 @@ export interface PresenceStore {
   /** The app's rooms with a page in them on any node, by name as onlineUsers, with pages and presence members. */
   occupiedRooms(app: string, range: NameRange): MaybePromise<{ rooms: OccupiedRoom[]; more: boolean }>;
   /**
-   * Keeps this node's pages counted for `leaseMs` from now (a store shared by nodes times leases by
-   * its own clock, so the nodes' clocks need not agree; `nowMs` where it has none). A node that
-   * stops renewing (it died without closing its pages) has them taken out by another node's `sweep`
-   * once the lease ended.
-   * Answers whether the store still held the node's lease: false at its first renewal, and once a
-   * sweep took the node (it was paused past its lease): its pages are no longer counted.
-   */
-  renew(node: string, nowMs: number, leaseMs: number): MaybePromise<boolean>;
-  /**
    * The pages of `node` that hold anything here (open as a user, seated in a room, a presence
    * member): what a live node checks against the pages it really has, to close those whose records
    * outlived them (their close could not be written).
@@ -75,13 +67,14 @@ export interface PresenceStore {
    */
   closePages(pages: readonly string[], nowMs: number): MaybePromise<Departure[]>;
   /**
-   * Takes the pages of nodes whose lease ended out of every room, presence room and user, as their
-   * close would have, and answers what that ended, for the caller to report: each node is swept by
-   * one caller only, so each departure is reported once. Users left with no page fall due for
-   * `user.offline` as usual (takeOffline). Never the caller's own `node`: a node that sweeps is
-   * alive, and its lease only looks ended because the store could not be reached to renew it.
+   * Takes up to `limit` pages of a dead node (`claim`, from the NodeStore) out of every room, presence
+   * room and user, as their closes would have, and answers what that ended for the caller to report,
+   * and whether the node has no page left to take. Each departure is answered once, whoever else
+   * sweeps or closes the same pages at the same time; users left with no page fall due for
+   * `user.offline` as usual (takeOffline). The first sweep of each lapse sets the node's pages apart:
+   * what the node opens after it (it was alive after all, and renewed) goes only with a later lapse.
    */
-  sweep(nowMs: number, node: string): MaybePromise<Departure[]>;
+  sweepNode(claim: NodeClaim, nowMs: number, limit: number): MaybePromise<{ departures: Departure[]; done: boolean }>;
   close(): MaybePromise<void>;
 }
 

@@ -40,7 +40,7 @@ export interface StreamState {
   liveSince?: number;
 }
 
-/** A member whose page's node died, claimed and taken off its stream. */
+/** A member whose page's node died, taken off its stream. */
 export interface LapsedStreamMember {
   app: string;
   stream: string;
@@ -55,7 +55,7 @@ export interface LapsedStreamMember {
  *   live every signed-in member has one open watch; a visitor never has one.
  * - Each change is handed to exactly one caller, so each webhook event is reported once, by one node.
  * - Watch ids are `<run>.<n>`: the caller names each run (`goLive`'s `run`), the store numbers its watches.
- * - A member whose page's node lease lapsed (see `renew`) is claimed by whichever node sweeps first.
+ * - The members of a node that died are taken by the node that claimed the dead one (NodeStore).
  */
 export interface StreamStore {
   /**
@@ -84,9 +84,10 @@ export interface StreamStore {
   state(app: string, stream: string): MaybePromise<StreamState>;
   /** The pages on the stream now, in the order they came. */
   members(app: string, stream: string): MaybePromise<StreamMember[]>;
-  /** Keeps this node counted among the living until `untilMs`. */
-  renew(node: string, untilMs: number): MaybePromise<void>;
-  /** Claims up to `limit` members whose page's node lease lapsed; each is taken off (as `leave` does) and handed out once. */
-  takeLapsed(nowMs: number, limit: number): MaybePromise<LapsedStreamMember[]>;
+  /**
+   * Claims up to `limit` members whose page is on `node` (a dead node); each is taken off (as `leave`
+   * does) and handed out once. Fewer than `limit`: the node has none left.
+   */
+  takeNode(node: string, nowMs: number, limit: number): MaybePromise<LapsedStreamMember[]>;
   close(): MaybePromise<void>;
 }

@@ -9,13 +9,14 @@
 export type { App, AppStore, RateLimit } from './app-store.js';
 export type { Broker, Outgoing, Publication, PublicationHandler, Report, Unsubscribe } from './broker.js';
 export { topicOf } from './broker.js';
-export type { CallLapse, CallRecord, CallStore } from './call-store.js';
+export type { CallRecord, CallStore } from './call-store.js';
 export type { DashboardSessionStore } from './dashboard-session-store.js';
 export type { Engine } from './engine.js';
 export type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from './group-store.js';
 export type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from './history-store.js';
 export type { LimitStore } from './limit-store.js';
 export type { MaybePromise } from './maybe-promise.js';
+export type { NodeClaim, NodeStore } from './node-store.js';
 export type {
   Departure,
   GoneUser,

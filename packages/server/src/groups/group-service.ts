@@ -10,19 +10,18 @@ import type { Logger } from 'pino';
 import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
 import type { EventSink } from '../core/events.js';
+import { type NodeRegistry, SWEEP_BATCH } from '../core/node-registry.js';
 import type { PageSignals } from '../core/page-signals.js';
-import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import type { GroupMember, GroupStore } from '../engines/types.js';
 import type { UnitHost } from '../units/unit-host.js';
 import type { UnitSignal } from '../units/unit-signal.js';
 import { GroupUnits } from './group-units.js';
 
-/** A node that has not renewed for this long is dead: its pages leave their group calls. */
-export const GROUP_LEASE_MS = 15_000;
-
 export interface GroupServiceDeps {
   node: string;
   groups: GroupStore;
+  /** The node leases: the pages of a dead node leave their group calls, taken by the node that claims it. */
+  nodes: Pick<NodeRegistry, 'onLapse'>;
   signals: PageSignals;
   events: EventSink;
   log: Logger;
@@ -34,7 +33,6 @@ export interface GroupServiceDeps {
   maxPages?: number;
   /** The pages at which a group leaves the mesh for units; default GROUP_UNIT_FROM. */
   unitFrom?: number;
-  leaseMs?: number;
 }
 
 const peerOf = (member: GroupMember): GroupPeer => ({ page: member.page, user: member.user, media: member.media });
@@ -55,7 +53,6 @@ export class GroupService {
   readonly #deps: GroupServiceDeps;
   /** The groups of the pages on this node, by page id: left when the page closes. */
   readonly #pageGroups = new Map<string, Set<string>>();
-  readonly #lease: StoreLease;
   readonly #units: GroupUnits;
 
   constructor(deps: GroupServiceDeps) {
@@ -66,26 +63,16 @@ export class GroupService {
       log: deps.log,
       pages: async (app, group) => (await deps.groups.members(app, group)).map((member) => member.page),
     });
-    const leaseMs = deps.leaseMs ?? GROUP_LEASE_MS;
-    this.#lease = new StoreLease({
-      leaseMs,
-      sweepMs: 2000,
-      log: deps.log,
-      what: 'group calls',
-      renew: () => deps.groups.renew(deps.node, deps.now() + leaseMs),
-      sweep: async () => {
-        const now = deps.now();
-        for (const { app, group, member } of await deps.groups.takeLapsed(now, SWEEP_BATCH)) {
-          await this.#left(app, group, member, now);
-        }
-      },
+    deps.nodes.onLapse('group calls', async ({ node }) => {
+      const now = deps.now();
+      const taken = await deps.groups.takeNode(node, SWEEP_BATCH);
+      for (const { app, group, member } of taken) await this.#left(app, group, member, now);
+      return taken.length < SWEEP_BATCH ? 'done' : 'more';
     });
   }
 
-  /** Takes this node's lease before any page here uses it, then renews it and sweeps on timers. */
-  start(): Promise<void> {
+  async start(): Promise<void> {
     this.#units.start();
-    return this.#lease.start();
   }
 
   ice(user: string): IceServer[] {
@@ -193,14 +180,7 @@ export class GroupService {
     }
   }
 
-  /** Takes out the members of dead nodes. Never throws. */
-  sweep(): Promise<void> {
-    return this.#lease.sweep();
-  }
-
-  async close(): Promise<void> {
-    this.#lease.close();
-  }
+  async close(): Promise<void> {}
 
   async #left(app: string, group: string, member: GroupMember, leftAt: number): Promise<void> {
     const frame: GroupPeerLeftFrame = { t: 'group.peer-left', group, page: member.page, user: member.user };

@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
 import type { EventSink } from '../core/events.js';
+import { type NodeRegistry, SWEEP_BATCH } from '../core/node-registry.js';
 import type { PageSignals } from '../core/page-signals.js';
-import { StoreLease, SWEEP_BATCH } from '../core/store-lease.js';
 import { nodeOfPage } from '../engines/node-id.js';
 import type { StreamChange, StreamMember, StreamStore } from '../engines/types.js';
 import type { IceCandidateInit } from '../units/peer-sessions.js';
@@ -13,14 +13,14 @@ import type { UnitHost } from '../units/unit-host.js';
 import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
 import type { StreamOptions } from './options.js';
 
-/** A node that has not renewed for this long is dead: its pages leave their streams. */
-export const STREAM_LEASE_MS = 15_000;
 /** Node messages of streams: a watching page's requests, for the node running the stream's unit. */
 const NODE_KIND = 'stream';
 
 export interface StreamServiceDeps {
   node: string;
   streams: StreamStore;
+  /** The node leases: the pages of a dead node leave their streams, taken by the node that claims it. */
+  nodes: Pick<NodeRegistry, 'onLapse'>;
   signals: PageSignals;
   events: EventSink;
   log: Logger;
@@ -29,7 +29,6 @@ export interface StreamServiceDeps {
   units: UnitHost;
   ice?: IceConfig;
   options?: StreamOptions;
-  leaseMs?: number;
 }
 
 /** What a watching page asks of the unit's node. */
@@ -56,30 +55,19 @@ export class StreamService {
   readonly #deps: StreamServiceDeps;
   readonly #host: UnitHost;
   readonly #pages = new Map<string, PageStreams>();
-  readonly #lease: StoreLease;
 
   constructor(deps: StreamServiceDeps) {
     this.#deps = deps;
-    const leaseMs = deps.leaseMs ?? STREAM_LEASE_MS;
-    this.#lease = new StoreLease({
-      leaseMs,
-      sweepMs: 2000,
-      log: deps.log,
-      what: 'live streams',
-      renew: () => deps.streams.renew(deps.node, deps.now() + leaseMs),
-      sweep: async () => {
-        const now = deps.now();
-        for (const lapsed of await deps.streams.takeLapsed(now, SWEEP_BATCH)) {
-          await this.#left(lapsed.app, lapsed.stream, lapsed.member, lapsed.change);
-        }
-      },
+    deps.nodes.onLapse('live streams', async ({ node }) => {
+      const taken = await deps.streams.takeNode(node, deps.now(), SWEEP_BATCH);
+      for (const lapsed of taken) await this.#left(lapsed.app, lapsed.stream, lapsed.member, lapsed.change);
+      return taken.length < SWEEP_BATCH ? 'done' : 'more';
     });
     this.#host = deps.units;
   }
 
   async start(): Promise<void> {
     this.#deps.signals.onNodeMessage(NODE_KIND, (app, data) => void this.#unitRequest(app, data));
-    await this.#lease.start();
   }
 
   ice(iceUser: string): IceServer[] {
@@ -183,14 +171,7 @@ export class StreamService {
     }
   }
 
-  /** Takes the pages of dead nodes off their streams. Never throws. */
-  sweep(): Promise<void> {
-    return this.#lease.sweep();
-  }
-
-  async close(): Promise<void> {
-    this.#lease.close();
-  }
+  async close(): Promise<void> {}
 
   /** A page is off the stream: report it; a presenter's unit ends, a viewer's session closes. */
   async #left(app: string, stream: string, member: StreamMember, change: StreamChange): Promise<void> {

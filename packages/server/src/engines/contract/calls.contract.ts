@@ -2,7 +2,7 @@
  * The CallStore contract as one test suite, run by every engine's runner file.
  * Time is never read from the clock: every call gets its times, so the suite moves time by hand.
  *
- * What ends a call (`end`, `takeLapsed`) and what claims a user (`place`, `answer`) must reach
+ * What ends a call (`end`, `takeMissed`, `takeNode`) and what claims a user (`place`, `answer`) must reach
  * exactly one caller; with a `peer` (a second store on the same backend, as on another node) the
  * suite races both against each other.
  *
@@ -12,10 +12,10 @@
  * ```
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CallLapse, CallRecord, CallStore } from '../types.js';
+import type { CallRecord, CallStore } from '../types.js';
 
 export interface CallsHarness {
-  /** A store with no call and no node lease. */
+  /** A store with no call. */
   store: CallStore;
   /**
    * A second store on the same backend, as on another node: what either is told counts for both.
@@ -28,8 +28,6 @@ export interface CallsHarness {
 
 const T0 = 1_700_000_000_000;
 const RING = 30_000;
-/** A lease no test outlives. */
-const FOREVER = T0 + 365 * 24 * 3600_000;
 
 let calls = 0;
 
@@ -50,9 +48,8 @@ function ringing(from: string, to: string, more: Partial<CallRecord> = {}): Call
   };
 }
 
-/** Lapsed calls as `app/id:reason`, sorted: takeLapsed promises no order. */
-const names = (lapsed: readonly { call: CallRecord; reason: CallLapse }[]) =>
-  lapsed.map(({ call, reason }) => `${call.app}/${call.id}:${reason}`).sort();
+/** Ids of taken calls, sorted: takeMissed and takeNode promise no order. */
+const ids = (taken: readonly CallRecord[]) => taken.map((call) => call.id).sort();
 
 export function callStoreContract(name: string, makeStore: () => Promise<CallsHarness>): void {
   describe(`CallStore contract: ${name}`, () => {
@@ -62,15 +59,11 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       for (const harness of open.splice(0)) await harness.cleanup();
     });
 
-    /** Both views on a fresh store, nodes `na` and `nb` alive (their calls only end when told). */
+    /** Both views on a fresh store. */
     async function makeBoth(): Promise<{ store: CallStore; peer: CallStore }> {
       const harness = await makeStore();
       open.push(harness);
-      const store = harness.store;
-      const peer = harness.peer ?? harness.store;
-      await store.renew('na', FOREVER);
-      await peer.renew('nb', FOREVER);
-      return { store, peer };
+      return { store: harness.store, peer: harness.peer ?? harness.store };
     }
 
     async function make(): Promise<CallStore> {
@@ -268,26 +261,26 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
         // Every call rang out: a sweep on each node and an end for each call, all at once.
         const now = T0 + RING + 1;
         const [a, b, ...ends] = await Promise.all([
-          store.takeLapsed(now, 100),
-          peer.takeLapsed(now, 100),
+          store.takeMissed(now, 100),
+          peer.takeMissed(now, 100),
           ...placed.map((call, i) => (i % 2 ? peer : store).end('app1', call.id)),
         ]);
-        const swept = [...(a as { call: CallRecord }[]), ...(b as { call: CallRecord }[])].map(({ call }) => call.id);
+        const swept = [...(a as CallRecord[]), ...(b as CallRecord[])].map((call) => call.id);
         const ended = (ends as (CallRecord | undefined)[]).filter((r) => r !== undefined).map((r) => r.id);
         expect([...swept, ...ended].sort()).toEqual(placed.map((c) => c.id).sort());
       });
     });
 
-    describe('takeLapsed', () => {
-      it('takes a call still ringing after ringUntil as missed, once; the users are free again', async () => {
+    describe('takeMissed', () => {
+      it('takes a call still ringing after ringUntil, once; the users are free again', async () => {
         const { store, peer } = await makeBoth();
         const call = ringing('ann', 'bob');
         await store.place(call);
-        expect(await store.takeLapsed(T0 + RING - 1, 10)).toEqual([]);
+        expect(await store.takeMissed(T0 + RING - 1, 10)).toEqual([]);
         expect(await store.get('app1', call.id)).toStrictEqual(call);
-        expect(await peer.takeLapsed(T0 + RING + 1, 10)).toStrictEqual([{ call, reason: 'missed' }]);
-        expect(await store.takeLapsed(T0 + RING + 1, 10)).toEqual([]);
-        expect(await peer.takeLapsed(T0 + RING + 2, 10)).toEqual([]);
+        expect(await peer.takeMissed(T0 + RING + 1, 10)).toStrictEqual([call]);
+        expect(await store.takeMissed(T0 + RING + 1, 10)).toEqual([]);
+        expect(await peer.takeMissed(T0 + RING + 2, 10)).toEqual([]);
         expect(await store.get('app1', call.id)).toBeUndefined();
         expect(await store.end('app1', call.id)).toBeUndefined();
         expect(await store.answer('app1', call.id, 'nb.1', T0 + RING + 2)).toBeUndefined();
@@ -296,142 +289,133 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
         expect(await store.place(ringing('bob', 'ann'))).toBe('placed');
       });
 
-      it('never takes an answered call as missed', async () => {
+      it('never takes an answered call', async () => {
         const store = await make();
         const call = ringing('ann', 'bob');
         await store.place(call);
         await store.answer('app1', call.id, 'nb.1', T0 + 1000);
-        expect(await store.takeLapsed(T0 + RING + 1, 10)).toEqual([]);
-        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+        expect(await store.takeMissed(T0 + RING + 1, 10)).toEqual([]);
+        expect(await store.takeMissed(T0 + 10 * RING, 10)).toEqual([]);
         expect((await store.get('app1', call.id))?.toPage).toBe('nb.1');
       });
 
-      it("takes a call whose caller's page is on a node whose lease lapsed as failed, ringing or answered", async () => {
+      it('takes nothing of a call that ended already', async () => {
+        const store = await make();
+        const rung = ringing('ann', 'bob');
+        await store.place(rung);
+        await store.end('app1', rung.id);
+        expect(await store.takeMissed(T0 + 10 * RING, 10)).toEqual([]);
+      });
+
+      it('takes at most `limit` calls a time, the rest later', async () => {
+        const store = await make();
+        const due: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const call = ringing(`ann${i}`, `bob${i}`);
+          await store.place(call);
+          due.push(call.id);
+        }
+        const now = T0 + RING + 1;
+        expect(await store.takeMissed(now, 0)).toEqual([]);
+        const taken: CallRecord[] = [];
+        for (const size of [2, 2, 1]) {
+          const batch = await store.takeMissed(now, 2);
+          expect(batch).toHaveLength(size);
+          taken.push(...batch);
+        }
+        expect(await store.takeMissed(now, 2)).toEqual([]);
+        expect(ids(taken)).toEqual(due.sort());
+      });
+    });
+
+    describe('takeNode', () => {
+      it("takes the calls with the caller's page on the node, ringing or answered, once each", async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
         const rings = ringing('ann', 'bob', { fromPage: 'nx.1' });
         const talks = ringing('cat', 'dan', { fromPage: 'nx.2' });
         const safe = ringing('eve', 'fay', { fromPage: 'na.3' });
         for (const call of [rings, talks, safe]) await store.place(call);
         await peer.answer('app1', talks.id, 'nb.4', T0 + 1000);
         await peer.answer('app1', safe.id, 'nb.5', T0 + 1000);
-        expect(await peer.takeLapsed(T0 + 4999, 10)).toEqual([]);
-        // A lease lasts until `until`, not through it.
-        const lapsed = await peer.takeLapsed(T0 + 5000, 10);
-        expect(names(lapsed)).toEqual([`app1/${rings.id}:failed`, `app1/${talks.id}:failed`].sort());
-        expect(lapsed.find(({ call }) => call.id === talks.id)?.call).toStrictEqual({
+        const taken = await peer.takeNode('nx', 10);
+        expect(ids(taken)).toEqual([rings.id, talks.id].sort());
+        expect(taken.find((call) => call.id === talks.id)).toStrictEqual({
           ...talks,
           toPage: 'nb.4',
           answeredAt: T0 + 1000,
         });
-        expect(await store.takeLapsed(T0 + 5000, 10)).toEqual([]);
-        // The live nodes' call stays, however late.
-        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+        expect(await store.takeNode('nx', 10)).toEqual([]);
+        // The other nodes' call stays, however late.
+        expect(await store.takeMissed(T0 + 10 * RING, 10)).toEqual([]);
         expect((await store.get('app1', safe.id))?.toPage).toBe('nb.5');
         for (const user of ['ann', 'bob', 'cat', 'dan']) expect(await store.callOf('app1', user)).toBeUndefined();
+        expect(await store.place(ringing('bob', 'ann'))).toBe('placed');
       });
 
-      it("takes a call whose callee's page is on a node whose lease lapsed as failed", async () => {
+      it("takes a call with the callee's page on the node", async () => {
         const { store, peer } = await makeBoth();
-        await peer.renew('ny', T0 + 5000);
         const call = ringing('ann', 'bob');
         await store.place(call);
         await peer.answer('app1', call.id, 'ny.1', T0 + 1000);
-        expect(await store.takeLapsed(T0 + 4000, 10)).toEqual([]);
-        expect(await store.takeLapsed(T0 + 6000, 10)).toStrictEqual([
-          { call: { ...call, toPage: 'ny.1', answeredAt: T0 + 1000 }, reason: 'failed' },
-        ]);
+        expect(await store.takeNode('nz', 10)).toEqual([]);
+        expect(await store.takeNode('ny', 10)).toStrictEqual([{ ...call, toPage: 'ny.1', answeredAt: T0 + 1000 }]);
+        expect(await store.takeNode('na', 10)).toEqual([]);
       });
 
-      it('takes the calls of a node that never renewed as failed', async () => {
+      it('takes nothing of a call that ended already, or of a node with none', async () => {
         const store = await make();
-        const call = ringing('ann', 'bob', { fromPage: 'nz.1' });
-        expect(await store.place(call)).toBe('placed');
-        expect(await store.takeLapsed(T0, 10)).toStrictEqual([{ call, reason: 'failed' }]);
-        expect(await store.callOf('app1', 'ann')).toBeUndefined();
-      });
-
-      it('keeps the calls of a node that renewed again before any sweep', async () => {
-        const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
-        const call = ringing('ann', 'bob', { fromPage: 'nx.1' });
-        await store.place(call);
-        await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
-        await store.renew('nx', T0 + 40_000);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        expect(await store.get('app1', call.id)).toBeDefined();
-        // And a node that lapsed with nothing to take counts again once it renews.
-        await store.renew('nw', T0 + 1000);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        await store.renew('nw', T0 + 30_000);
-        const later = ringing('cat', 'dan', { fromPage: 'nw.1', ringUntil: T0 + 10 * RING });
-        await store.place(later);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        expect(await peer.takeLapsed(T0 + 30_000, 10)).toStrictEqual([{ call: later, reason: 'failed' }]);
-      });
-
-      it('takes nothing of a call that ended already', async () => {
-        const store = await make();
-        await store.renew('nx', T0 + 5000);
-        const rung = ringing('ann', 'bob');
         const failed = ringing('cat', 'dan', { fromPage: 'nx.1' });
-        await store.place(rung);
         await store.place(failed);
-        await store.end('app1', rung.id);
         await store.end('app1', failed.id);
-        expect(await store.takeLapsed(T0 + 10 * RING, 10)).toEqual([]);
+        expect(await store.takeNode('nx', 10)).toEqual([]);
+        expect(await store.takeNode('never', 10)).toEqual([]);
       });
 
       it('takes at most `limit` calls a time, the rest later', async () => {
         const store = await make();
-        await store.renew('nx', T0 + 5000);
         const due: string[] = [];
-        for (let i = 0; i < 4; i++) {
-          const call = ringing(`ann${i}`, `bob${i}`);
+        for (let i = 0; i < 5; i++) {
+          const call = ringing(`cat${i}`, `dan${i}`, { fromPage: `nx.${i}` });
           await store.place(call);
-          due.push(`app1/${call.id}:missed`);
+          due.push(call.id);
         }
-        for (let i = 0; i < 3; i++) {
-          const call = ringing(`cat${i}`, `dan${i}`, { fromPage: `nx.${i}`, ringUntil: T0 + 10 * RING });
-          await store.place(call);
-          due.push(`app1/${call.id}:failed`);
-        }
-        const now = T0 + RING + 1;
-        expect(await store.takeLapsed(now, 0)).toEqual([]);
-        const taken: { call: CallRecord; reason: CallLapse }[] = [];
-        for (const size of [2, 2, 2, 1]) {
-          const batch = await store.takeLapsed(now, 2);
+        expect(await store.takeNode('nx', 0)).toEqual([]);
+        const taken: CallRecord[] = [];
+        for (const size of [2, 2, 1]) {
+          const batch = await store.takeNode('nx', 2);
           expect(batch).toHaveLength(size);
           taken.push(...batch);
         }
-        expect(await store.takeLapsed(now, 2)).toEqual([]);
-        expect(names(taken)).toEqual(due.sort());
+        expect(await store.takeNode('nx', 2)).toEqual([]);
+        expect(ids(taken)).toEqual(due.sort());
       });
 
-      it('hands each lapsed call to exactly one of many racing takers on two nodes', async () => {
+      it('hands each call to exactly one of many racing takers, rings, and ends on two nodes', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
-        const due: string[] = [];
+        const placed: string[] = [];
         for (let i = 0; i < 30; i++) {
-          const dies = i % 3 === 0;
-          const call = ringing(`ann${i}`, `bob${i}`, dies ? { fromPage: `nx.${i}` } : {});
+          const call = ringing(`ann${i}`, `bob${i}`, i % 3 === 0 ? {} : { fromPage: `nx.${i}` });
           await (i % 2 ? peer : store).place(call);
-          if (i % 5 === 0) await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
-          // Answered calls of live nodes stay; the rest lapse.
-          if (dies || i % 5 !== 0) due.push(`app1/${call.id}:${dies ? 'failed' : 'missed'}`);
+          if (i % 5 === 0) await peer.answer('app1', call.id, 'nx.99', T0 + 1000);
+          placed.push(call.id);
         }
         const now = T0 + RING + 1;
-        const batches = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeLapsed(now, 3 + (i % 4))),
-        );
+        const batches = await Promise.all([
+          ...Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', 3 + (i % 4))),
+          ...Array.from({ length: 4 }, (_, i) => (i % 2 ? peer : store).takeMissed(now, 3 + i)),
+          ...placed.slice(0, 6).map(async (id, i) => {
+            const ended = await (i % 2 ? peer : store).end('app1', id);
+            return ended ? [ended] : [];
+          }),
+        ]);
         const taken = batches.flat();
         // Whatever the racers left, later sweeps take.
-        for (;;) {
-          const more = await store.takeLapsed(now, 5);
+        for (let n = 0; n < 30; n++) {
+          const more = [...(await store.takeNode('nx', 5)), ...(await store.takeMissed(now, 5))];
           if (more.length === 0) break;
           taken.push(...more);
         }
-        expect(names(taken)).toEqual(due.sort());
+        expect(ids(taken)).toEqual([...placed].sort());
       });
     });
 
@@ -455,7 +439,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
         // Each app's lapsed calls come back with their app.
         const three = ringing('cat', 'dan', { app: 'app3' });
         await store.place(three);
-        expect(await store.takeLapsed(T0 + RING + 1, 10)).toStrictEqual([{ call: three, reason: 'missed' }]);
+        expect(await store.takeMissed(T0 + RING + 1, 10)).toStrictEqual([three]);
       });
     });
   });

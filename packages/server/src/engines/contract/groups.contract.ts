@@ -2,7 +2,7 @@
  * The GroupStore contract as one test suite, run by every engine's runner file.
  * Time is never read from the clock: every call gets its times, so the suite moves time by hand.
  *
- * What takes a member out (`leave`, `takeLapsed`) must reach exactly one caller, and a group never
+ * What takes a member out (`leave`, `takeNode`) must reach exactly one caller, and a group never
  * holds more than `max` pages; with a `peer` (a second store on the same backend, as on another
  * node) the suite races both against each other.
  *
@@ -27,8 +27,6 @@ export interface GroupsHarness {
 }
 
 const T0 = 1_700_000_000_000;
-/** A lease no test outlives. */
-const FOREVER = T0 + 365 * 24 * 3600_000;
 const MAX = 8;
 
 /** Limits where the mode does not matter: at most `max` pages, never unit mode. */
@@ -46,7 +44,7 @@ function member(page: string, user = `user-${page}`, more: Partial<GroupMember> 
   return { page, user, media: ['audio'], joinedAt: T0, ...more };
 }
 
-/** Lapsed members as `app/group/page`, sorted: takeLapsed promises no order. */
+/** Lapsed members as `app/group/page`, sorted: takeNode promises no order. */
 const names = (lapsed: readonly LapsedMember[]) =>
   lapsed.map(({ app, group, member }) => `${app}/${group}/${member.page}`).sort();
 
@@ -60,15 +58,11 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       for (const harness of open.splice(0)) await harness.cleanup();
     });
 
-    /** Both views on a fresh store, nodes `na` and `nb` alive (their members only leave when told). */
+    /** Both views on a fresh store. */
     async function makeBoth(): Promise<{ store: GroupStore; peer: GroupStore }> {
       const harness = await makeStore();
       open.push(harness);
-      const store = harness.store;
-      const peer = harness.peer ?? harness.store;
-      await store.renew('na', FOREVER);
-      await peer.renew('nb', FOREVER);
-      return { store, peer };
+      return { store: harness.store, peer: harness.peer ?? harness.store };
     }
 
     async function make(): Promise<GroupStore> {
@@ -237,71 +231,42 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
     });
 
-    describe('takeLapsed', () => {
-      it('takes the members of a node whose lease lapsed, once; the live nodes’ members stay', async () => {
+    describe('takeNode', () => {
+      it('takes the members of a node, once; the other nodes’ members stay', async () => {
         const { store, peer } = await makeBoth();
-        await peer.renew('nx', T0 + 5000);
         const dying = [member('nx.1', 'ann'), member('nx.2', 'bob', { media: ['audio', 'video'] })];
         await store.join('app1', 'g', member('na.1'), LIMITS);
         await store.join('app1', 'g', dying[0] as GroupMember, LIMITS);
         await peer.join('app1', 'g', member('nb.1'), LIMITS);
         await peer.join('app1', 'h', dying[1] as GroupMember, LIMITS);
         await peer.join('app1', 'h', member('nb.2'), LIMITS);
-        expect(await store.takeLapsed(T0 + 4000, 10)).toEqual([]);
-        const taken = await peer.takeLapsed(T0 + 6000, 10);
+        expect(await store.takeNode('nz', 10)).toEqual([]);
+        const taken = await peer.takeNode('nx', 10);
         expect([...taken].sort((a, b) => a.member.page.localeCompare(b.member.page))).toStrictEqual([
           { app: 'app1', group: 'g', member: dying[0] },
           { app: 'app1', group: 'h', member: dying[1] },
         ]);
-        expect(await store.takeLapsed(T0 + 6000, 10)).toEqual([]);
-        expect(await peer.takeLapsed(T0 + 7000, 10)).toEqual([]);
-        // The live nodes' members stay, however late.
-        expect(await store.takeLapsed(FOREVER - 1, 10)).toEqual([]);
+        expect(await store.takeNode('nx', 10)).toEqual([]);
+        expect(await peer.takeNode('nx', 10)).toEqual([]);
+        // The other nodes' members stay.
         expect(pages(await store.members('app1', 'g'))).toEqual(['na.1', 'nb.1']);
         expect(pages(await peer.members('app1', 'h'))).toEqual(['nb.2']);
         expect(await store.leave('app1', 'g', 'nx.1')).toBeUndefined();
       });
 
-      it('takes the members of a node that never renewed', async () => {
-        const store = await make();
-        const ghost = member('nz.1', 'ann');
-        expect(beforeOf(await store.join('app1', 'g', ghost, LIMITS))).toStrictEqual([]);
-        await store.join('app1', 'g', member('na.1'), LIMITS);
-        expect(await store.takeLapsed(T0, 10)).toStrictEqual([{ app: 'app1', group: 'g', member: ghost }]);
-        expect(await store.members('app1', 'g')).toStrictEqual([member('na.1')]);
-      });
-
-      it('keeps the members of a node that renewed again before any sweep', async () => {
-        const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
-        await store.join('app1', 'g', member('nx.1'), LIMITS);
-        await store.renew('nx', T0 + 40_000);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        expect(pages(await store.members('app1', 'g'))).toEqual(['nx.1']);
-        // And a node that lapsed with nothing to take counts again once it renews.
-        await store.renew('nw', T0 + 1000);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        await store.renew('nw', T0 + 30_000);
-        await store.join('app1', 'g', member('nw.1'), LIMITS);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
-        expect(names(await peer.takeLapsed(T0 + 40_000, 10))).toEqual(['app1/g/nw.1', 'app1/g/nx.1']);
-      });
-
       it('takes nothing of members that left already', async () => {
         const store = await make();
-        await store.renew('nx', T0 + 5000);
         await store.join('app1', 'g', member('nx.1'), LIMITS);
         await store.join('app1', 'g', member('nx.2'), LIMITS);
         await store.join('app1', 'h', member('nx.3'), LIMITS);
         await store.leave('app1', 'g', 'nx.1');
         await store.leave('app1', 'h', 'nx.3');
-        expect(names(await store.takeLapsed(T0 + 10_000, 10))).toEqual(['app1/g/nx.2']);
-        expect(await store.takeLapsed(T0 + 10_000, 10)).toEqual([]);
+        expect(names(await store.takeNode('nx', 10))).toEqual(['app1/g/nx.2']);
+        expect(await store.takeNode('nx', 10)).toEqual([]);
       });
 
       it('takes at most `limit` members a time, the rest later', async () => {
         const store = await make();
-        await store.renew('nx', T0 + 5000);
         const due: string[] = [];
         for (let i = 0; i < 7; i++) {
           // Dead pages of two nodes, some sharing a group, among live ones.
@@ -311,15 +276,18 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           await store.join('app1', group, member(`na.${i}`), LIMITS);
           due.push(`app1/${group}/${page}`);
         }
-        const now = T0 + 10_000;
-        expect(await store.takeLapsed(now, 0)).toEqual([]);
+        expect(await store.takeNode('nx', 0)).toEqual([]);
         const taken: LapsedMember[] = [];
-        for (const size of [2, 2, 2, 1]) {
-          const batch = await store.takeLapsed(now, 2);
-          expect(batch).toHaveLength(size);
-          taken.push(...batch);
+        for (const [node, sizes] of [
+          ['nx', [2, 2, 0]],
+          ['ny', [2, 1, 0]],
+        ] as const) {
+          for (const size of sizes) {
+            const batch = await store.takeNode(node, 2);
+            expect(batch).toHaveLength(size);
+            taken.push(...batch);
+          }
         }
-        expect(await store.takeLapsed(now, 2)).toEqual([]);
         expect(names(taken)).toEqual(due.sort());
         for (const group of ['g0', 'g1']) {
           expect((await store.members('app1', group)).every((m) => m.page.startsWith('na.'))).toBe(true);
@@ -328,7 +296,6 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
       it('hands each lapsed member to exactly one of many racing takers and leaves on two nodes', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
         const dead: string[] = [];
         for (let i = 0; i < 30; i++) {
           const group = `g${i % 4}`;
@@ -336,11 +303,10 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           await (i % 2 ? peer : store).join('app1', group, member(page), cap(100));
           if (i % 3) dead.push(`app1/${group}/${page}`);
         }
-        const now = T0 + 10_000;
         // Sweeps on both nodes, and a leave for every other dead page, all at once.
         const leaving = dead.filter((_, i) => i % 2 === 0);
         const [batches, leaves] = await Promise.all([
-          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeLapsed(now, 2 + (i % 4)))),
+          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', 2 + (i % 4)))),
           Promise.all(
             leaving.map((name, i) => {
               const [app = '', group = '', page = ''] = name.split('/');
@@ -351,7 +317,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         const taken = names(batches.flat());
         // Whatever the racers left, later sweeps take.
         for (;;) {
-          const more = await store.takeLapsed(now, 5);
+          const more = await store.takeNode('nx', 5);
           if (more.length === 0) break;
           taken.push(...names(more));
         }
@@ -425,19 +391,14 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         for (const s of [store, peer]) expect(await s.unit('app1', 'g')).toBe(true);
       });
 
-      it('starts again in mesh once its last page went by takeLapsed; a group with a live page stays in unit mode', async () => {
+      it('starts again in mesh once its last page went by takeNode; a group with a live page stays in unit mode', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
         const limits = { max: MAX, unitFrom: 2 };
         await store.join('app1', 'dead', member('nx.1'), limits);
         expect(modes([await peer.join('app1', 'dead', member('nx.2'), limits)])).toEqual(['U!']);
         await store.join('app1', 'mixed', member('nx.3'), limits);
         expect(modes([await peer.join('app1', 'mixed', member('nb.1'), limits)])).toEqual(['U!']);
-        expect(names(await peer.takeLapsed(T0 + 10_000, 10))).toEqual([
-          'app1/dead/nx.1',
-          'app1/dead/nx.2',
-          'app1/mixed/nx.3',
-        ]);
+        expect(names(await peer.takeNode('nx', 10))).toEqual(['app1/dead/nx.1', 'app1/dead/nx.2', 'app1/mixed/nx.3']);
         for (const s of [store, peer]) {
           expect(await s.unit('app1', 'dead')).toBe(false);
           expect(await s.unit('app1', 'mixed')).toBe(true);
@@ -542,7 +503,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         // Each app's lapsed members come back with their app and group.
         await store.join('app3', 'g', member('nz.1'), cap(1));
         await store.join('app3', 'k', member('nz.2'), cap(1));
-        expect(names(await store.takeLapsed(T0, 10))).toEqual(['app3/g/nz.1', 'app3/k/nz.2']);
+        expect(names(await store.takeNode('nz', 10))).toEqual(['app3/g/nz.1', 'app3/k/nz.2']);
         expect(await store.members('app1', 'h')).toStrictEqual([two]);
       });
     });

@@ -16,7 +16,7 @@
  */
 import type { Member } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Departure, GoneUser, PresenceStore } from '../types.js';
+import type { Departure, GoneUser, NodeClaim, PresenceStore } from '../types.js';
 
 export interface PresenceHarness {
   /** A store where nobody is online. */
@@ -35,15 +35,6 @@ export interface PresenceOptions {
   offlineDelayMs: number;
 }
 
-/** What a runner's store does beyond the base contract; the tests of what it lacks are not defined. */
-export interface PresenceFeatures {
-  /**
-   * Node leases: `renew` keeps a node's pages, and `sweep` takes out those of a node whose lease
-   * ended (stores shared by several nodes). Page ids are `<node>.<n>`.
-   */
-  leases?: boolean;
-}
-
 const T0 = 1_700_000_000_000;
 const DELAY = 10_000;
 
@@ -53,7 +44,6 @@ const names = (gone: readonly GoneUser[]) => gone.map((g) => `${g.app}/${g.user}
 export function presenceContract(
   name: string,
   makeStore: (options: PresenceOptions) => Promise<PresenceHarness>,
-  features: PresenceFeatures = {},
 ): void {
   describe(`PresenceStore contract: ${name}`, () => {
     const open: PresenceHarness[] = [];
@@ -841,13 +831,12 @@ export function presenceContract(
       });
     });
 
-    if (features.leases) leaseTests();
+    sweepTests();
   });
 
-  /** Node leases and the sweep of dead nodes' pages (stores shared by several nodes). */
-  function leaseTests(): void {
-    describe('node leases', () => {
-      const LEASE = 15_000;
+  /** The sweep of a dead node's pages (page ids are `<node>.<n>`), claimed from the NodeStore. */
+  function sweepTests(): void {
+    describe('sweeps of dead nodes', () => {
       const ann: Member = { user: 'ann', info: { name: 'Ann ü', tags: ['a', 1, null] } };
       const bob: Member = { user: 'bob', info: { n: 2 } };
       const cy: Member = { user: 'cy 🚀' };
@@ -869,6 +858,17 @@ export function presenceContract(
       /** Departures as sorted JSON texts: a sweep promises no order between rooms. */
       const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
 
+      /** Sweeps the claimed node chunk by chunk until it is done, as the node registry does. */
+      async function sweepAll(store: PresenceStore, claim: NodeClaim, nowMs: number, limit = 100) {
+        const departures: Departure[] = [];
+        for (let n = 0; n < 10_000; n++) {
+          const chunk = await store.sweepNode(claim, nowMs, limit);
+          departures.push(...chunk.departures);
+          if (chunk.done) return departures;
+        }
+        throw new Error('the sweep never ended');
+      }
+
       /** A page of `user` that is online, seated in `rooms` and a member of `presence` rooms. */
       async function openPage(
         store: PresenceStore,
@@ -882,35 +882,15 @@ export function presenceContract(
         for (const room of presence) await store.joinRoom('app1', room, member, page);
       }
 
-      it('keeps the pages of a node that keeps renewing', async () => {
+      it('takes out the pages of a dead node, as their closes would, and answers what that ended', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
-        for (let now = T0; now <= T0 + 20 * LEASE; now += LEASE / 3) {
-          await store.renew('na', now, LEASE);
-          expect(await peer.sweep(now + LEASE - 1, 'nb')).toEqual([]);
-        }
-        expect(await peer.members('app1', 'lobby')).toEqual([ann]);
-        expect(await peer.online('app1', ['ann'], T0 + 30 * LEASE)).toEqual([true]);
-        expect(await peer.enterRoom('app1', 'lobby', 'nb.1')).toBe(false);
-        expect(await store.exitRoom('app1', 'lobby', 'na.1')).toBe(false);
-        expect(await store.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
-      });
-
-      it('takes out the pages of a node whose lease ended, as their closes would, and answers what that ended', async () => {
-        const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await peer.renew('nb', T0, LEASE);
         await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
         await openPage(store, 'na.2', bob, ['lobby', 'solo'], ['lobby', 'solo']);
         await openPage(peer, 'nb.1', ann, ['lobby'], ['lobby']);
         await openPage(peer, 'nb.2', cy, [], ['lobby']);
-        await peer.renew('nb', T0 + LEASE / 2, LEASE);
-        // Not yet ended: nothing goes.
-        expect(await peer.sweep(T0 + LEASE - 1, 'nb')).toEqual([]);
 
-        const now = T0 + LEASE;
-        const swept = await peer.sweep(now, 'nb');
+        const now = T0 + 15_000;
+        const swept = await sweepAll(peer, { node: 'na', lapse: 1 }, now);
         expect(texts(swept)).toEqual(
           texts([
             { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
@@ -921,7 +901,7 @@ export function presenceContract(
         // In one room, the member leaves before the room is vacated, as with a close.
         const solo = swept.filter((d) => d.room === 'solo').map((d) => d.type);
         expect(solo).toEqual(['member.left', 'room.vacated']);
-        expect(await store.sweep(now, 'na')).toEqual([]);
+        expect(await store.sweepNode({ node: 'na', lapse: 1 }, now, 100)).toEqual({ departures: [], done: true });
 
         // Ann keeps her page on the other node; bob is due offline after the delay, from the sweep.
         expect(await store.members('app1', 'lobby')).toEqual([ann, cy]);
@@ -944,10 +924,8 @@ export function presenceContract(
         expect(await peer.exitRoom('app1', 'lobby', 'nb.1')).toBe(true);
       });
 
-      it('takes the pages of a node whose lease ended out of the listings', async () => {
+      it('takes the pages of a dead node out of the listings', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await peer.renew('nb', T0, LEASE * 10);
         await openPage(store, 'na.1', ann, ['lobby', 'solo'], ['lobby']);
         await openPage(store, 'na.2', bob, ['lobby'], []);
         await openPage(peer, 'nb.1', bob, ['lobby'], ['lobby']);
@@ -958,7 +936,7 @@ export function presenceContract(
           ],
           more: false,
         });
-        await peer.sweep(T0 + LEASE, 'nb');
+        await sweepAll(peer, { node: 'na', lapse: 1 }, T0 + 15_000);
         expect(await store.onlineUsers('app1', { limit: 10 })).toEqual({
           users: [{ user: 'bob', pages: 1 }],
           more: false,
@@ -969,10 +947,8 @@ export function presenceContract(
         });
       });
 
-      it('answers each departure once, however many sweep at once on two nodes', async () => {
+      it('answers each departure once, however many sweep the same node at once on two nodes', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await store.renew('nc', T0, LEASE);
         const expected: Departure[] = [];
         for (let i = 0; i < 40; i++) {
           const member: Member = { user: `u${i % 10}`, info: { i } };
@@ -981,82 +957,76 @@ export function presenceContract(
           expected.push({ type: 'member.left', app: 'app1', room: `room-${i}`, member });
           expected.push({ type: 'room.vacated', app: 'app1', room: `room-${i}` });
         }
-        const now = T0 + LEASE;
+        const now = T0 + 15_000;
+        // A sweeper whose claim ended while it swept, and the one that claimed the node after it.
         const answers = await Promise.all([
-          store.sweep(now, 'na'),
-          peer.sweep(now, 'nb'),
-          store.sweep(now, 'na'),
-          peer.sweep(now, 'nb'),
+          sweepAll(store, { node: 'na', lapse: 1 }, now, 3),
+          sweepAll(peer, { node: 'na', lapse: 1 }, now, 4),
+          sweepAll(store, { node: 'nc', lapse: 2 }, now, 5),
+          sweepAll(peer, { node: 'nc', lapse: 2 }, now, 2),
         ]);
         expect(texts(answers.flat())).toEqual(texts(expected));
         expect(await due(store, now + DELAY)).toEqual(Array.from({ length: 10 }, (_, i) => `app1/u${i}`).sort());
       });
 
+      it('takes at most `limit` pages a sweep, the rest later, and says when the node has none left', async () => {
+        const { store, peer } = await makeBoth();
+        for (let i = 0; i < 5; i++) await openPage(store, `na.${i}`, { user: `u${i}` }, [`r${i}`], []);
+        const claim = { node: 'na', lapse: 1 };
+        const sizes: number[] = [];
+        for (let n = 0; n < 5; n++) {
+          const chunk = await peer.sweepNode(claim, T0 + 15_000, 2);
+          sizes.push(chunk.departures.length);
+          if (chunk.done) break;
+        }
+        expect(sizes).toEqual([2, 2, 1]);
+        expect(await store.sweepNode({ node: 'nz', lapse: 2 }, T0 + 15_000, 2)).toEqual({ departures: [], done: true });
+      });
+
       it('sweeps a node with many pages to the last one', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
         const users = 600;
         for (let i = 0; i < users; i++) {
           await openPage(store, `na.${i}`, { user: `u${i}` }, ['lobby', `own-${i}`], ['lobby']);
         }
         expect(await store.members('app1', 'lobby')).toHaveLength(users);
-        const swept = await peer.sweep(T0 + LEASE, 'nb');
+        const swept = await sweepAll(peer, { node: 'na', lapse: 1 }, T0 + 15_000);
         expect(swept.filter((d) => d.type === 'member.left')).toHaveLength(users);
         expect(swept.filter((d) => d.type === 'room.vacated')).toHaveLength(users + 1);
         expect(new Set(texts(swept)).size).toBe(swept.length);
         expect(await store.members('app1', 'lobby')).toEqual([]);
         expect(await store.enterRoom('app1', 'lobby', 'nb.1')).toBe(true);
-        expect(await due(store, T0 + LEASE + DELAY)).toHaveLength(users);
+        expect(await due(store, T0 + 15_000 + DELAY)).toHaveLength(users);
       });
 
-      it('answers whether a renewal found the lease held: not at first, nor once a sweep took the node', async () => {
+      it('keeps what a node opens after its sweep began (it was alive after all) until its next lapse', async () => {
         const { store, peer } = await makeBoth();
-        expect(await store.renew('na', T0, LEASE)).toBe(false);
-        expect(await store.renew('na', T0 + LEASE / 3, LEASE)).toBe(true);
         await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
-        // Late, but nobody swept it meanwhile: its pages were counted all along.
-        expect(await store.renew('na', T0 + 2 * LEASE, LEASE)).toBe(true);
-        expect(await peer.sweep(T0 + 2 * LEASE + 1, 'nb')).toEqual([]);
-        // Paused past its lease: another node swept it. Its next renewal says so, once.
-        expect(await peer.sweep(T0 + 3 * LEASE, 'nb')).toHaveLength(2);
-        expect(await store.renew('na', T0 + 4 * LEASE, LEASE)).toBe(false);
-        expect(await store.renew('na', T0 + 4 * LEASE + 1, LEASE)).toBe(true);
-      });
-
-      it("never sweeps the caller's own node: it renews when the store answers again, its pages kept", async () => {
-        const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
-        // The store was away past the lease: this node's own sweep comes before its renewal.
-        expect(await store.sweep(T0 + 2 * LEASE, 'na')).toEqual([]);
-        expect(await store.renew('na', T0 + 2 * LEASE, LEASE)).toBe(true);
-        expect(await peer.members('app1', 'lobby')).toEqual([ann]);
-        // Another node's sweep takes a lapsed node as ever.
-        expect(await peer.sweep(T0 + 4 * LEASE, 'nb')).toHaveLength(2);
-      });
-
-      it('counts what a node opens after its pages were swept, once it renews again', async () => {
-        const { store, peer } = await makeBoth();
-        await store.renew('na', T0, LEASE);
-        await openPage(store, 'na.1', ann, ['lobby'], ['lobby']);
-        const swept = T0 + LEASE;
-        expect(texts(await peer.sweep(swept, 'nb'))).toEqual(
+        await openPage(store, 'na.2', cy, ['side'], []);
+        const swept = T0 + 15_000;
+        const first = { node: 'na', lapse: 3 };
+        const taken = await peer.sweepNode(first, swept, 1);
+        expect(taken.done).toBe(false);
+        // It renews and opens more while its first lapse is swept, by this sweeper or the next.
+        expect(await store.pageOpened('app1', 'bob', 'na.3', swept + 1)).toBe(true);
+        expect(await store.enterRoom('app1', 'hall', 'na.3')).toBe(true);
+        expect(await store.joinRoom('app1', 'hall', bob, 'na.3')).toBe(true);
+        const rest = await sweepAll(peer, first, swept + 2);
+        expect(texts([...taken.departures, ...rest])).toEqual(
           texts([
             { type: 'member.left', app: 'app1', room: 'lobby', member: ann },
             { type: 'room.vacated', app: 'app1', room: 'lobby' },
+            { type: 'room.vacated', app: 'app1', room: 'side' },
           ]),
         );
-        // It was alive after all: it renews and opens more, which stays until its lease ends again.
-        await store.renew('na', swept + 1, LEASE);
-        expect(await store.pageOpened('app1', 'bob', 'na.2', swept + 1)).toBe(true);
-        expect(await store.enterRoom('app1', 'lobby', 'na.2')).toBe(true);
-        expect(await store.joinRoom('app1', 'lobby', bob, 'na.2')).toBe(true);
-        expect(await peer.sweep(swept + LEASE, 'nb')).toEqual([]);
-        expect(await peer.members('app1', 'lobby')).toEqual([bob]);
-        expect(texts(await peer.sweep(swept + 1 + LEASE, 'nb'))).toEqual(
+        expect(await sweepAll(store, first, swept + 3)).toEqual([]);
+        expect(await peer.members('app1', 'hall')).toEqual([bob]);
+        expect(await peer.online('app1', ['ann', 'bob'], swept + 3 + DELAY)).toEqual([false, true]);
+        // Its next lapse takes what it opened since.
+        expect(texts(await sweepAll(peer, { node: 'na', lapse: 4 }, swept + 15_000))).toEqual(
           texts([
-            { type: 'member.left', app: 'app1', room: 'lobby', member: bob },
-            { type: 'room.vacated', app: 'app1', room: 'lobby' },
+            { type: 'member.left', app: 'app1', room: 'hall', member: bob },
+            { type: 'room.vacated', app: 'app1', room: 'hall' },
           ]),
         );
       });

@@ -2,7 +2,7 @@
  * The StreamStore contract as one test suite, run by every engine's runner file.
  * Time is never read from the clock: every call gets its times, so the suite moves time by hand.
  *
- * Every change (join, leave, goLive, stopLive, takeLapsed) must reach exactly one caller, a stream
+ * Every change (join, leave, goLive, stopLive, takeNode) must reach exactly one caller, a stream
  * never has two presenters nor more than `max` pages, and while live each signed-in member has one
  * open watch; with a `peer` (a second store on the same backend, as on another node) the suite races
  * both against each other.
@@ -35,8 +35,6 @@ export interface StreamsHarness {
 }
 
 const T0 = 1_700_000_000_000;
-/** A lease no test outlives. */
-const FOREVER = T0 + 365 * 24 * 3600_000;
 const MAX = 8;
 
 /** Pages (a page's node is its id up to the first '.'), each a member of one role. */
@@ -47,7 +45,7 @@ const visitor = (page: string, role: StreamMember['role'] = 'viewer'): StreamMem
 const pages = (members: readonly StreamMember[]) => members.map((m) => m.page);
 const none = (): StreamChange => ({ joined: [], left: [] });
 
-/** Lapsed members as `app/stream/page`, sorted: takeLapsed promises no order. */
+/** Lapsed members as `app/stream/page`, sorted: takeNode promises no order. */
 const names = (lapsed: readonly LapsedStreamMember[]) =>
   lapsed.map(({ app, stream, member }) => `${app}/${stream}/${member.page}`).sort();
 
@@ -77,15 +75,11 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       for (const harness of open.splice(0)) await harness.cleanup();
     });
 
-    /** Both views on a fresh store, nodes `na` and `nb` alive (their members only leave when told). */
+    /** Both views on a fresh store. */
     async function makeBoth(): Promise<{ store: StreamStore; peer: StreamStore }> {
       const harness = await makeStore();
       open.push(harness);
-      const store = harness.store;
-      const peer = harness.peer ?? harness.store;
-      await store.renew('na', FOREVER);
-      await peer.renew('nb', FOREVER);
-      return { store, peer };
+      return { store: harness.store, peer: harness.peer ?? harness.store };
     }
 
     async function make(): Promise<StreamStore> {
@@ -433,10 +427,9 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
     });
 
-    describe('takeLapsed', () => {
-      it("takes a lapsed node's members once, over two nodes; a lapsed presenter ends the run", async () => {
+    describe('takeNode', () => {
+      it("takes a dead node's members once, over two nodes; a dead presenter ends the run", async () => {
         const { store, peer } = await makeBoth();
-        await peer.renew('nx', T0 + 5000);
         // Stream s: live, a viewer on the dying node. Stream t: live, its presenter on the dying node.
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         await store.join('app1', 's', viewer('nx.1', 'ann'), MAX, T0);
@@ -447,9 +440,9 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         await store.join('app1', 't', visitor('nx.3'), MAX, T0);
         await store.join('app1', 't', viewer('na.2', 'dan'), MAX, T0);
         const t = changeOf(await peer.goLive('app1', 't', 'nx.2', 'rt', T0 + 2));
-        expect(await store.takeLapsed(T0 + 4000, 10)).toEqual([]);
+        expect(await store.takeNode('nz', T0 + 4000, 10)).toEqual([]);
         const now = T0 + 6000;
-        const batches = await Promise.all([peer.takeLapsed(now, 10), store.takeLapsed(now, 10)]);
+        const batches = await Promise.all([peer.takeNode('nx', now, 10), store.takeNode('nx', now, 10)]);
         const taken = batches.flat();
         expect(names(taken)).toEqual(['app1/s/nx.1', 'app1/t/nx.2', 'app1/t/nx.3']);
         const of = (page: string) => taken.find((l) => l.member.page === page);
@@ -467,9 +460,8 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
           change: { ended: { startedAt: T0 + 2, endedAt: now }, joined: [], left: t.joined.map((w) => closed(w, now)) },
         });
         expect(of('nx.3')).toStrictEqual({ app: 'app1', stream: 't', member: visitor('nx.3'), change: none() });
-        expect(await store.takeLapsed(now, 10)).toEqual([]);
-        expect(await peer.takeLapsed(FOREVER - 1, 10)).toEqual([]);
-        // The live nodes' members stay; s is live still, t is not.
+        expect(await store.takeNode('nx', now, 10)).toEqual([]);
+        // The other nodes' members stay; s is live still, t is not.
         expect(pages(await store.members('app1', 's'))).toEqual(['na.1', 'nb.1']);
         expect(await peer.state('app1', 's')).toStrictEqual({ presenter: 'na.1', liveSince: T0 + 1 });
         expect(pages(await peer.members('app1', 't'))).toEqual(['nb.2', 'na.2']);
@@ -477,11 +469,11 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         expect(await store.leave('app1', 's', 'nx.1', now)).toBeUndefined();
       });
 
-      it('takes the members of a node that never renewed, and the stream with its last', async () => {
+      it('takes the stream with its last member', async () => {
         const store = await make();
         await store.join('app1', 's', presenter('nz.1', 'pat'), MAX, T0);
         const live = changeOf(await store.goLive('app1', 's', 'nz.1', 'r', T0 + 1));
-        expect(await store.takeLapsed(T0 + 2, 10)).toStrictEqual([
+        expect(await store.takeNode('nz', T0 + 2, 10)).toStrictEqual([
           {
             app: 'app1',
             stream: 's',
@@ -497,21 +489,17 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         expect(await store.state('app1', 's')).toStrictEqual({});
       });
 
-      it('keeps the members of a node that renewed again, and takes nothing of members that left', async () => {
+      it('takes nothing of members that left', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
         await store.join('app1', 's', viewer('nx.1'), MAX, T0);
         await store.join('app1', 's', viewer('nx.2'), MAX, T0);
-        await store.renew('nx', T0 + 40_000);
-        expect(await peer.takeLapsed(T0 + 10_000, 10)).toEqual([]);
         await store.leave('app1', 's', 'nx.1', T0 + 11_000);
-        expect(names(await peer.takeLapsed(T0 + 50_000, 10))).toEqual(['app1/s/nx.2']);
-        expect(await store.takeLapsed(T0 + 50_000, 10)).toEqual([]);
+        expect(names(await peer.takeNode('nx', T0 + 50_000, 10))).toEqual(['app1/s/nx.2']);
+        expect(await store.takeNode('nx', T0 + 50_000, 10)).toEqual([]);
       });
 
       it('takes at most `limit` members a time, the rest later', async () => {
         const store = await make();
-        await store.renew('nx', T0 + 5000);
         const due: string[] = [];
         for (let i = 0; i < 7; i++) {
           const page = `${i % 3 ? 'nx' : 'ny'}.${i}`;
@@ -521,20 +509,23 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
           due.push(`app1/${stream}/${page}`);
         }
         const now = T0 + 10_000;
-        expect(await store.takeLapsed(now, 0)).toEqual([]);
+        expect(await store.takeNode('nx', now, 0)).toEqual([]);
         const taken: LapsedStreamMember[] = [];
-        for (const size of [2, 2, 2, 1]) {
-          const batch = await store.takeLapsed(now, 2);
-          expect(batch).toHaveLength(size);
-          taken.push(...batch);
+        for (const [node, sizes] of [
+          ['nx', [2, 2, 0]],
+          ['ny', [2, 1, 0]],
+        ] as const) {
+          for (const size of sizes) {
+            const batch = await store.takeNode(node, now, 2);
+            expect(batch).toHaveLength(size);
+            taken.push(...batch);
+          }
         }
-        expect(await store.takeLapsed(now, 2)).toEqual([]);
         expect(names(taken)).toEqual(due.sort());
       });
 
       it('hands each lapsed member and each watch to exactly one of many racing takers and leaves', async () => {
         const { store, peer } = await makeBoth();
-        await store.renew('nx', T0 + 5000);
         const dead: string[] = [];
         const opened: string[] = [];
         for (let k = 0; k < 4; k++) {
@@ -554,7 +545,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         const now = T0 + 10_000;
         const leaving = dead.filter((_, i) => i % 2 === 0);
         const [batches, leaves] = await Promise.all([
-          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeLapsed(now, 2 + (i % 4)))),
+          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', now, 2 + (i % 4)))),
           Promise.all(
             leaving.map((name, i) => {
               const [app = '', stream = '', page = ''] = name.split('/');
@@ -564,7 +555,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         ]);
         const taken = batches.flat();
         for (;;) {
-          const more = await store.takeLapsed(now, 5);
+          const more = await store.takeNode('nx', now, 5);
           if (more.length === 0) break;
           taken.push(...more);
         }
@@ -602,7 +593,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         expect(await store.members('app1', 't')).toStrictEqual([viewer('na.1', 'pat')]);
         await store.join('app3', 's', viewer('nz.1'), 1, T0);
         await store.join('app3', 'k', viewer('nz.2'), 1, T0);
-        expect(names(await store.takeLapsed(T0, 10))).toEqual(['app3/k/nz.2', 'app3/s/nz.1']);
+        expect(names(await store.takeNode('nz', T0, 10))).toEqual(['app3/k/nz.2', 'app3/s/nz.1']);
         expect(await store.members('app1', 't')).toStrictEqual([viewer('na.1', 'pat')]);
       });
     });

@@ -1,16 +1,15 @@
 import { nodeOfPage } from '../node-id.js';
-import type { CallLapse, CallRecord, CallStore } from '../types.js';
+import type { CallRecord, CallStore } from '../types.js';
 
 /**
- * Calls in this process's memory: the embedded engine's, where one process is every node (a call
- * of a page here lapses only when this node's lease is not renewed, as in a test). Answers at once.
+ * Calls in this process's memory: the embedded engine's, where one process is every node (a node's
+ * calls are taken only when a test says it died). Answers at once.
  */
 export class MemoryCallStore implements CallStore {
   /** By `app\0id`. */
   readonly #calls = new Map<string, CallRecord>();
   /** The call each user is in, by `app\0user`. */
   readonly #users = new Map<string, string>();
-  readonly #nodes = new Map<string, number>();
 
   place(call: CallRecord): 'placed' | 'busy' | 'in_call' {
     if (this.#users.has(`${call.app}\u0000${call.from}`)) return 'in_call';
@@ -49,32 +48,28 @@ export class MemoryCallStore implements CallStore {
     return call && copy(call);
   }
 
-  renew(node: string, untilMs: number): void {
-    this.#nodes.set(node, untilMs);
+  takeMissed(nowMs: number, limit: number): CallRecord[] {
+    return this.#take(limit, (call) => call.toPage === undefined && call.ringUntil <= nowMs);
   }
 
-  takeLapsed(nowMs: number, limit: number): { call: CallRecord; reason: CallLapse }[] {
-    const lapsed: { call: CallRecord; reason: CallLapse }[] = [];
-    for (const [key, call] of this.#calls) {
-      if (lapsed.length >= limit) break;
-      let reason: CallLapse | undefined;
-      if (this.#lapsed(call.fromPage, nowMs) || (call.toPage !== undefined && this.#lapsed(call.toPage, nowMs))) {
-        reason = 'failed';
-      } else if (call.toPage === undefined && call.ringUntil <= nowMs) {
-        reason = 'missed';
-      }
-      if (reason === undefined) continue;
-      this.#remove(key, call);
-      lapsed.push({ call: copy(call), reason });
-    }
-    return lapsed;
+  takeNode(node: string, limit: number): CallRecord[] {
+    return this.#take(
+      limit,
+      (call) => nodeOfPage(call.fromPage) === node || (call.toPage !== undefined && nodeOfPage(call.toPage) === node),
+    );
   }
 
   close(): void {}
 
-  /** A page whose node never took a lease, or whose lease ended. */
-  #lapsed(page: string, nowMs: number): boolean {
-    return (this.#nodes.get(nodeOfPage(page)) ?? Number.NEGATIVE_INFINITY) <= nowMs;
+  #take(limit: number, due: (call: CallRecord) => boolean): CallRecord[] {
+    const taken: CallRecord[] = [];
+    for (const [key, call] of this.#calls) {
+      if (taken.length >= limit) break;
+      if (!due(call)) continue;
+      this.#remove(key, call);
+      taken.push(copy(call));
+    }
+    return taken;
   }
 
   #remove(key: string, call: CallRecord): void {

@@ -7,7 +7,6 @@ export class MemoryGroupStore implements GroupStore {
   readonly #groups = new Map<string, Map<string, GroupMember>>();
   /** The `app\0group` keys of groups in unit mode; a key goes with its group's last member. */
   readonly #unit = new Set<string>();
-  readonly #nodes = new Map<string, number>();
 
   join(app: string, group: string, member: GroupMember, limits: GroupLimits): GroupJoin | 'full' | 'already' {
     const key = `${app}\u0000${group}`;
@@ -48,24 +47,20 @@ export class MemoryGroupStore implements GroupStore {
     return this.#unit.has(`${app}\u0000${group}`);
   }
 
-  renew(node: string, untilMs: number): void {
-    this.#nodes.set(node, untilMs);
-  }
-
-  takeLapsed(nowMs: number, limit: number): LapsedMember[] {
-    const lapsed: LapsedMember[] = [];
+  takeNode(node: string, limit: number): LapsedMember[] {
+    const taken: LapsedMember[] = [];
     for (const [key, members] of this.#groups) {
       const cut = key.indexOf('\u0000');
       for (const member of members.values()) {
-        if (lapsed.length >= limit) return lapsed;
-        if ((this.#nodes.get(nodeOfPage(member.page)) ?? Number.NEGATIVE_INFINITY) > nowMs) continue;
+        if (taken.length >= limit) return taken;
+        if (nodeOfPage(member.page) !== node) continue;
         const app = key.slice(0, cut);
         const group = key.slice(cut + 1);
-        const taken = this.leave(app, group, member.page);
-        if (taken) lapsed.push({ app, group, member: taken });
+        const left = this.leave(app, group, member.page);
+        if (left) taken.push({ app, group, member: left });
       }
     }
-    return lapsed;
+    return taken;
   }
 
   close(): void {}

@@ -6,6 +6,7 @@ import type {
   MemberCount,
   MemberPage,
   NameRange,
+  NodeClaim,
   OccupiedRoom,
   OnlineUser,
   PresenceStore,
@@ -244,18 +245,18 @@ export class MemoryPresenceStore implements PresenceStore {
     return { rooms, more };
   }
 
-  /** Nodes that renewed: one process, so nobody else sweeps them. */
-  readonly #renewed = new Set<string>();
+  /** Dead nodes' pages set apart to sweep, with the lapse that set them apart (see sweepNode). */
+  readonly #sweeps = new Map<string, { lapse: number; pages: Set<string> }>();
 
-  /** One process: its pages go with it, and a restart starts with none. */
-  renew(node: string): boolean {
-    if (this.#renewed.has(node)) return true;
-    this.#renewed.add(node);
-    return false;
-  }
-
-  sweep(): Departure[] {
-    return [];
+  sweepNode(claim: NodeClaim, nowMs: number, limit: number): { departures: Departure[]; done: boolean } {
+    let sweep = this.#sweeps.get(claim.node);
+    if (!sweep || sweep.lapse < claim.lapse) {
+      sweep = { lapse: claim.lapse, pages: new Set([...(sweep?.pages ?? []), ...this.nodePages(claim.node)]) };
+      this.#sweeps.set(claim.node, sweep);
+    }
+    const pages = [...sweep.pages].slice(0, Math.max(1, Math.floor(limit)));
+    for (const page of pages) sweep.pages.delete(page);
+    return { departures: this.closePages(pages, nowMs), done: sweep.pages.size === 0 };
   }
 
   nodePages(node: string): string[] {
@@ -289,5 +290,6 @@ export class MemoryPresenceStore implements PresenceStore {
     this.#onlineUsers.clear();
     this.#occupiedRooms.clear();
     this.#held.clear();
+    this.#sweeps.clear();
   }
 }

@@ -21,7 +21,6 @@ interface Stream {
 export class MemoryStreamStore implements StreamStore {
   /** Streams by `app\0stream`; a stream goes with its last member. */
   readonly #streams = new Map<string, Stream>();
-  readonly #nodes = new Map<string, number>();
 
   join(
     app: string,
@@ -106,24 +105,20 @@ export class MemoryStreamStore implements StreamStore {
     return [...(this.#streams.get(`${app}\u0000${stream}`)?.members.values() ?? [])].map((e) => copyMember(e.member));
   }
 
-  renew(node: string, untilMs: number): void {
-    this.#nodes.set(node, untilMs);
-  }
-
-  takeLapsed(nowMs: number, limit: number): LapsedStreamMember[] {
-    const lapsed: LapsedStreamMember[] = [];
+  takeNode(node: string, nowMs: number, limit: number): LapsedStreamMember[] {
+    const taken: LapsedStreamMember[] = [];
     for (const [key, s] of this.#streams) {
       const cut = key.indexOf('\u0000');
       for (const entry of s.members.values()) {
-        if (lapsed.length >= limit) return lapsed;
-        if ((this.#nodes.get(nodeOfPage(entry.member.page)) ?? Number.NEGATIVE_INFINITY) > nowMs) continue;
+        if (taken.length >= limit) return taken;
+        if (nodeOfPage(entry.member.page) !== node) continue;
         const app = key.slice(0, cut);
         const stream = key.slice(cut + 1);
-        const taken = this.leave(app, stream, entry.member.page, nowMs);
-        if (taken) lapsed.push({ app, stream, ...taken });
+        const left = this.leave(app, stream, entry.member.page, nowMs);
+        if (left) taken.push({ app, stream, ...left });
       }
     }
-    return lapsed;
+    return taken;
   }
 
   close(): void {}

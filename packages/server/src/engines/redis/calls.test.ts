@@ -45,9 +45,7 @@ describe('RedisCallStore keys', () => {
   async function open(): Promise<{ client: RedisClient; store: RedisCallStore }> {
     const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('call-keys') });
     clients.push(client);
-    const store = new RedisCallStore(client);
-    await store.renew('na', T0 + DAY);
-    return { client, store };
+    return { client, store: new RedisCallStore(client) };
   }
 
   const call = (more: Partial<CallRecord> = {}): CallRecord => ({
@@ -73,20 +71,14 @@ describe('RedisCallStore keys', () => {
     await store.answer('app1', 'c1', 'nb.1', T0 + 1000);
     expect((await keys(client)).length).toBeGreaterThan(before.length);
     await store.end('app1', 'c1');
-    // Node nb holds nothing any more but stays counted until a sweep finds it lapsed.
     expect((await keys(client)).sort()).toEqual(before);
     await store.place(call({ id: 'c2' }));
-    await store.takeLapsed(T0 + 60_000, 10);
+    await store.takeMissed(T0 + 60_000, 10);
     expect((await keys(client)).sort()).toEqual(before);
-  });
-
-  it('forgets lapsed nodes that hold no call', async () => {
-    const { client, store } = await open();
-    await store.renew('gone', T0 + 1000);
-    const nodes = () => client.call((r) => r.zrange(client.key('call:nodes'), 0, -1));
-    expect((await nodes()).sort()).toEqual(['gone', 'na']);
-    await store.takeLapsed(T0 + 2000, 10);
-    expect(await nodes()).toEqual(['na']);
+    await store.place(call({ id: 'c3' }));
+    await store.answer('app1', 'c3', 'nb.1', T0 + 1000);
+    expect(await store.takeNode('nb', 10)).toHaveLength(1);
+    expect((await keys(client)).sort()).toEqual(before);
   });
 
   it('lets the keys of a call expire: a day after its ring ends, a week after it was answered', async () => {
@@ -111,11 +103,11 @@ describe('RedisCallStore keys', () => {
     expect(await store.callOf('app1', 'ann')).toBeUndefined();
     expect(await store.place(call({ id: 'c2', from: 'bob', to: 'ann' }))).toBe('placed');
     expect(await store.end('app1', 'c1')).toBeUndefined();
-    expect((await store.takeLapsed(T0 + 60_000, 10)).map((l) => l.call.id)).toEqual(['c2']);
+    expect((await store.takeMissed(T0 + 60_000, 10)).map((c) => c.id)).toEqual(['c2']);
     expect(await client.call((r) => r.zcard(client.key('call:ring')))).toBe(0);
-    // A live node keeps the dead call's name in its set until the node itself lapses.
+    // A live node keeps the dead call's name in its set until the node itself dies.
     expect(await client.call((r) => r.smembers(client.key('call:n:{na}')))).toEqual(['app1:c1']);
-    expect(await store.takeLapsed(T0 + 2 * DAY, 10)).toEqual([]);
+    expect(await store.takeNode('na', 10)).toEqual([]);
     expect(await keys(client)).toEqual([client.key('gen')]);
   });
 
@@ -127,7 +119,7 @@ describe('RedisCallStore keys', () => {
     await expect(store.end('app1', 'c1')).rejects.toBeInstanceOf(StoreError);
     await expect(store.get('app1', 'c1')).rejects.toBeInstanceOf(StoreError);
     await expect(store.callOf('app1', 'ann')).rejects.toBeInstanceOf(StoreError);
-    await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
-    await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeMissed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeNode('na', 10)).rejects.toBeInstanceOf(StoreError);
   });
 });

@@ -1,4 +1,4 @@
-import type { CallLapse, CallRecord, CallStore } from '../types.js';
+import type { CallRecord, CallStore } from '../types.js';
 import type { RedisClient, Script } from './client.js';
 
 /**
@@ -12,15 +12,15 @@ import type { RedisClient, Script } from './client.js';
  * - `call:{<app>}:u:<user>` the id of the call the user is in; one whose call hash is gone counts
  *   as free, so the user index can never keep anyone busy longer than the call;
  * - `call:ring` zset of ringing calls (`<app>:<id>`; app keys hold no ':') by ringUntil;
- * - `call:nodes` zset of nodes by lease end (renew); 0 for a node that holds a call and never renewed;
- * - `call:n:{<node>}` set of the calls (`<app>:<id>`) with a page on the node.
+ * - `call:n:{<node>}` set of the calls (`<app>:<id>`) with a page on the node: what `takeNode` takes
+ *   once the node died (the node leases are NodeStore's).
  * A call's keys expire a day after its ring ends, or a week after it was answered: a safety net only,
- * since every call leaves by `end` or the sweep (a page's node dies, or it rings out).
+ * since every call leaves by `end`, by ringing out, or with its page's node.
  * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  */
 const CALLS_LUA = `
 local P = ARGV[1]
-local RING, NODES = P .. 'call:ring', P .. 'call:nodes'
+local RING = P .. 'call:ring'
 local RING_KEEP_MS, ANSWERED_KEEP_MS = 86400000, 604800000
 local function ckey(app, id) return P .. 'call:{' .. app .. '}:c:' .. id end
 local function ukey(app, user) return P .. 'call:{' .. app .. '}:u:' .. user end
@@ -48,11 +48,9 @@ local function call_of(app, user)
   return id
 end
 
--- Counts the page's node among those holding calls (0: lapsed until it renews).
+-- Counts the call among those of the page's node, so it ends with the node.
 local function hold(page, m)
-  local node = node_of(page)
-  redis.call('sadd', nkey(node), m)
-  redis.call('zadd', NODES, 'NX', 0, node)
+  redis.call('sadd', nkey(node_of(page)), m)
 end
 
 local function remove(app, id, call)
@@ -121,50 +119,45 @@ local id = call_of(app, ARGV[3])
 if not id then return false end
 return redis.call('hgetall', ckey(app, id))`;
 
-// ARGV: prefix, now, limit. Answers reason, record (flat), reason, record, ...: calls rung out
-// first, then the calls of nodes whose lease ended. A call with a page on such a node is 'failed'
-// whichever way it was found. Removes each call it answers, so each reaches one caller.
-const TAKE_LUA = `${CALLS_LUA}
+// ARGV: prefix, now, limit. Answers the records (flat) of calls still ringing past their time.
+// Removes each call it answers, so each reaches one caller.
+const MISSED_LUA = `${CALLS_LUA}
 local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out, taken = {}, 0
-local function lapsed(page)
-  local score = redis.call('zscore', NODES, node_of(page))
-  return not score or tonumber(score) <= now
-end
-local function take(app, id)
-  local call, flat = load(app, id)
-  if not call then return end
-  local reason = 'missed'
-  if lapsed(call['fromPage']) or (call['toPage'] and lapsed(call['toPage'])) then
-    reason = 'failed'
-  elseif call['toPage'] or tonumber(call['ringUntil']) > now then
-    return
-  end
-  remove(app, id, call)
-  out[#out + 1] = reason
-  out[#out + 1] = flat
-  taken = taken + 1
-end
-while taken < limit do
-  local due = redis.call('zrangebyscore', RING, '-inf', now, 'LIMIT', 0, limit - taken)
+local out = {}
+while #out < limit do
+  local due = redis.call('zrangebyscore', RING, '-inf', now, 'LIMIT', 0, limit - #out)
   if #due == 0 then break end
   for _, m in ipairs(due) do
     -- Out of the ring either way: an answered call or a gone hash never rings again.
     redis.call('zrem', RING, m)
-    take(split(m))
+    local app, id = split(m)
+    local call, flat = load(app, id)
+    if call and not call['toPage'] and tonumber(call['ringUntil']) <= now then
+      remove(app, id, call)
+      out[#out + 1] = flat
+    end
   end
 end
-while taken < limit do
-  local node = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 1)[1]
-  if not node then break end
-  local n = nkey(node)
-  for _, m in ipairs(redis.call('srandmember', n, limit - taken)) do
+return out`;
+
+// ARGV: prefix, node, limit. Answers the records (flat) of calls with a page on the (dead) node.
+// Removes each call it answers, so each reaches one caller.
+const NODE_LUA = `${CALLS_LUA}
+local n, limit = nkey(ARGV[2]), tonumber(ARGV[3])
+local out = {}
+while #out < limit do
+  local found = redis.call('srandmember', n, limit - #out)
+  if #found == 0 then break end
+  for _, m in ipairs(found) do
     -- A member whose call is gone (expired) goes too; a taken call left every set already.
     redis.call('srem', n, m)
-    take(split(m))
+    local app, id = split(m)
+    local call, flat = load(app, id)
+    if call then
+      remove(app, id, call)
+      out[#out + 1] = flat
+    end
   end
-  -- Forgotten once it holds nothing: a node that is alive after all renews again.
-  if redis.call('scard', n) == 0 then redis.call('zrem', NODES, node) end
 end
 return out`;
 
@@ -204,6 +197,12 @@ function toRecord(fields: Record<string, string>): CallRecord | undefined {
   return call;
 }
 
+/** The records of a reply of flat HGETALL replies. */
+function recordsOf(reply: unknown): CallRecord[] {
+  if (!Array.isArray(reply)) return [];
+  return reply.map((flat) => toRecord(fieldsOfReply(flat))).filter((call): call is CallRecord => call !== undefined);
+}
+
 /** The hash fields of a record, as place stores them. */
 function fieldsOf(call: CallRecord): (string | number)[] {
   const fields: (string | number)[] = [
@@ -233,8 +232,8 @@ function fieldsOf(call: CallRecord): (string | number)[] {
 
 /**
  * Calls on Redis, shared by every node: each change is one script, so a user is in one call however
- * many nodes place at once, and a call that ends (by `end` or the sweep) reaches one caller. Nodes
- * hold leases (`renew`); `takeLapsed` claims calls rung out and the calls of nodes whose lease ended.
+ * many nodes place at once, and a call that ends (by `end`, ringing out, or with its page's node)
+ * reaches one caller.
  */
 export class RedisCallStore implements CallStore {
   readonly #client: RedisClient;
@@ -242,7 +241,8 @@ export class RedisCallStore implements CallStore {
   readonly #answer: Script;
   readonly #end: Script;
   readonly #callOf: Script;
-  readonly #take: Script;
+  readonly #missed: Script;
+  readonly #node: Script;
 
   constructor(client: RedisClient) {
     this.#client = client;
@@ -250,7 +250,8 @@ export class RedisCallStore implements CallStore {
     this.#answer = client.script('rtCallAnswer', ANSWER_LUA);
     this.#end = client.script('rtCallEnd', END_LUA);
     this.#callOf = client.script('rtCallOf', CALL_OF_LUA);
-    this.#take = client.script('rtCallTake', TAKE_LUA);
+    this.#missed = client.script('rtCallMissed', MISSED_LUA);
+    this.#node = client.script('rtCallNode', NODE_LUA);
   }
 
   get #prefix(): string {
@@ -283,21 +284,14 @@ export class RedisCallStore implements CallStore {
     return toRecord(fieldsOfReply(await this.#callOf([], [this.#prefix, app, user])));
   }
 
-  async renew(node: string, untilMs: number): Promise<void> {
-    await this.#client.call((redis) => redis.zadd(this.#client.key('call:nodes'), untilMs, node));
+  async takeMissed(nowMs: number, limit: number): Promise<CallRecord[]> {
+    if (limit < 1) return [];
+    return recordsOf(await this.#missed([], [this.#prefix, nowMs, Math.floor(limit)]));
   }
 
-  async takeLapsed(nowMs: number, limit: number): Promise<{ call: CallRecord; reason: CallLapse }[]> {
+  async takeNode(node: string, limit: number): Promise<CallRecord[]> {
     if (limit < 1) return [];
-    const reply = await this.#take([], [this.#prefix, nowMs, Math.floor(limit)]);
-    const lapsed: { call: CallRecord; reason: CallLapse }[] = [];
-    if (!Array.isArray(reply)) return lapsed;
-    for (let i = 0; i + 1 < reply.length; i += 2) {
-      const call = toRecord(fieldsOfReply(reply[i + 1]));
-      if (!call) continue;
-      lapsed.push({ call, reason: reply[i] === 'failed' ? 'failed' : 'missed' });
-    }
-    return lapsed;
+    return recordsOf(await this.#node([], [this.#prefix, node, Math.floor(limit)]));
   }
 
   close(): void {

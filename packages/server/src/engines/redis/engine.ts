@@ -10,6 +10,7 @@ import { RedisDashboardSessionStore } from './dashboard-sessions.js';
 import { RedisGroupStore } from './groups.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisLimitStore } from './limits.js';
+import { RedisNodeStore } from './nodes.js';
 import { RedisPresenceStore } from './presence.js';
 import { RedisStreamStore } from './streams.js';
 import { RedisWebhookStore } from './webhooks.js';
@@ -60,6 +61,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     apps,
     history,
     broker,
+    nodes: new RedisNodeStore(client),
     presence,
     webhooks,
     limits: new RedisLimitStore(client),

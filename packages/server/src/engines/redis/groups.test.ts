@@ -45,10 +45,7 @@ describe('RedisGroupStore keys', () => {
   async function open(): Promise<{ client: RedisClient; store: RedisGroupStore }> {
     const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('group-keys') });
     clients.push(client);
-    const store = new RedisGroupStore(client);
-    await store.renew('na', T0 + DAY);
-    await store.renew('nb', T0 + DAY);
-    return { client, store };
+    return { client, store: new RedisGroupStore(client) };
   }
 
   const member = (page: string): GroupMember => ({ page, user: `u-${page}`, media: ['audio'], joinedAt: T0 });
@@ -74,17 +71,8 @@ describe('RedisGroupStore keys', () => {
     await store.join('app1', 'h', member('nz.1'), limits(4, 1));
     await store.join('app1', 'h', member('nz.2'), limits(4, 1));
     expect(await store.unit('app1', 'h')).toBe(true);
-    expect((await store.takeLapsed(T0, 10)).length).toBe(2);
+    expect((await store.takeNode('nz', 10)).length).toBe(2);
     expect((await keys(client)).sort()).toEqual(before);
-  });
-
-  it('forgets lapsed nodes that hold no member', async () => {
-    const { client, store } = await open();
-    await store.renew('gone', T0 + 1000);
-    const nodes = () => client.call((r) => r.zrange(client.key('group:nodes'), 0, -1));
-    expect((await nodes()).sort()).toEqual(['gone', 'na', 'nb']);
-    await store.takeLapsed(T0 + 2000, 10);
-    expect((await nodes()).sort()).toEqual(['na', 'nb']);
   });
 
   it("lets a group's keys expire a week after its last join or leave", async () => {
@@ -124,12 +112,12 @@ describe('RedisGroupStore keys', () => {
     expect(await store.leave('app1', 'h', 'na.2')).toBeUndefined();
     // The leave found no page of node na in h: its name went from na's set; g is nb's now.
     expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
-    expect(await store.takeLapsed(T0, 10)).toEqual([]);
+    expect(await store.takeNode('nx', 10)).toEqual([]);
     expect(await client.call((r) => r.exists(client.key('group:n:{nx}')))).toBe(0);
     await store.leave('app1', 'g', 'nb.1');
-    // A live node keeps the dead group's name in its set until the node itself lapses.
+    // A live node keeps the dead group's name in its set until the node itself dies.
     expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['app1:g']);
-    expect(await store.takeLapsed(T0 + 2 * DAY, 10)).toEqual([]);
+    expect(await store.takeNode('na', 10)).toEqual([]);
     expect(await keys(client)).toEqual([client.key('gen')]);
   });
 
@@ -140,7 +128,6 @@ describe('RedisGroupStore keys', () => {
     await expect(store.leave('app1', 'g', 'na.1')).rejects.toBeInstanceOf(StoreError);
     await expect(store.members('app1', 'g')).rejects.toBeInstanceOf(StoreError);
     await expect(store.unit('app1', 'g')).rejects.toBeInstanceOf(StoreError);
-    await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
-    await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeNode('na', 10)).rejects.toBeInstanceOf(StoreError);
   });
 });

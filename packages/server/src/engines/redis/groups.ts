@@ -12,15 +12,14 @@ import type { RedisClient, Script } from './client.js';
  * - `group:{<app>}:o:<group>` list of the same pages in join order;
  * - `group:{<app>}:u:<group>` '1' while the group is in unit mode: set by the join that brought it to
  *   `unitFrom` pages, gone with its last member (so the next group of that name starts in mesh);
- * - `group:nodes` zset of nodes by lease end (renew); 0 for a node that holds a member and never renewed;
- * - `group:n:{<node>}` set of the groups (`<app>:<group>`; app keys hold no ':') with a page on the node.
+ * - `group:n:{<node>}` set of the groups (`<app>:<group>`; app keys hold no ':') with a page on the
+ *   node: where `takeNode` finds them once the node died (the node leases are NodeStore's).
  * A group's keys go with its last member, and expire a week after its last join or leave: a
- * safety net only, since every member leaves by `leave` or the sweep (its page's node died).
+ * safety net only, since every member leaves by `leave` or with its page's node.
  * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  */
 const GROUPS_LUA = `
 local P = ARGV[1]
-local NODES = P .. 'group:nodes'
 local KEEP_MS = 604800000
 local function mkey(app, group) return P .. 'group:{' .. app .. '}:m:' .. group end
 local function okey(app, group) return P .. 'group:{' .. app .. '}:o:' .. group end
@@ -97,9 +96,7 @@ local unit = redis.call('exists', u)
 redis.call('pexpire', m, KEEP_MS)
 redis.call('pexpire', o, KEEP_MS)
 redis.call('pexpire', u, KEEP_MS)
-local node = node_of(page)
-redis.call('sadd', nkey(node), app .. ':' .. group)
-redis.call('zadd', NODES, 'NX', 0, node)
+redis.call('sadd', nkey(node_of(page)), app .. ':' .. group)
 return {unit, switched, before}`;
 
 // ARGV: prefix, app, group, page. Answers the member's JSON to the one caller that took it out, else false.
@@ -124,17 +121,16 @@ return in_order(ARGV[2], ARGV[3])`;
 const UNIT_LUA = `${GROUPS_LUA}
 return redis.call('exists', ukey(ARGV[2], ARGV[3]))`;
 
-// ARGV: prefix, now, limit. Answers app, group, member JSON, app, group, ...: the members of nodes
-// whose lease ended, in each group's join order. Removes each member it answers, so each reaches
-// one caller.
+// ARGV: prefix, node, limit. Answers app, group, member JSON, app, group, ...: the members of the
+// (dead) node, in each group's join order. Removes each member it answers, so each reaches one caller.
 const TAKE_LUA = `${GROUPS_LUA}
-local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local node, limit = ARGV[2], tonumber(ARGV[3])
+local n = nkey(node)
 local out, taken = {}, 0
 while taken < limit do
-  local node = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 1)[1]
-  if not node then break end
-  local n = nkey(node)
-  for _, entry in ipairs(redis.call('srandmember', n, limit - taken)) do
+  local found = redis.call('srandmember', n, limit - taken)
+  if #found == 0 then break end
+  for _, entry in ipairs(found) do
     if taken >= limit then break end
     local app, group = split(entry)
     local m = mkey(app, group)
@@ -158,8 +154,6 @@ while taken < limit do
     -- Every page of the node is out of this group (or it expired): the name goes either way.
     if not full then redis.call('srem', n, entry) end
   end
-  -- Forgotten once it holds nothing: a node that is alive after all renews again.
-  if redis.call('scard', n) == 0 then redis.call('zrem', NODES, node) end
 end
 return out`;
 
@@ -195,8 +189,7 @@ function capOf(max: number): number {
 /**
  * Group calls on Redis, shared by every node: each change is one script, so a group never holds more
  * than `max` pages however many nodes join at once, exactly one join switches it to unit mode, and a
- * member that leaves (by `leave` or the sweep) reaches one caller. Nodes hold leases (`renew`);
- * `takeLapsed` claims the members of nodes whose lease ended.
+ * member that leaves (by `leave` or with its page's node, `takeNode`) reaches one caller.
  */
 export class RedisGroupStore implements GroupStore {
   readonly #client: RedisClient;
@@ -253,20 +246,16 @@ export class RedisGroupStore implements GroupStore {
     return (await this.#unit([], [this.#prefix, app, group])) === 1;
   }
 
-  async renew(node: string, untilMs: number): Promise<void> {
-    await this.#client.call((redis) => redis.zadd(this.#client.key('group:nodes'), untilMs, node));
-  }
-
-  async takeLapsed(nowMs: number, limit: number): Promise<LapsedMember[]> {
+  async takeNode(node: string, limit: number): Promise<LapsedMember[]> {
     if (!(limit > 0)) return [];
-    const reply = await this.#take([], [this.#prefix, nowMs, Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000]);
-    const lapsed: LapsedMember[] = [];
-    if (!Array.isArray(reply)) return lapsed;
+    const reply = await this.#take([], [this.#prefix, node, Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000]);
+    const taken: LapsedMember[] = [];
+    if (!Array.isArray(reply)) return taken;
     for (let i = 0; i + 2 < reply.length; i += 3) {
       const member = toMember(reply[i + 2]);
-      if (member) lapsed.push({ app: String(reply[i]), group: String(reply[i + 1]), member });
+      if (member) taken.push({ app: String(reply[i]), group: String(reply[i + 1]), member });
     }
-    return lapsed;
+    return taken;
   }
 
   close(): void {

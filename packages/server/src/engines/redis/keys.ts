@@ -5,11 +5,18 @@
  * - `apps`: set of app keys; `app:<key>`: one app's hash (apps.ts);
  * - `wh:{<app>}:waiting`: webhook events waiting for a batch, oldest first; `wh:apps`: apps with
  *   events waiting (webhooks.ts);
+ * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
+ *   (nodes.ts; one hash tag, so its scripts work in one slot and touch no feature's keys);
  * - `pr:...`: presence (presence.ts names its own keys);
  * - `call:...`: calls between two people (calls.ts names its own keys: `call:{<app>}:c|u:...`,
- *   `call:ring`, `call:nodes`, `call:n:{<node>}`);
- * - `group:...`: group calls (groups.ts names its own keys: `group:{<app>}:m|o:<group>`,
- *   `group:nodes`, `group:n:{<node>}`);
+ *   `call:ring`, `call:n:{<node>}`);
+ * - `group:...`: group calls (groups.ts names its own keys: `group:{<app>}:m|o|u:<group>`,
+ *   `group:n:{<node>}`);
+ * - `stream:...`: live streams (streams.ts names its own keys: `stream:{<app>}:m|o|s|w:<stream>`,
+ *   `stream:n:{<node>}`);
+ * - `<feature>:n:{<node>}` (and presence's `pr:n:{<node>}`, `pr:s:{<node>}`): what a node's pages
+ *   hold in a feature, kept under the node's hash tag, so the sweep of a dead node (claimed from
+ *   `{nodes}`) takes it per node and never reads the lease keys in the same script;
  * - channels: the prefix then the topic (`r:<app>:<room>`, `u:<app>:<user>`, `n:<node>`).
  * App keys hold no ':' (types.ts), so `{<app>:<room>}` names one room of one app.
  */

@@ -6,6 +6,7 @@ import type {
   MemberCount,
   MemberPage,
   NameRange,
+  NodeClaim,
   OccupiedRoom,
   OnlineUser,
   PresenceStore,
@@ -31,14 +32,15 @@ import type { RedisClient, Script } from './client.js';
  * - `pr:n:{<node>}` set of the node's pages that hold something; `pr:g:{<node>}:<page>` set of what
  *   one page holds: `u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>` (names
  *   hold no control characters);
- * - `pr:nodes` zset of nodes by lease end; `pr:s:{<node>}` the pages of a node whose lease ended,
- *   still to sweep; `pr:sweeping` zset of those nodes by the end of their sweeper's claim (0: free).
+ * - `pr:s:{<node>}` the pages of a dead node still to sweep, set apart from `pr:n:{<node>}` by the
+ *   first sweep of each lapse; `pr:e:{<node>}` the last lapse set apart (NodeClaim's `lapse`), so
+ *   each lapse does it once (the node leases and their claims are NodeStore's).
  * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  */
 const PRESENCE_LUA = `
 local P = ARGV[1]
 local SEP = string.char(0)
-local OFF, NODES, SWEEPING, MSEQ = P .. 'pr:off', P .. 'pr:nodes', P .. 'pr:sweeping', P .. 'pr:mseq'
+local OFF, MSEQ = P .. 'pr:off', P .. 'pr:mseq'
 local function ukey(app, user) return P .. 'pr:u:{' .. app .. ':' .. user .. '}' end
 local function rkey(app, room) return P .. 'pr:r:{' .. app .. ':' .. room .. '}' end
 local function aukey(app) return P .. 'pr:au:{' .. app .. '}' end
@@ -46,19 +48,12 @@ local function arkey(app) return P .. 'pr:ar:{' .. app .. '}' end
 local function mkey(app, room, part) return P .. 'pr:m:{' .. app .. ':' .. room .. '}:' .. part end
 local function nkey(node) return P .. 'pr:n:{' .. node .. '}' end
 local function skey(node) return P .. 'pr:s:{' .. node .. '}' end
+local function ekey(node) return P .. 'pr:e:{' .. node .. '}' end
 local function gkey(node, page) return P .. 'pr:g:{' .. node .. '}:' .. page end
 local function node_of(page)
   local dot = string.find(page, '.', 1, true)
   if dot then return string.sub(page, 1, dot - 1) end
   return page
-end
-
--- The time leases and sweep claims are compared in: the given one, or Redis's own when none is
--- given (one clock for every node, whatever theirs say).
-local function lease_now(given)
-  if given ~= '' then return tonumber(given) end
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 -- Records what a page holds under its node, so a sweep finds it.
@@ -308,56 +303,29 @@ while found <= limit do
 end
 return out`;
 
-// ARGV: prefix, lease clock, claim ms, caller's node. Hands the pages of nodes whose lease ended to the
-// sweep, then claims one node to sweep (unclaimed, or its sweeper's claim ended); answers it, or
-// false. Never the caller's own node: it is alive, and renews once the store answers it again.
-const CLAIM_LUA = `${PRESENCE_LUA}
-local now, claim_ms, self = lease_now(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local mine = redis.call('zscore', NODES, self)
-if mine then redis.call('zrem', NODES, self) end
-while true do
-  local ended = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 100)
-  if #ended == 0 then break end
-  for _, node in ipairs(ended) do
-    redis.call('zrem', NODES, node)
-    -- Moved, not swept in place: should the node still be alive (it renews again), what it opens
-    -- from now on is counted apart from what is swept.
-    local n, s = nkey(node), skey(node)
-    if redis.call('exists', n) == 1 then
-      if redis.call('exists', s) == 1 then
-        redis.call('sunionstore', s, s, n)
-        redis.call('del', n)
-      else
-        redis.call('rename', n, s)
-      end
-      redis.call('zadd', SWEEPING, 'NX', 0, node)
+// ARGV: prefix, node, lapse, now, pages per chunk, offline delay. Closes up to that many pages of the
+// (dead) node as their own closes would (per page: presence rooms, rooms, then the user); answers 1
+// when the node has none left (else 0), then kind, app, room, member JSON per departure ('l' member
+// left, 'v' room vacated). The first chunk of each lapse sets the node's pages apart: should the node
+// still be alive (it renews again), what it opens from then on is counted apart from what is swept.
+const SWEEP_LUA = `${PRESENCE_LUA}
+local node, lapse, now, count, delay = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local n, s, e = nkey(node), skey(node), ekey(node)
+if tonumber(redis.call('get', e) or '0') < lapse then
+  if redis.call('exists', n) == 1 then
+    if redis.call('exists', s) == 1 then
+      redis.call('sunionstore', s, s, n)
+      redis.call('del', n)
+    else
+      redis.call('rename', n, s)
     end
   end
+  -- Kept past any sweep of this lapse (a re-claim must not set apart again what the node opened since).
+  redis.call('set', e, lapse, 'PX', 604800000)
 end
-if mine then redis.call('zadd', NODES, mine, self) end
-local node = nil
-for _, claimable in ipairs(redis.call('zrangebyscore', SWEEPING, '-inf', now, 'LIMIT', 0, 2)) do
-  if claimable ~= self then node = claimable; break end
-end
-if not node then return false end
-redis.call('zadd', SWEEPING, now + claim_ms, node)
-return node`;
-
-// ARGV: prefix, node, now, pages per chunk, offline delay, claim ms, lease clock. Closes up to that many of the
-// node's pages as their own closes would (per page: presence rooms, rooms, then the user); answers
-// 1 when the node is done (else 0, and the claim is extended), then kind, app, room, member JSON
-// per departure ('l' member left, 'v' room vacated).
-const CHUNK_LUA = `${PRESENCE_LUA}
-local node, now, count, delay = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local s = skey(node)
 local out = {0}
 for _, page in ipairs(redis.call('spop', s, count)) do close_held(node, page, now, delay, out) end
-if redis.call('exists', s) == 0 then
-  redis.call('zrem', SWEEPING, node)
-  out[1] = 1
-else
-  redis.call('zadd', SWEEPING, 'XX', lease_now(ARGV[7]) + tonumber(ARGV[6]), node)
-end
+if redis.call('exists', s) == 0 then out[1] = 1 end
 return out`;
 
 // ARGV: prefix, now, offline delay, pages... Closes what each page still holds, wherever it is
@@ -374,29 +342,12 @@ for n = 4, #ARGV do
 end
 return out`;
 
-// ARGV: prefix, node, lease clock, lease ms. 1 when the node's lease was still there (no sweep took it).
-const RENEW_LUA = `${PRESENCE_LUA}
-local held = redis.call('zscore', NODES, ARGV[2])
-redis.call('zadd', NODES, lease_now(ARGV[3]) + tonumber(ARGV[4]), ARGV[2])
-if held then return 1 end
-return 0`;
-
 /** Members per SSCAN step of a node's pages. */
 const SCAN_COUNT = 500;
 
 export interface RedisPresenceOptions {
   /** How long a user stays online after their last page closed. */
   offlineDelayMs?: number;
-  /** Pages of a dead node closed per script. Default 100. */
-  sweepChunk?: number;
-  /** How long a sweeper holds a dead node before another sweep may finish it (the sweeper died). Default 10 s. */
-  sweepClaimMs?: number;
-  /**
-   * The clock leases and sweep claims are timed by. 'redis' (the default): Redis's own (TIME), one
-   * clock for every node, so a node whose clock is off is neither swept while alive nor kept when
-   * dead. 'caller': the times the calls give, for tests that move time by hand.
-   */
-  leaseClock?: 'redis' | 'caller';
 }
 
 const strings = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map((item) => String(item ?? '')) : []);
@@ -416,16 +367,13 @@ function toMember(json: string): Member {
 /**
  * Who is where, over every node sharing one Redis. Every call is one script, so an answer that starts
  * a webhook event (first page, last page, a claimed offline, a swept departure) reaches one caller.
- * Nodes hold leases (`renew`); a node whose lease ended has its pages closed by `sweep`, one chunk
- * per script: a page is taken from the node's set in the same script that closes it, so a sweeper
- * that dies between chunks leaves the rest for a later sweep and no departure is answered twice.
+ * A dead node's pages are closed by `sweepNode`, one chunk per script: a page is taken from the
+ * node's set in the same script that closes it, so a sweeper that dies between chunks leaves the
+ * rest for a later sweep and no departure is answered twice.
  */
 export class RedisPresenceStore implements PresenceStore {
   readonly #client: RedisClient;
   readonly #delay: number;
-  readonly #chunk: number;
-  readonly #claimMs: number;
-  readonly #leaseClock: 'redis' | 'caller';
   readonly #opened: Script;
   readonly #closed: Script;
   readonly #take: Script;
@@ -439,17 +387,12 @@ export class RedisPresenceStore implements PresenceStore {
   readonly #page: Script;
   readonly #count: Script;
   readonly #list: Script;
-  readonly #claim: Script;
-  readonly #sweepChunk: Script;
+  readonly #sweep: Script;
   readonly #closePages: Script;
-  readonly #renew: Script;
 
   constructor(client: RedisClient, options: RedisPresenceOptions = {}) {
     this.#client = client;
     this.#delay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
-    this.#chunk = Math.max(1, Math.floor(options.sweepChunk ?? 100));
-    this.#claimMs = Math.max(1, options.sweepClaimMs ?? 10_000);
-    this.#leaseClock = options.leaseClock ?? 'redis';
     this.#opened = client.script('rtPresenceOpened', OPENED_LUA);
     this.#closed = client.script('rtPresenceClosed', CLOSED_LUA);
     this.#take = client.script('rtPresenceTake', TAKE_LUA);
@@ -463,10 +406,8 @@ export class RedisPresenceStore implements PresenceStore {
     this.#page = client.script('rtPresencePage', PAGE_LUA);
     this.#count = client.script('rtPresenceCount', COUNT_LUA);
     this.#list = client.script('rtPresenceList', LIST_LUA);
-    this.#claim = client.script('rtPresenceClaim', CLAIM_LUA);
-    this.#sweepChunk = client.script('rtPresenceSweep', CHUNK_LUA);
+    this.#sweep = client.script('rtPresenceSweep', SWEEP_LUA);
     this.#closePages = client.script('rtPresenceClosePages', CLOSE_PAGES_LUA);
-    this.#renew = client.script('rtPresenceRenew', RENEW_LUA);
   }
 
   get #prefix(): string {
@@ -566,41 +507,10 @@ export class RedisPresenceStore implements PresenceStore {
     return { more: reply[0] === '1', rows: reply.slice(1) };
   }
 
-  async renew(node: string, nowMs: number, leaseMs: number): Promise<boolean> {
-    return (await this.#renew([], [this.#prefix, node, this.#leaseNow(nowMs), leaseMs])) === 1;
-  }
-
-  /** The lease clock argument: '' has the script read Redis's clock. */
-  #leaseNow(nowMs: number): number | '' {
-    return this.#leaseClock === 'caller' ? nowMs : '';
-  }
-
-  /**
-   * Sweeps every node whose lease ended, one claimed node and one chunk at a time. When a later step
-   * fails, the departures already taken are answered (they are gone from Redis, so nobody else will
-   * answer them); the rest is finished by a later sweep once this claim ends.
-   */
-  async sweep(nowMs: number, self: string): Promise<Departure[]> {
-    const departures: Departure[] = [];
-    try {
-      for (;;) {
-        const node = await this.#claim([], [this.#prefix, this.#leaseNow(nowMs), this.#claimMs, self]);
-        if (typeof node !== 'string') return departures;
-        for (;;) {
-          const reply = strings(
-            await this.#sweepChunk(
-              [],
-              [this.#prefix, node, nowMs, this.#chunk, this.#delay, this.#claimMs, this.#leaseNow(nowMs)],
-            ),
-          );
-          departures.push(...toDepartures(reply, 1));
-          if (reply[0] === '1') break;
-        }
-      }
-    } catch (error) {
-      if (departures.length === 0) throw error;
-      return departures;
-    }
+  async sweepNode(claim: NodeClaim, nowMs: number, limit: number): Promise<{ departures: Departure[]; done: boolean }> {
+    const count = Math.max(1, Math.floor(limit));
+    const reply = strings(await this.#sweep([], [this.#prefix, claim.node, claim.lapse, nowMs, count, this.#delay]));
+    return { departures: toDepartures(reply, 1), done: reply[0] === '1' };
   }
 
   /** SSCAN in bounded steps: a node's set can be large, and one SMEMBERS would hold Redis for all of it. */

@@ -45,10 +45,7 @@ describe('RedisStreamStore keys', () => {
   async function open(): Promise<{ client: RedisClient; store: RedisStreamStore }> {
     const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('stream-keys') });
     clients.push(client);
-    const store = new RedisStreamStore(client);
-    await store.renew('na', T0 + DAY);
-    await store.renew('nb', T0 + DAY);
-    return { client, store };
+    return { client, store: new RedisStreamStore(client) };
   }
 
   const viewer = (page: string): StreamMember => ({ page, user: `u-${page}`, role: 'viewer' });
@@ -67,7 +64,7 @@ describe('RedisStreamStore keys', () => {
     await store.join('app1', 't', { page: 'nz.1', user: 'sam', role: 'presenter' }, 4, T0);
     await store.join('app1', 't', viewer('nz.2'), 4, T0);
     await store.goLive('app1', 't', 'nz.1', 'r', T0 + 1);
-    expect((await store.takeLapsed(T0 + 2, 10)).length).toBe(2);
+    expect((await store.takeNode('nz', T0 + 2, 10)).length).toBe(2);
     expect((await keys(client)).sort()).toEqual(before);
   });
 
@@ -95,7 +92,6 @@ describe('RedisStreamStore keys', () => {
     await expect(store.stopLive('app1', 's', 'na.1', T0)).rejects.toBeInstanceOf(StoreError);
     await expect(store.state('app1', 's')).rejects.toBeInstanceOf(StoreError);
     await expect(store.members('app1', 's')).rejects.toBeInstanceOf(StoreError);
-    await expect(store.renew('na', T0)).rejects.toBeInstanceOf(StoreError);
-    await expect(store.takeLapsed(T0, 10)).rejects.toBeInstanceOf(StoreError);
+    await expect(store.takeNode('na', T0, 10)).rejects.toBeInstanceOf(StoreError);
   });
 });

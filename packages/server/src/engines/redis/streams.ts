@@ -21,10 +21,10 @@ import type { RedisClient, Script } from './client.js';
  * - `stream:{<app>}:s:<stream>` hash: `presenter` (page), and while live `run`, `since`, `n` (the
  *   last watch number of the run);
  * - `stream:{<app>}:w:<stream>` hash of page -> `<joinedAt>|<watch id>`: the open watches, while live;
- * - `stream:nodes` zset of nodes by lease end (renew); 0 for a node that holds a member and never renewed;
- * - `stream:n:{<node>}` set of the streams (`<app>:<stream>`; app keys hold no ':') with a page on the node.
+ * - `stream:n:{<node>}` set of the streams (`<app>:<stream>`; app keys hold no ':') with a page on the
+ *   node: where `takeNode` finds them once the node died (the node leases are NodeStore's).
  * A stream's keys go with its last member, and expire a week after its last change: a safety net
- * only, since every member leaves by `leave` or the sweep (its page's node died).
+ * only, since every member leaves by `leave` or with its page's node.
  * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  *
  * A change goes back as { live, ended start, ended end, joined, left } ('' for none), each watch as
@@ -32,7 +32,6 @@ import type { RedisClient, Script } from './client.js';
  */
 const STREAMS_LUA = `
 local P = ARGV[1]
-local NODES = P .. 'stream:nodes'
 local KEEP_MS = 604800000
 local function key(kind, app, stream) return P .. 'stream:{' .. app .. '}:' .. kind .. ':' .. stream end
 local function nkey(node) return P .. 'stream:n:{' .. node .. '}' end
@@ -128,9 +127,7 @@ if ARGV[7] == 'presenter' then redis.call('hset', s, 'presenter', page) end
 local change = new_change()
 if redis.call('hexists', s, 'run') == 1 then open_watch(app, stream, page, ARGV[6], now, change) end
 keep(app, stream)
-local node = node_of(page)
-redis.call('sadd', nkey(node), app .. ':' .. stream)
-redis.call('zadd', NODES, 'NX', 0, node)
+redis.call('sadd', nkey(node_of(page)), app .. ':' .. stream)
 return { redis.call('hget', s, 'presenter') or '', redis.call('hget', s, 'since') or '', change }`;
 
 // ARGV: prefix, app, stream, page, now. Answers { member JSON, change } to the one caller that took
@@ -189,17 +186,17 @@ for _, page in ipairs(redis.call('lrange', key('o', ARGV[2], ARGV[3]), 0, -1)) d
 end
 return out`;
 
-// ARGV: prefix, now, limit. Answers { app, stream, member JSON, change } for the members of nodes
-// whose lease ended, in each stream's join order. Takes each off as it answers it, so each reaches
-// one caller.
+// ARGV: prefix, node, now, limit. Answers { app, stream, member JSON, change } for the members of
+// the (dead) node, in each stream's join order. Takes each off as it answers it, so each reaches one
+// caller.
 const TAKE_LUA = `${STREAMS_LUA}
-local now, limit = ARGV[2], tonumber(ARGV[3])
+local node, now, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local n = nkey(node)
 local out = {}
 while #out < limit do
-  local node = redis.call('zrangebyscore', NODES, '-inf', now, 'LIMIT', 0, 1)[1]
-  if not node then break end
-  local n = nkey(node)
-  for _, entry in ipairs(redis.call('srandmember', n, limit - #out)) do
+  local found = redis.call('srandmember', n, limit - #out)
+  if #found == 0 then break end
+  for _, entry in ipairs(found) do
     if #out >= limit then break end
     local app, stream = split(entry)
     local m = key('m', app, stream)
@@ -221,8 +218,6 @@ while #out < limit do
     -- Every page of the node is off this stream (or it expired): the name goes either way.
     if not full then redis.call('srem', n, entry) end
   end
-  -- Forgotten once it holds nothing: a node that is alive after all renews again.
-  if redis.call('scard', n) == 0 then redis.call('zrem', NODES, node) end
 end
 return out`;
 
@@ -288,8 +283,8 @@ function capOf(max: number): number {
 /**
  * Live streams on Redis, shared by every node: each change is one script, so a stream never has two
  * presenters nor more than `max` pages however many nodes join at once, and each change (its watches
- * opened and closed, its run started or ended) reaches one caller. Nodes hold leases (`renew`);
- * `takeLapsed` claims the members of nodes whose lease ended.
+ * opened and closed, its run started or ended) reaches one caller, by `leave` or with its page's node
+ * (`takeNode`).
  */
 export class RedisStreamStore implements StreamStore {
   readonly #client: RedisClient;
@@ -373,15 +368,11 @@ export class RedisStreamStore implements StreamStore {
     return Array.isArray(reply) ? reply.map(toMember).filter((m): m is StreamMember => m !== undefined) : [];
   }
 
-  async renew(node: string, untilMs: number): Promise<void> {
-    await this.#client.call((redis) => redis.zadd(this.#client.key('stream:nodes'), untilMs, node));
-  }
-
-  async takeLapsed(nowMs: number, limit: number): Promise<LapsedStreamMember[]> {
+  async takeNode(node: string, nowMs: number, limit: number): Promise<LapsedStreamMember[]> {
     if (!(limit > 0)) return [];
     const reply = await this.#take(
       [],
-      [this.#prefix, String(nowMs), Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000],
+      [this.#prefix, node, String(nowMs), Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000],
     );
     const lapsed: LapsedStreamMember[] = [];
     if (!Array.isArray(reply)) return lapsed;
