@@ -2,7 +2,8 @@ import { Realtime } from '@realtime/node';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../packages/server/test/helpers.js';
-import { launchChromium, openSdkPage, startPageServer } from './harness.js';
+import { closeChromium, launchChromium } from './chromium.js';
+import { openSdkPage, startPageServer } from './harness.js';
 
 type Entry = [kind: string, ...rest: unknown[]];
 interface SmokeWindow {
@@ -30,7 +31,7 @@ describe('smoke: a Chromium page on this project’s engine', () => {
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
-    await browser?.close();
+    await closeChromium(browser);
     await pages?.close();
     await sdk?.close();
     await server?.close();
