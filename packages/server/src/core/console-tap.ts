@@ -143,6 +143,8 @@ export class ConsoleTap {
     this.#ownChannel = deps.channel ? undefined : channel;
     channel.onBroadcast('console.app_gone', (message) => this.#endLocal(message.app, 'app_deleted'));
     channel.onBroadcast('console.watch', (message) => {
+      // A shared channel outlives the tap: once closed, it taps nothing more for anyone.
+      if (this.#closed) return;
       const heard = readAnnouncement(message.announcement);
       if (heard && heard.node !== deps.node) this.#heard(heard.node, heard.apps, heard.ttl);
     });
