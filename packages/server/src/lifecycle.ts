@@ -14,6 +14,7 @@ import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
 import { wsFrameEncoder } from './core/frame-encoder.js';
 import { Hub } from './core/hub.js';
+import { NodeChannel } from './core/node-channel.js';
 import { NodeRegistry } from './core/node-registry.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
@@ -199,8 +200,11 @@ function wire(
   });
   const broker = countedBroker(engine.broker, metrics);
   const apps = new CachedAppStore(engine.apps, { now });
+  // What other nodes tell this one (answers to asks, page frames, console entries and watches), each
+  // to the feature that registered for it: one subscription to this node's topic, one to every node's.
+  const channel = new NodeChannel({ node: engine.node, broker: engine.broker, log });
   // The live console's tap: the engine's broker itself, so console traffic is not counted as the apps'.
-  const consoleTap = new ConsoleTap({ node: engine.node, broker: engine.broker, log, now });
+  const consoleTap = new ConsoleTap({ node: engine.node, broker: engine.broker, channel, log, now });
   if (options.allowPrivateWebhooks) {
     log.warn(
       '--allow-private-webhooks is on: webhooks may go to http:// and private addresses. Never use this in production.',
@@ -258,6 +262,7 @@ function wire(
   const ask = new AskService({
     node: engine.node,
     broker,
+    channel,
     presence: engine.presence,
     limits: engine.limits,
     log,
@@ -273,7 +278,14 @@ function wire(
     ),
   );
   // Frames of calls, groups and streams to pages on any node.
-  const signals = new PageSignals({ node: engine.node, broker, log, now, page: (id) => gateway.current?.page(id) });
+  const signals = new PageSignals({
+    node: engine.node,
+    broker,
+    channel,
+    log,
+    now,
+    page: (id) => gateway.current?.page(id),
+  });
   const calls = new CallService({
     node: engine.node,
     calls: engine.calls,
@@ -414,19 +426,20 @@ function wire(
   });
 
   // Started in this order; stopped in reverse, which is the order of a graceful stop: /ready says 503
-  // first, then pages close, the services, the lease, the port, asks, the drain, webhooks, the engine.
+  // first, then pages close, the services, the lease, the port, asks, the node channel, the drain,
+  // webhooks, the engine.
   // The port is three components: it opens last of all, but stops taking connections after the lease.
   const components: Component[] = [
     engineComponent(engine),
     configuredApps(engine, options.apps ?? []),
     webhooksComponent(webhooks),
     listener.drain,
+    serviceComponent('node channel', channel),
     serviceComponent('asks', ask),
     listener.close,
     serviceComponent('node lease', nodes),
     serviceComponent('user presence', users),
     serviceComponent('console tap', consoleTap),
-    serviceComponent('page signals', signals),
     mediaUnitsComponent(units),
     serviceComponent('streams', streams),
     serviceComponent('groups', groups),

@@ -1,14 +1,8 @@
 import { LIMITS, type Reply } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import type { ConsoleTap } from '../core/console-tap.js';
-import {
-  type Broker,
-  type LimitStore,
-  type PresenceStore,
-  type Publication,
-  topicOf,
-  type Unsubscribe,
-} from '../engines/types.js';
+import type { NodeChannel } from '../core/node-channel.js';
+import type { AskQuestion, Broker, LimitStore, NodeMessage, PresenceStore } from '../engines/types.js';
 
 /** One open page of a user that can be asked. The gateway provides these. */
 export interface AskTarget {
@@ -56,9 +50,11 @@ export interface AskOptions {
 }
 
 export interface AskDeps {
-  /** This node: the answers to its asks come to its topic. */
+  /** This node: the answers to its asks come to its channel. */
   node: string;
   broker: Broker;
+  /** Where the answers of pages on other nodes arrive. */
+  channel: NodeChannel;
   presence: PresenceStore;
   /** Where asks in flight per user are counted, over every node. */
   limits: LimitStore;
@@ -91,19 +87,17 @@ export class AskService {
   readonly #askedHere = new Map<string, AskedHere>();
   readonly #maxPerUser: number;
   #counter = 0;
-  #unsubscribe: Unsubscribe | undefined;
   #sweep: NodeJS.Timeout | undefined;
 
   constructor(deps: AskDeps) {
     this.#deps = deps;
     this.#maxPerUser = deps.maxAsksPerUser ?? DEFAULT_MAX_ASKS_PER_USER;
+    deps.channel.on('ask.reply', (message) => this.#answered(message));
+    deps.channel.on('ask.decline', (message) => this.#decline(message.ask));
   }
 
-  /** Listens for the answers to this node's asks; resolves once the subscription is in effect. */
-  async start(): Promise<void> {
-    this.#unsubscribe = await this.#deps.broker.subscribe(topicOf('', { node: this.#deps.node }), (publication) =>
-      this.#answered(publication),
-    );
+  /** Starts forgetting the asks of other nodes once their time is over. */
+  start(): void {
     this.#sweep = setInterval(() => this.#forgetOld(), 5_000);
     this.#sweep.unref();
   }
@@ -168,7 +162,15 @@ export class AskService {
       this.#pending.set(askId, pending);
     });
     try {
-      const question = { app, user, event: options.event, data: options.data, ask: askId, replyTo: this.#deps.node };
+      const question: AskQuestion = {
+        kind: 'ask',
+        app,
+        user,
+        ask: askId,
+        replyTo: this.#deps.node,
+        event: options.event,
+        data: options.data,
+      };
       await this.#deps.broker.publish([question], this.#deps.now());
     } catch (error) {
       this.#pending.get(askId)?.finish();
@@ -201,10 +203,9 @@ export class AskService {
   }
 
   /** The hub's part: a question for a user reached this node; each open page of the user here gets it. */
-  deliver(question: Publication, pages: readonly AskTarget[]): void {
-    const askId = question.ask;
-    const node = question.replyTo;
-    if (askId === undefined || node === undefined || pages.length === 0) return;
+  deliver(question: AskQuestion, pages: readonly AskTarget[]): void {
+    const { ask: askId, replyTo: node } = question;
+    if (pages.length === 0) return;
     if (node !== this.#deps.node) {
       // Long enough for any ask's timeout: an answer after that finds nobody waiting anyway.
       this.#askedHere.set(askId, {
@@ -219,13 +220,13 @@ export class AskService {
   /** A page's reply. Late or unknown replies are dropped. */
   reply(askId: string, data: unknown): void {
     if (this.#pending.has(askId)) this.#reply(askId, data, this.#deps.now());
-    else this.#forward(askId, '$reply', JSON.stringify(data) ?? 'null');
+    else this.#forward({ type: 'ask.reply', ask: askId, data: JSON.stringify(data) ?? 'null' });
   }
 
   /** A page that will not answer (no handler, or it closed): the ask ends early once nobody is left. */
   decline(askId: string): void {
     if (this.#pending.has(askId)) this.#decline(askId);
-    else this.#forward(askId, '$decline', 'null');
+    else this.#forward({ type: 'ask.decline', ask: askId });
   }
 
   #reply(askId: string, data: unknown, at: number): void {
@@ -253,33 +254,26 @@ export class AskService {
   }
 
   /** An answer of a page here to another node's ask: sent to that node's topic. */
-  #forward(askId: string, event: '$reply' | '$decline', data: string): void {
-    const asked = this.#askedHere.get(askId);
+  #forward(message: Extract<NodeMessage, { type: 'ask.reply' | 'ask.decline' }>): void {
+    const asked = this.#askedHere.get(message.ask);
     if (!asked) return;
-    const answer = { app: asked.app, node: asked.node, event, data, ask: askId };
+    const answer = { kind: 'node', node: asked.node, app: asked.app, message } as const;
     Promise.resolve(this.#deps.broker.publish([answer], this.#deps.now())).catch((error: unknown) => {
       // The asking node then waits for its timeout: the ask answers with what it has.
       this.#deps.log.error({ err: error, app: asked.app }, 'sending an answer to an ask failed');
     });
   }
 
-  /** An answer from a page on another node. */
-  #answered(publication: Publication): void {
-    const askId = publication.ask;
-    if (askId === undefined) return;
-    if (publication.event === '$decline') {
-      this.#decline(askId);
-      return;
-    }
-    if (publication.event !== '$reply') return;
+  /** A reply from a page on another node; one that cannot be read counts as a decline. */
+  #answered(message: Extract<NodeMessage, { type: 'ask.reply' }>): void {
     let data: unknown;
     try {
-      data = JSON.parse(publication.data);
+      data = JSON.parse(message.data);
     } catch {
-      this.#decline(askId);
+      this.#decline(message.ask);
       return;
     }
-    this.#reply(askId, data, this.#deps.now());
+    this.#reply(message.ask, data, this.#deps.now());
   }
 
   #forgetOld(): void {
@@ -288,9 +282,8 @@ export class AskService {
   }
 
   /** Ends every pending ask with what it has (server shutdown). */
-  async close(): Promise<void> {
+  close(): void {
     clearInterval(this.#sweep);
     for (const pending of [...this.#pending.values()]) pending.finish();
-    await this.#unsubscribe?.();
   }
 }

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { StoreError } from '../engines/store-error.js';
-import { type Broker, type Outgoing, topicOf, type Unsubscribe } from '../engines/types.js';
+import type { Broker, Outgoing } from '../engines/types.js';
 import type { ConsoleEntry, ConsoleFilter, Tapped } from './console-entry.js';
+import { NodeChannel } from './node-channel.js';
 
 export type { ConsoleEntry, ConsoleFilter, ConsoleKind, Tapped } from './console-entry.js';
 
@@ -20,6 +21,11 @@ export interface ConsoleTapDeps {
   node: string;
   /** The engine's broker itself: console traffic is not the apps' (not counted in their metrics). */
   broker: Broker;
+  /**
+   * Where watches and entries from other nodes arrive: the node's channel. Left out (a tap on its
+   * own), the tap opens one on `broker` and starts and closes it with itself.
+   */
+  channel?: NodeChannel;
   log: Logger;
   now: () => number;
   /** How often a node with open consoles says so (default 5 s). */
@@ -32,12 +38,6 @@ export interface ConsoleTapDeps {
 export const CONSOLE_DATA_BYTES = 1024;
 /** Entries waiting to go to other nodes; more are dropped and counted (a `dropped` entry follows). */
 const OUTBOX_MAX = 1000;
-const WATCH_TOPIC = 'console';
-const WATCH_EVENT = '$console.watch';
-/** Said on the watch topic when an app is deleted: every node ends that app's consoles. */
-const APP_GONE_EVENT = '$console.app_gone';
-/** The event of an entry sent to the node of a console (a node publication: no page ever gets it). */
-export const CONSOLE_EVENT = '$console';
 
 interface Watch {
   filters: ConsoleFilter[];
@@ -107,9 +107,9 @@ function readAnnouncement(text: string): Announcement | undefined {
  * an entry only when it says yes, so an app nobody watches costs nothing more.
  *
  * Across nodes: a node with open consoles announces "these apps, with these filters, watched by me"
- * on a broadcast topic every `announceMs`, and at once when its consoles change; every node keeps
- * what it heard for `ttlMs`. A tapped entry that passes a watcher's filters goes to that node as a
- * node publication (`$console`), or straight to the consoles when the watcher is this node.
+ * to every node (`console.watch`) every `announceMs`, and at once when its consoles change; every
+ * node keeps what it heard for `ttlMs`. A tapped entry that passes a watcher's filters goes to that
+ * node (`console.entry`), or straight to the consoles when the watcher is this node.
  */
 export class ConsoleTap {
   readonly #deps: ConsoleTapDeps;
@@ -131,34 +131,29 @@ export class ConsoleTap {
   #announcing: Promise<void> = Promise.resolve();
   #announceTimer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
-  readonly #stops: Unsubscribe[] = [];
+  /** The tap's own channel, when it was given none. */
+  readonly #ownChannel: NodeChannel | undefined;
   #closed = false;
 
   constructor(deps: ConsoleTapDeps) {
     this.#deps = deps;
     this.#announceMs = deps.announceMs ?? 5_000;
     this.#ttlMs = deps.ttlMs ?? 15_000;
+    const channel = deps.channel ?? new NodeChannel({ node: deps.node, broker: deps.broker, log: deps.log });
+    this.#ownChannel = deps.channel ? undefined : channel;
+    channel.onBroadcast('console.app_gone', (message) => this.#endLocal(message.app, 'app_deleted'));
+    channel.onBroadcast('console.watch', (message) => {
+      // A shared channel outlives the tap: once closed, it taps nothing more for anyone.
+      if (this.#closed) return;
+      const heard = readAnnouncement(message.announcement);
+      if (heard && heard.node !== deps.node) this.#heard(heard.node, heard.apps, heard.ttl);
+    });
+    channel.on('console.entry', (message, app) => this.#arrived(app, message.entry));
   }
 
-  /** Listens for the watches of every node and the entries sent to this one; in effect once it answers. */
+  /** Starts sweeping the watches heard (and listening, on a channel of its own); in effect once it answers. */
   async start(): Promise<void> {
-    const { broker, node } = this.#deps;
-    this.#stops.push(
-      await broker.subscribe(topicOf('', { broadcast: WATCH_TOPIC }), (publication) => {
-        if (publication.event === APP_GONE_EVENT) {
-          this.#endLocal(publication.data, 'app_deleted');
-          return;
-        }
-        if (publication.event !== WATCH_EVENT) return;
-        const heard = readAnnouncement(publication.data);
-        if (heard && heard.node !== node) this.#heard(heard.node, heard.apps, heard.ttl);
-      }),
-    );
-    this.#stops.push(
-      await broker.subscribe(topicOf('', { node }), (publication) => {
-        if (publication.event === CONSOLE_EVENT) this.#arrived(publication.app, publication.data);
-      }),
-    );
+    await this.#ownChannel?.start();
     // Here, not when made: a server whose start fails leaves no timer behind.
     this.#sweepTimer = setInterval(() => this.#sweep(), Math.max(20, Math.min(1_000, this.#ttlMs / 4)));
     this.#sweepTimer.unref();
@@ -237,7 +232,7 @@ export class ConsoleTap {
     this.#endLocal(app, 'app_deleted');
     try {
       await this.#deps.broker.publish(
-        [{ app: '', broadcast: WATCH_TOPIC, event: APP_GONE_EVENT, data: app }],
+        [{ kind: 'broadcast', message: { type: 'console.app_gone', app } }],
         this.#deps.now(),
       );
     } catch (error) {
@@ -275,13 +270,7 @@ export class ConsoleTap {
     } catch (error) {
       this.#deps.log.warn({ err: error }, 'telling the nodes the live consoles closed failed');
     }
-    for (const stop of this.#stops.splice(0)) {
-      try {
-        await stop();
-      } catch (error) {
-        this.#deps.log.warn({ err: error }, 'ending a live console subscription failed');
-      }
-    }
+    await this.#ownChannel?.close();
   }
 
   /** Says which apps this node watches now, to itself at once and to every node; renewed while any is open. */
@@ -308,10 +297,8 @@ export class ConsoleTap {
     this.#heard(this.#deps.node, apps, this.#ttlMs);
     const announcement: Announcement = { node: this.#deps.node, ttl: this.#ttlMs, apps };
     const out: Outgoing = {
-      app: '',
-      broadcast: WATCH_TOPIC,
-      event: WATCH_EVENT,
-      data: JSON.stringify(announcement),
+      kind: 'broadcast',
+      message: { type: 'console.watch', announcement: JSON.stringify(announcement) },
     };
     await this.#deps.broker.publish([out], this.#deps.now());
   }
@@ -395,7 +382,7 @@ export class ConsoleTap {
       apps.set(app, (apps.get(app) ?? 0) + 1);
       return;
     }
-    this.#outbox.push({ app, node, event: CONSOLE_EVENT, data: json });
+    this.#outbox.push({ kind: 'node', node, app, message: { type: 'console.entry', entry: json } });
     this.#scheduleFlush();
   }
 
@@ -418,7 +405,8 @@ export class ConsoleTap {
         const at = this.#deps.now();
         for (const [node, apps] of this.#overflow) {
           for (const [app, count] of apps) {
-            batch.push({ app, node, event: CONSOLE_EVENT, data: JSON.stringify({ at, kind: 'dropped', count }) });
+            const entry = JSON.stringify({ at, kind: 'dropped', count });
+            batch.push({ kind: 'node', node, app, message: { type: 'console.entry', entry } });
           }
         }
         this.#overflow.clear();

@@ -141,7 +141,10 @@ export class Departures {
       await this.record(app, { type: 'member.left', room, user: member.user });
       try {
         const data = memberChangeData(member, counts.get(`${app}\u0000${room}`));
-        await this.#deps.broker.publish([{ app, room, event: '$member.left', data, presence: true }], this.#deps.now());
+        await this.#deps.broker.publish(
+          [{ kind: 'room', app, room, event: '$member.left', data, presence: true }],
+          this.#deps.now(),
+        );
       } catch (error) {
         this.#deps.log.error({ err: error, app }, 'announcing a departure failed');
       }

@@ -29,7 +29,7 @@ function scene(options: { later?: boolean; watching?: boolean } = {}) {
     broker: {
       publish: (events) => {
         published.push([...events]);
-        const ids = events.map((event, i) => (event.room === undefined ? undefined : `1700000000000-${i + 1}`));
+        const ids = events.map((event, i) => (event.kind !== 'room' ? undefined : `1700000000000-${i + 1}`));
         return options.later ? Promise.resolve(ids) : ids;
       },
       subscribe: () => () => {},
@@ -64,7 +64,18 @@ describe('Emitter.send: a page send goes the emit path', () => {
     const { emitter, published, tapped, reported } = scene();
     expect(emitter.send(send({ keep: [10, 1] }))).toBe('1700000000000-1');
     expect(published).toEqual([
-      [{ app: 'app1', room: 'r', event: 'said', data: '{"a":1}', origin: 'node.1', from: 'ann', keep: [10, 1] }],
+      [
+        {
+          kind: 'room',
+          app: 'app1',
+          room: 'r',
+          event: 'said',
+          data: '{"a":1}',
+          origin: 'node.1',
+          from: 'ann',
+          keep: [10, 1],
+        },
+      ],
     ]);
     // Nothing watches: the console hears nothing; no `w` rule matched: nothing is reported.
     expect(tapped).toEqual([]);
@@ -78,6 +89,7 @@ describe('Emitter.send: a page send goes the emit path', () => {
     expect(await answer).toBe('1700000000000-1');
     expect(reportsAsked).toEqual([{ type: 'emit', room: 'r', event: 'said', data: null }]);
     expect(published[0]?.[0]).toEqual({
+      kind: 'room',
       app: 'app1',
       room: 'r',
       event: 'said',

@@ -1,5 +1,5 @@
 import { type EventIds, type HistoryRule, LIMITS } from '@realtime/protocol';
-import type { App, Broker, MaybePromise, Outgoing } from '../engines/types.js';
+import type { App, Broker, MaybePromise, Outgoing, OutgoingRoomEvent } from '../engines/types.js';
 import { type ConsoleTap, cutData } from './console-tap.js';
 import type { EventSink, SendEvent } from './events.js';
 import type { ValidEvent } from './validate.js';
@@ -74,13 +74,13 @@ export class Emitter {
       const dataBytes =
         event.data.length > SHARE_DATA_ABOVE && event.rooms.length > 1 ? Buffer.from(event.data) : undefined;
       for (const room of event.rooms) {
-        const one: Outgoing = { app, room, event: event.event, data: event.data };
+        const one: OutgoingRoomEvent = { kind: 'room', app, room, event: event.event, data: event.data };
         if (dataBytes) one.dataBytes = dataBytes;
         const keep = event.history.get(room);
         if (keep) one.keep = keep;
         outgoing.push(one);
       }
-      for (const user of event.users) outgoing.push({ app, user, event: event.event, data: event.data });
+      for (const user of event.users) outgoing.push({ kind: 'user', app, user, event: event.event, data: event.data });
     }
     const ids = this.#broker.publish(outgoing, this.#now());
     if (ids instanceof Promise) {
@@ -111,7 +111,7 @@ export class Emitter {
     if (send.keep && !send.app.features.includes('history')) throw new SendRefused('not_included');
     const { room, event, from } = send;
     const app = send.app.key;
-    const outgoing: Outgoing = { app, room, event, data, origin: send.origin };
+    const outgoing: OutgoingRoomEvent = { kind: 'room', app, room, event, data, origin: send.origin };
     if (from !== undefined) outgoing.from = from;
     if (send.keep) outgoing.keep = send.keep;
     const sendEvent: SendEvent = {

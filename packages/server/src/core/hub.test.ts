@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Broker, Publication, PublicationHandler } from '../engines/types.js';
+import type { AskQuestion, Broker, Publication, PublicationHandler, RoomEvent, UserEvent } from '../engines/types.js';
 import type { FrameEncoder } from './frame-encoder.js';
 import { Hub, type Page, type Seat } from './hub.js';
 import { memberChangeData } from './member-windows.js';
@@ -38,7 +38,7 @@ function fakeBroker() {
 
 /** An encoder that writes what it was asked to encode, one fresh buffer per call, and counts its calls. */
 function fakeEncoder() {
-  const calls = { event: [] as Publication[], text: [] as string[], length: 0 };
+  const calls = { event: [] as (RoomEvent | UserEvent)[], text: [] as string[], length: 0 };
   const encoder: FrameEncoder = {
     event(publication) {
       calls.event.push(publication);
@@ -79,8 +79,8 @@ const APP = 'app1';
 const ROOM_TOPIC = `r:${APP}:lobby`;
 const USER_TOPIC = `u:${APP}:ann`;
 
-function roomEvent(id: string, extra: Partial<Publication> = {}): Publication {
-  return { app: APP, room: 'lobby', id, event: 'chat', data: `"${id}"`, ...extra };
+function roomEvent(id: string, extra: Partial<RoomEvent> = {}): RoomEvent {
+  return { kind: 'room', app: APP, room: 'lobby', id, event: 'chat', data: `"${id}"`, ...extra };
 }
 
 afterEach(() => {
@@ -185,7 +185,7 @@ describe('Hub: presence', () => {
     await hub.addSeat(APP, 'lobby', seatOf(page));
 
     const data = memberChangeData({ user: 'ann' }, { count: 2, seq: 1 });
-    deliver(ROOM_TOPIC, { app: APP, room: 'lobby', event: '$member.joined', data });
+    deliver(ROOM_TOPIC, { kind: 'room', app: APP, room: 'lobby', event: '$member.joined', data });
 
     expect(calls.event.map((p) => p.data)).toEqual(['{"user":"ann"}']);
     expect(page.frames).toEqual([Buffer.from('event:$member.joined:{"user":"ann"}')]);
@@ -201,12 +201,14 @@ describe('Hub: presence', () => {
     for (const page of pages) await hub.addSeat(APP, 'lobby', seatOf(page));
 
     deliver(ROOM_TOPIC, {
+      kind: 'room',
       app: APP,
       room: 'lobby',
       event: '$member.joined',
       data: memberChangeData({ user: 'ann' }, { count: 3, seq: 1 }),
     });
     deliver(ROOM_TOPIC, {
+      kind: 'room',
       app: APP,
       room: 'lobby',
       event: '$member.left',
@@ -232,7 +234,7 @@ describe('Hub: user pages', () => {
     const pages = [new FakePage('p1'), new FakePage('p2')];
     for (const page of pages) await hub.addUserPage(APP, 'ann', page);
 
-    deliver(USER_TOPIC, { app: APP, user: 'ann', event: 'note', data: '1' });
+    deliver(USER_TOPIC, { kind: 'user', app: APP, user: 'ann', event: 'note', data: '1' });
 
     expect(calls.event).toHaveLength(1);
     expect(pages[0]?.frames).toEqual([Buffer.from('event:note:1')]);
@@ -247,7 +249,7 @@ describe('Hub: user pages', () => {
     const pages = [new FakePage('p1'), new FakePage('p2')];
     for (const page of pages) await hub.addUserPage(APP, 'ann', page);
 
-    deliver(USER_TOPIC, { app: APP, user: 'ann', event: '$frame', data: '{"t":"ring"}', origin: 'p1' });
+    deliver(USER_TOPIC, { kind: 'user.frame', app: APP, user: 'ann', frame: '{"t":"ring"}', except: 'p1' });
 
     expect(calls.text).toEqual(['{"t":"ring"}']);
     expect(pages[0]?.frames).toEqual([]);
@@ -257,12 +259,20 @@ describe('Hub: user pages', () => {
   it('passes the question of an ask to the ask handler with the user’s pages, encoding nothing', async () => {
     const { broker, deliver } = fakeBroker();
     const { encoder, calls } = fakeEncoder();
-    const asked: [Publication, readonly FakePage[]][] = [];
+    const asked: [AskQuestion, readonly FakePage[]][] = [];
     const hub = new Hub<FakePage>(broker, encoder, (question, pages) => asked.push([question, pages]));
     const page = new FakePage('p1');
     await hub.addUserPage(APP, 'ann', page);
 
-    const question: Publication = { app: APP, user: 'ann', event: 'q', data: '1', ask: 'a1', replyTo: 'n1' };
+    const question: AskQuestion = {
+      kind: 'ask',
+      app: APP,
+      user: 'ann',
+      ask: 'a1',
+      replyTo: 'n1',
+      event: 'q',
+      data: '1',
+    };
     deliver(USER_TOPIC, question);
 
     expect(asked).toEqual([[question, [page]]]);

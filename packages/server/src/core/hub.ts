@@ -1,15 +1,18 @@
 import { isNewerEventId } from '@realtime/protocol';
 import {
+  type AskQuestion,
   type Broker,
   type MemberCount,
-  type Publication,
   type PublicationHandler,
-  topicOf,
+  type RoomEvent,
+  roomTopic,
   type Unsubscribe,
+  type UserEvent,
+  type UserFrame,
+  userTopic,
 } from '../engines/types.js';
 import { type FrameEncoder, wsFrameEncoder } from './frame-encoder.js';
 import { MEMBER_SCALE, type MemberScale, MemberWindow, readMemberChange } from './member-windows.js';
-import { PAGE_FRAME } from './page-signals.js';
 import type { Frame } from './ws-frame.js';
 
 /** A page as the hub sees it: something frames can be handed to. */
@@ -57,7 +60,7 @@ export class Hub<P extends Page = Page> {
   readonly #presence = new Map<string, MemberWindow>();
   #scale: MemberScale = { ...MEMBER_SCALE };
 
-  readonly #asks: (question: Publication, pages: readonly P[]) => void;
+  readonly #asks: (question: AskQuestion, pages: readonly P[]) => void;
 
   /**
    * `encoder` makes the frames (the pages' WebSocket frames unless another is handed in); `asks` takes
@@ -66,7 +69,7 @@ export class Hub<P extends Page = Page> {
   constructor(
     broker: Broker,
     encoder: FrameEncoder = wsFrameEncoder,
-    asks: (question: Publication, pages: readonly P[]) => void = () => {},
+    asks: (question: AskQuestion, pages: readonly P[]) => void = () => {},
   ) {
     this.#broker = broker;
     this.#encoder = encoder;
@@ -88,7 +91,7 @@ export class Hub<P extends Page = Page> {
    * opens at once: its frame carries the newest count to every page.
    */
   largeRoom(app: string, room: string, count: MemberCount): void {
-    const topic = topicOf(app, { room });
+    const topic = roomTopic(app, room);
     const seats = this.#rooms.get(topic)?.members;
     if (!seats) return;
     const window = this.#windowOf(topic);
@@ -104,17 +107,14 @@ export class Hub<P extends Page = Page> {
    * with the seat taken out again, when the subscription failed.
    */
   addSeat(app: string, room: string, seat: Seat): Promise<void> {
-    return this.#add(
-      this.#rooms,
-      topicOf(app, { room }),
-      seat,
-      (seats) => (publication) => this.#roomPublication(seats, publication),
-    );
+    return this.#add(this.#rooms, roomTopic(app, room), seat, (seats) => (publication) => {
+      if (publication.kind === 'room') this.#roomPublication(seats, publication);
+    });
   }
 
   /** Removes a seat; the room's subscription ends with its last seat here. */
   removeSeat(app: string, room: string, seat: Seat): Promise<void> {
-    const topic = topicOf(app, { room });
+    const topic = roomTopic(app, room);
     const removed = this.#remove(this.#rooms, topic, seat);
     if (!this.#rooms.has(topic)) {
       // No page here any more: the window's changes have nobody to go to.
@@ -125,15 +125,15 @@ export class Hub<P extends Page = Page> {
     return removed;
   }
 
-  #roomPublication(seats: Set<Seat>, publication: Publication): void {
+  #roomPublication(seats: Set<Seat>, publication: RoomEvent): void {
     const presence =
       publication.id === undefined && (publication.event === '$member.joined' || publication.event === '$member.left');
-    const change = presence && publication.room !== undefined ? readMemberChange(publication) : undefined;
-    if (!change || publication.room === undefined) {
+    const change = presence ? readMemberChange(publication) : undefined;
+    if (!change) {
       fanOutRoom(seats, publication, this.#encoder);
       return;
     }
-    const topic = topicOf(publication.app, { room: publication.room });
+    const topic = roomTopic(publication.app, publication.room);
     const window = this.#windowOf(topic);
     window.note(change.count);
     if (!window.large && window.count > this.#scale.threshold) window.large = true;
@@ -171,15 +171,15 @@ export class Hub<P extends Page = Page> {
 
   /** Adds a user's page; resolves once the user's subscription is confirmed (see addSeat). */
   addUserPage(app: string, user: string, page: P): Promise<void> {
-    return this.#add(this.#users, topicOf(app, { user }), page, (pages) => (publication) => {
-      if (publication.ask !== undefined) this.#asks(publication, [...pages]);
-      else if (publication.event === PAGE_FRAME) fanOutPageFrame(pages, publication, this.#encoder);
-      else fanOutUser(pages, publication, this.#encoder);
+    return this.#add(this.#users, userTopic(app, user), page, (pages) => (publication) => {
+      if (publication.kind === 'user') fanOutUser(pages, publication, this.#encoder);
+      else if (publication.kind === 'user.frame') fanOutPageFrame(pages, publication, this.#encoder);
+      else if (publication.kind === 'ask') this.#asks(publication, [...pages]);
     });
   }
 
   removeUserPage(app: string, user: string, page: P): Promise<void> {
-    return this.#remove(this.#users, topicOf(app, { user }), page);
+    return this.#remove(this.#users, userTopic(app, user), page);
   }
 
   async #add<T>(
@@ -221,7 +221,7 @@ export class Hub<P extends Page = Page> {
 
   /** The open pages of a user in this process. */
   pagesOf(app: string, user: string): P[] {
-    const entry = this.#users.get(topicOf(app, { user }));
+    const entry = this.#users.get(userTopic(app, user));
     return entry ? [...entry.members] : [];
   }
 
@@ -230,7 +230,7 @@ export class Hub<P extends Page = Page> {
   }
 }
 
-function fanOutRoom(seats: Set<Seat>, publication: Publication, encoder: FrameEncoder): void {
+function fanOutRoom(seats: Set<Seat>, publication: RoomEvent, encoder: FrameEncoder): void {
   fanOutFrame(seats, encoder.event(publication), publication.id, publication.origin, encoder);
 }
 
@@ -264,12 +264,12 @@ function fanOutFrame(
 }
 
 /** A frame of a feature (a call's ring) for a user's pages here, but the one it came from. */
-function fanOutPageFrame(pages: Set<Page>, publication: Publication, encoder: FrameEncoder): void {
-  const frame = encoder.text(publication.data);
-  for (const page of pages) if (page.id !== publication.origin) page.deliver(frame);
+function fanOutPageFrame(pages: Set<Page>, publication: UserFrame, encoder: FrameEncoder): void {
+  const frame = encoder.text(publication.frame);
+  for (const page of pages) if (page.id !== publication.except) page.deliver(frame);
 }
 
-function fanOutUser(pages: Set<Page>, publication: Publication, encoder: FrameEncoder): void {
+function fanOutUser(pages: Set<Page>, publication: UserEvent, encoder: FrameEncoder): void {
   const frame = encoder.event(publication);
   for (const page of pages) page.deliver(frame);
 }

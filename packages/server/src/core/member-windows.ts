@@ -1,5 +1,5 @@
 import type { Member } from '@realtime/protocol';
-import type { MemberCount, Publication } from '../engines/types.js';
+import type { MemberCount, RoomEvent } from '../engines/types.js';
 
 /**
  * How presence scales (docs/protocol.md, "Large presence rooms"). Up to `threshold` members a room
@@ -50,7 +50,7 @@ export function memberChangeData(member: Member, count: MemberCount | undefined)
 }
 
 /** Reads a presence publication; a bare member (as older nodes sent) has no count. */
-export function readMemberChange(publication: Publication): MemberChange | undefined {
+export function readMemberChange(publication: RoomEvent): MemberChange | undefined {
   let value: unknown;
   try {
     value = JSON.parse(publication.data);

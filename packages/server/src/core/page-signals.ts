@@ -1,20 +1,18 @@
 import type { Logger } from 'pino';
 import { nodeOfPage } from '../engines/node-id.js';
-import { type Broker, topicOf, type Unsubscribe } from '../engines/types.js';
+import type { Broker } from '../engines/types.js';
 import type { Page } from './hub.js';
+import type { NodeChannel } from './node-channel.js';
 import { frameString } from './ws-frame.js';
 
-/** The event name of a page frame in a publication: `data` is the whole frame, handed on as is. */
-export const PAGE_FRAME = '$frame';
-
-/** The event name prefix of a message for a node's feature service (see `toNode`). */
-const NODE_MESSAGE = '$node.';
-
-export type NodeMessageHandler = (app: string, data: string) => void;
+/** Takes a feature's message to this node: the app and the message's JSON text. */
+export type ServiceMessageHandler = (app: string, data: string) => void;
 
 export interface PageSignalsDeps {
   node: string;
   broker: Broker;
+  /** Where page frames and services' messages for this node arrive. */
+  channel: NodeChannel;
   log: Logger;
   now: () => number;
   /** The open page of this id on this node. */
@@ -23,28 +21,17 @@ export interface PageSignalsDeps {
 
 /**
  * Frames of the page protocol for pages wherever they are: to one page (on this node at once, else
- * through its node's topic) or to every open page of a user (through the user's topic, which the
+ * through its node's channel) or to every open page of a user (through the user's topic, which the
  * hub fans out). Calls, groups and streams signal through here; what they send is theirs.
  */
 export class PageSignals {
   readonly #deps: PageSignalsDeps;
-  readonly #nodeHandlers = new Map<string, NodeMessageHandler>();
-  #unsubscribe: Unsubscribe | undefined;
+  readonly #services = new Map<string, ServiceMessageHandler>();
 
   constructor(deps: PageSignalsDeps) {
     this.#deps = deps;
-  }
-
-  /** Listens for page frames sent to this node's pages; resolves once the subscription is in effect. */
-  async start(): Promise<void> {
-    this.#unsubscribe = await this.#deps.broker.subscribe(topicOf('', { node: this.#deps.node }), (publication) => {
-      if (publication.event !== PAGE_FRAME) {
-        this.#nodeMessage(publication.event, publication.app, publication.data);
-        return;
-      }
-      if (publication.page === undefined) return;
-      this.#deps.page(publication.page)?.deliver(frameString(publication.data));
-    });
+    deps.channel.on('page.frame', (message) => this.#deps.page(message.page)?.deliver(frameString(message.frame)));
+    deps.channel.on('service', (message, app) => this.#serviceMessage(message.service, app, message.data));
   }
 
   /** A frame for one page; a page that is gone by then misses it. Rejects with a StoreError when it could not be sent. */
@@ -55,49 +42,44 @@ export class PageSignals {
       this.#deps.page(page)?.deliver(frameString(text));
       return;
     }
-    await this.#deps.broker.publish([{ app, node, page, event: PAGE_FRAME, data: text }], this.#deps.now());
+    const message = { type: 'page.frame', page, frame: text } as const;
+    await this.#deps.broker.publish([{ kind: 'node', node, app, message }], this.#deps.now());
   }
 
   /** A frame for every open page of a user, on every node, but `except`. Rejects with a StoreError when it could not be sent. */
   async toUser(app: string, user: string, frame: object, except?: string): Promise<void> {
-    const outgoing = { app, user, event: PAGE_FRAME, data: JSON.stringify(frame) };
+    const outgoing = { kind: 'user.frame', app, user, frame: JSON.stringify(frame) } as const;
+    await this.#deps.broker.publish([except === undefined ? outgoing : { ...outgoing, except }], this.#deps.now());
+  }
+
+  /**
+   * Handles messages of one service sent to this node with `toNode` (a stream's viewer signals go to
+   * the node that runs its forwarding unit). The handler gets the message's JSON text.
+   */
+  onNodeMessage(service: string, handler: ServiceMessageHandler): void {
+    this.#services.set(service, handler);
+  }
+
+  /** A message for a feature's service on one node. Rejects with a StoreError when it could not be sent. */
+  async toNode(app: string, node: string, service: string, message: object): Promise<void> {
+    const data = JSON.stringify(message);
+    if (node === this.#deps.node) {
+      this.#serviceMessage(service, app, data);
+      return;
+    }
     await this.#deps.broker.publish(
-      [except === undefined ? outgoing : { ...outgoing, origin: except }],
+      [{ kind: 'node', node, app, message: { type: 'service', service, data } }],
       this.#deps.now(),
     );
   }
 
-  /**
-   * Handles messages of one kind sent to this node with `toNode` (a stream's viewer signals go to
-   * the node that runs its forwarding unit). The handler gets the message's JSON text.
-   */
-  onNodeMessage(kind: string, handler: NodeMessageHandler): void {
-    this.#nodeHandlers.set(NODE_MESSAGE + kind, handler);
-  }
-
-  /** A message for a feature's service on one node. Rejects with a StoreError when it could not be sent. */
-  async toNode(app: string, node: string, kind: string, message: object): Promise<void> {
-    const data = JSON.stringify(message);
-    if (node === this.#deps.node) {
-      this.#nodeMessage(NODE_MESSAGE + kind, app, data);
-      return;
-    }
-    await this.#deps.broker.publish([{ app, node, event: NODE_MESSAGE + kind, data }], this.#deps.now());
-  }
-
-  #nodeMessage(event: string, app: string, data: string): void {
-    const handler = this.#nodeHandlers.get(event);
+  #serviceMessage(service: string, app: string, data: string): void {
+    const handler = this.#services.get(service);
     if (!handler) return;
     try {
       handler(app, data);
     } catch (error) {
-      this.#deps.log.error({ err: error, event }, 'a node message handler failed');
+      this.#deps.log.error({ err: error, service }, 'a node message handler failed');
     }
-  }
-
-  async close(): Promise<void> {
-    const stop = this.#unsubscribe;
-    this.#unsubscribe = undefined;
-    if (stop) await stop();
   }
 }

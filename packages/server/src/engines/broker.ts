@@ -1,44 +1,92 @@
 import type { HistoryRule } from '@realtime/protocol';
 import type { MaybePromise } from './maybe-promise.js';
 
-/** An event on its way to pages: to a room (with its id) or to a user's pages. */
-export interface Publication {
+/**
+ * What travels between nodes, by `kind`: to a room's pages, to a user's pages (an event, a page frame
+ * or an ask's question), to one node, or to every node. Each kind has its topic (see topicOf).
+ */
+export type Publication = RoomEvent | UserEvent | UserFrame | AskQuestion | NodePublication | BroadcastPublication;
+
+/** An event to every page in a room. */
+export interface RoomEvent {
+  kind: 'room';
   app: string;
-  /**
-   * Exactly one of room, user, node or broadcast is set. A node is addressed by the answers to its
-   * asks (see `ask`), which are not page events.
-   */
-  room?: string;
-  user?: string;
-  node?: string;
-  /**
-   * A broadcast topic's name: every node subscribed to it gets the publication (the service's own
-   * messages between nodes, such as which apps a live console watches; never a page event).
-   */
-  broadcast?: string;
-  /**
-   * With `node`: the page there a page frame is for. A page frame (`event` `$frame`, to a user or a
-   * page) is a whole frame of the page protocol in `data`, handed to the page as is.
-   */
-  page?: string;
+  room: string;
   event: string;
   /** JSON text of the data, encoded once by the emitter. */
   data: string;
   /** The same as UTF-8 bytes, for large data: encoded once and shared by every room's frame. */
   dataBytes?: Buffer;
-  /** Every room event has one, from the room's rising sequence; presence changes and user events do not. */
+  /** From the room's rising sequence; presence changes (`$member.*`) have none. */
   id?: string;
   from?: string;
   /** The page that sent it (page sends), which does not receive its own event. */
   origin?: string;
-  /**
-   * An ask: to a user (`event`, `data` are the question; the user's pages on every node get it and
-   * answer `replyTo`), or an answer to a node (`event` `$reply` with the reply's data, or `$decline`).
-   */
-  ask?: string;
-  /** An ask's node: where its pages' answers go. */
-  replyTo?: string;
 }
+
+/** An event to every open page of a user (no id: not part of any sequence). */
+export interface UserEvent {
+  kind: 'user';
+  app: string;
+  user: string;
+  event: string;
+  data: string;
+  dataBytes?: Buffer;
+}
+
+/** A whole frame of the page protocol (a call's ring) for every open page of a user but `except`, as is. */
+export interface UserFrame {
+  kind: 'user.frame';
+  app: string;
+  user: string;
+  frame: string;
+  except?: string;
+}
+
+/** An ask's question to a user's pages on every node; their answers go to node `replyTo`. */
+export interface AskQuestion {
+  kind: 'ask';
+  app: string;
+  user: string;
+  ask: string;
+  replyTo: string;
+  event: string;
+  data: string;
+}
+
+/** The service's own message to one node (never a page event as such). */
+export interface NodePublication {
+  kind: 'node';
+  node: string;
+  app: string;
+  message: NodeMessage;
+}
+
+/** What a node is told, by `type`. */
+export type NodeMessage =
+  /** A whole frame of the page protocol for one page there, handed to it as is. */
+  | { type: 'page.frame'; page: string; frame: string }
+  /** A feature service's message (a viewer's signal for the node of its stream's unit): JSON text. */
+  | { type: 'service'; service: string; data: string }
+  /** A page's reply to one of the node's asks: the reply's JSON text. */
+  | { type: 'ask.reply'; ask: string; data: string }
+  /** A page that will not answer one of the node's asks. */
+  | { type: 'ask.decline'; ask: string }
+  /** A live console entry for the node's consoles: its JSON text. */
+  | { type: 'console.entry'; entry: string };
+
+/** The service's own message to every node. */
+export interface BroadcastPublication {
+  kind: 'broadcast';
+  message: BroadcastMessage;
+}
+
+/** What every node is told, by `type`. */
+export type BroadcastMessage =
+  /** Which apps a node's live consoles watch: the announcement's JSON text. */
+  | { type: 'console.watch'; announcement: string }
+  /** An app was deleted: every node ends its consoles. */
+  | { type: 'console.app_gone'; app: string };
 
 /** A webhook event stored in the same step as a room event: its JSON text, cut where the event's id goes. */
 export interface Report {
@@ -46,15 +94,18 @@ export interface Report {
   after: string;
 }
 
-/** What is handed to `Broker.publish`: a publication before it has its id, and what to store with it. */
-export interface Outgoing extends Omit<Publication, 'id'> {
-  /** Room events: keep it in the room's history under this rule. */
+/** A room event before it has its id, and what to store with it. */
+export interface OutgoingRoomEvent extends Omit<RoomEvent, 'id'> {
+  /** Keep it in the room's history under this rule. */
   keep?: HistoryRule;
-  /** Room events: the webhook event to store with it (a page send the token reports). */
+  /** The webhook event to store with it (a page send the token reports). */
   report?: Report;
   /** A presence change (`$member.*`): no id, nothing stored, not part of the room's sequence. */
   presence?: true;
 }
+
+/** What is handed to `Broker.publish`: room events before their ids, the other kinds as they go. */
+export type Outgoing = OutgoingRoomEvent | Exclude<Publication, RoomEvent>;
 
 export type PublicationHandler = (publication: Publication) => void;
 
@@ -92,16 +143,36 @@ export interface Broker {
   close(): MaybePromise<void>;
 }
 
-/**
- * Topic of a publication: one per room and one per user, per app, one per node, and one per broadcast
- * name (every node that subscribed). App keys hold no ':'.
- */
-export function topicOf(
-  app: string,
-  target: { room?: string; user?: string; node?: string; broadcast?: string },
-): string {
-  if (target.room !== undefined) return `r:${app}:${target.room}`;
-  if (target.node !== undefined) return `n:${target.node}`;
-  if (target.broadcast !== undefined) return `b:${target.broadcast}`;
-  return `u:${app}:${target.user ?? ''}`;
+/** The topic of a room's events. App keys hold no ':'. */
+export function roomTopic(app: string, room: string): string {
+  return `r:${app}:${room}`;
+}
+
+/** The topic of a user's events, page frames and asks' questions. */
+export function userTopic(app: string, user: string): string {
+  return `u:${app}:${user}`;
+}
+
+/** The topic of one node's messages. */
+export function nodeTopic(node: string): string {
+  return `n:${node}`;
+}
+
+/** The one topic of messages to every node (each subscribes once). */
+export const BROADCAST_TOPIC = 'b';
+
+/** Where a publication goes: its kind's topic. */
+export function topicOf(publication: Publication | Outgoing): string {
+  switch (publication.kind) {
+    case 'room':
+      return roomTopic(publication.app, publication.room);
+    case 'user':
+    case 'user.frame':
+    case 'ask':
+      return userTopic(publication.app, publication.user);
+    case 'node':
+      return nodeTopic(publication.node);
+    case 'broadcast':
+      return BROADCAST_TOPIC;
+  }
 }

@@ -7,8 +7,24 @@
  * This file only gathers them, so a caller may import every seam from one place.
  */
 export type { App, AppStore, RateLimit } from './app-store.js';
-export type { Broker, Outgoing, Publication, PublicationHandler, Report, Unsubscribe } from './broker.js';
-export { topicOf } from './broker.js';
+export type {
+  AskQuestion,
+  BroadcastMessage,
+  BroadcastPublication,
+  Broker,
+  NodeMessage,
+  NodePublication,
+  Outgoing,
+  OutgoingRoomEvent,
+  Publication,
+  PublicationHandler,
+  Report,
+  RoomEvent,
+  Unsubscribe,
+  UserEvent,
+  UserFrame,
+} from './broker.js';
+export { BROADCAST_TOPIC, nodeTopic, roomTopic, topicOf, userTopic } from './broker.js';
 export type { CallRecord, CallStore } from './call-store.js';
 export type { DashboardSessionStore } from './dashboard-session-store.js';
 export type { Engine } from './engine.js';

@@ -22,9 +22,13 @@ export function countedBroker(broker: Broker, metrics: Metrics): Broker {
     publish(events, nowMs) {
       let kept = 0;
       for (const event of events) {
+        if (event.kind !== 'room') {
+          // Publications to users and nodes count as the API's to users, as they always have.
+          count('user api');
+          continue;
+        }
         if (event.keep) kept++;
-        if (event.room === undefined) count('user api');
-        else if (event.origin !== undefined) count('room page');
+        if (event.origin !== undefined) count('room page');
         else if (event.event.startsWith('$')) count('room service');
         else count('room api');
       }

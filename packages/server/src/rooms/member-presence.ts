@@ -40,7 +40,7 @@ export async function publishMember(
   }
   const data = memberChangeData(member, after);
   try {
-    await deps.broker.publish([{ app, room, event, data, presence: true }], deps.now());
+    await deps.broker.publish([{ kind: 'room', app, room, event, data, presence: true }], deps.now());
   } catch (error) {
     // The change holds in the store; the room's pages on a node cut off from the broker resume on its gap.
     deps.log.error({ err: error, page: page.id }, 'announcing a presence change failed');

@@ -1,6 +1,6 @@
 import { encodeEvent } from '../core/frame-encoder.js';
 import type { Frame } from '../core/ws-frame.js';
-import type { HistoryPage, KeptEvent, Publication, ResumeResult } from '../engines/types.js';
+import type { HistoryPage, KeptEvent, ResumeResult, RoomEvent } from '../engines/types.js';
 import { REPLAY_PAGE } from './history-read.js';
 import type { RoomServiceDeps } from './room-deps.js';
 import { isClosed, type RoomPage } from './room-page.js';
@@ -10,7 +10,7 @@ const LARGE_DATA = 64 * 1024;
 
 /** A kept event's frame: the same encoding as a live one (the hub's), so a page cannot tell them apart. */
 export function keptFrame(app: string, room: string, kept: KeptEvent): Frame {
-  const publication: Publication = { app, room, id: kept.id, event: kept.event, data: kept.data };
+  const publication: RoomEvent = { kind: 'room', app, room, id: kept.id, event: kept.event, data: kept.data };
   if (kept.from !== undefined) publication.from = kept.from;
   if (kept.data.length > LARGE_DATA) publication.dataBytes = Buffer.from(kept.data);
   return encodeEvent(publication);

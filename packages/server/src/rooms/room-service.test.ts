@@ -125,7 +125,7 @@ function scene(options: { features?: Feature[]; app?: App | undefined } = {}) {
     hub,
     broker: {
       publish: (events) => {
-        for (const event of events) log.push(`publish ${event.event}`);
+        for (const event of events) log.push(`publish ${event.kind === 'room' ? event.event : event.kind}`);
         published.push(...events);
         return events.map(() => undefined);
       },
@@ -243,7 +243,14 @@ describe('join: seat, occupancy, history and replay', () => {
     const page = fakePage(app);
     const live = (id: string | undefined, event: string) => ({
       id,
-      frame: encodeEvent({ app: app.key, room: 'r', event, data: '0', ...(id === undefined ? {} : { id }) }),
+      frame: encodeEvent({
+        kind: 'room',
+        app: app.key,
+        room: 'r',
+        event,
+        data: '0',
+        ...(id === undefined ? {} : { id }),
+      }),
     });
     history.since = () => {
       // Seated already: live frames wait in the seat while history is read.
@@ -332,8 +339,15 @@ describe('join: presence', () => {
     });
     // Announced after joined: the page's own member.joined never comes before its joined.
     expect(log).toEqual(['record room.occupied', 'send joined', 'record member.joined', 'publish $member.joined']);
-    expect(published[0]).toMatchObject({ app: 'app1', room: 'r', event: '$member.joined', presence: true });
-    expect(JSON.parse(published[0]?.data ?? '')).toMatchObject({ member: { user: 'ann' }, count: 1 });
+    expect(published[0]).toMatchObject({
+      kind: 'room',
+      app: 'app1',
+      room: 'r',
+      event: '$member.joined',
+      presence: true,
+    });
+    const [change] = published;
+    expect(JSON.parse(change?.kind === 'room' ? change.data : '')).toMatchObject({ member: { user: 'ann' }, count: 1 });
 
     await rooms.join(page, { t: 'join', ref: 2, room: 'r', token: token({ room: 'r' }) });
     expect(log.slice(4)).toEqual(['record member.left', 'publish $member.left', 'send joined']);

@@ -1,33 +1,36 @@
 import { describe, expect, it } from 'vitest';
-import { type Publication, topicOf } from '../types.js';
+import { type Publication, type RoomEvent, roomTopic, userTopic } from '../types.js';
 import { MemoryFanout } from './fanout.js';
 
 // The embedded broker delivers through MemoryFanout; the broker contract covers it through the engine
 // (embedded-broker.test.ts). These are the fan-out's own promises: inline, in subscription order.
+/** The data of a room or user event. */
+const dataOf = (p: Publication): string => (p.kind === 'room' || p.kind === 'user' ? p.data : p.kind);
+
 describe('MemoryFanout', () => {
-  const lobby: Publication = { app: 'app1', room: 'lobby', event: 'e', data: '1', id: '1-0' };
+  const lobby: RoomEvent = { kind: 'room', app: 'app1', room: 'lobby', event: 'e', data: '1', id: '1-0' };
 
   it('calls the topic handlers inline, in subscription order, with the publication as given', () => {
     const fanout = new MemoryFanout();
     const calls: string[] = [];
     const got: Publication[] = [];
-    fanout.subscribe(topicOf('app1', { room: 'lobby' }), (p) => {
+    fanout.subscribe(roomTopic('app1', 'lobby'), (p) => {
       calls.push('first');
       got.push(p);
     });
-    fanout.subscribe(topicOf('app1', { room: 'lobby' }), () => calls.push('second'));
-    fanout.subscribe(topicOf('app1', { user: 'lobby' }), () => calls.push('user'));
+    fanout.subscribe(roomTopic('app1', 'lobby'), () => calls.push('second'));
+    fanout.subscribe(userTopic('app1', 'lobby'), () => calls.push('user'));
     fanout.publish(lobby);
     expect(calls).toEqual(['first', 'second']);
     expect(got[0]).toBe(lobby);
-    fanout.publish({ app: 'app1', user: 'lobby', event: 'e', data: '2' });
+    fanout.publish({ kind: 'user', app: 'app1', user: 'lobby', event: 'e', data: '2' });
     expect(calls).toEqual(['first', 'second', 'user']);
   });
 
   it('counts the same handler twice as two subscriptions, each ended by its own stop, any number of times', () => {
     const fanout = new MemoryFanout();
     const seen: string[] = [];
-    const handler = (p: Publication) => seen.push(p.data);
+    const handler = (p: Publication) => seen.push(dataOf(p));
     const first = fanout.subscribe('r:app1:lobby', handler);
     const second = fanout.subscribe('r:app1:lobby', handler);
     fanout.publish({ ...lobby, data: 'a' });
@@ -50,12 +53,12 @@ describe('MemoryFanout', () => {
     let stopSelf = () => {};
     let stopLater = () => {};
     stopSelf = fanout.subscribe('r:app1:lobby', (p) => {
-      seen.push(`self ${p.data}`);
+      seen.push(`self ${dataOf(p)}`);
       stopSelf();
       stopLater();
     });
-    stopLater = fanout.subscribe('r:app1:lobby', (p) => seen.push(`later ${p.data}`));
-    const witness = fanout.subscribe('r:app1:lobby', (p) => seen.push(`witness ${p.data}`));
+    stopLater = fanout.subscribe('r:app1:lobby', (p) => seen.push(`later ${dataOf(p)}`));
+    const witness = fanout.subscribe('r:app1:lobby', (p) => seen.push(`witness ${dataOf(p)}`));
     fanout.publish({ ...lobby, data: '1' });
     fanout.publish({ ...lobby, data: '2' });
     witness();
@@ -65,11 +68,11 @@ describe('MemoryFanout', () => {
   it('delivers nothing once closed, and takes new subscriptions after', () => {
     const fanout = new MemoryFanout();
     const seen: string[] = [];
-    const stop = fanout.subscribe('r:app1:lobby', (p) => seen.push(p.data));
+    const stop = fanout.subscribe('r:app1:lobby', (p) => seen.push(dataOf(p)));
     fanout.close();
     fanout.publish({ ...lobby, data: 'gone' });
     stop();
-    fanout.subscribe('r:app1:lobby', (p) => seen.push(p.data));
+    fanout.subscribe('r:app1:lobby', (p) => seen.push(dataOf(p)));
     fanout.publish({ ...lobby, data: 'new' });
     expect(seen).toEqual(['new']);
   });

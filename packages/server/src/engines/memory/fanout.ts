@@ -9,7 +9,7 @@ export class MemoryFanout {
   readonly #topics = new Map<string, Set<{ handler: PublicationHandler }>>();
 
   publish(publication: Publication): void {
-    const subscriptions = this.#topics.get(topicOf(publication.app, publication));
+    const subscriptions = this.#topics.get(topicOf(publication));
     if (!subscriptions) return;
     for (const subscription of subscriptions) subscription.handler(publication);
   }

@@ -2,13 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { brokerContract, waitFor } from '../contract/broker.contract.js';
 import { compareEventIds, parseEventId } from '../event-id.js';
-import { type Outgoing, type Publication, topicOf } from '../types.js';
+import { nodeTopic, type Outgoing, type Publication, roomTopic, userTopic } from '../types.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
 import { RedisWebhookStore } from './webhooks.js';
 
 const T0 = 1_700_000_000_000;
+
+const idOf = (p: Publication): string | undefined => (p.kind === 'room' ? p.id : undefined);
+const dataOf = (p: Publication): string => (p.kind === 'room' || p.kind === 'user' ? p.data : '');
 
 let redis: TestRedis;
 
@@ -56,7 +59,7 @@ describe('RedisBroker across nodes', () => {
         const perNode: Publication[][] = [];
         for (const broker of brokers) {
           const got: Publication[] = [];
-          await broker.subscribe(topicOf('app1', { room }), (p) => got.push(p));
+          await broker.subscribe(roomTopic('app1', room), (p) => got.push(p));
           perNode.push(got);
         }
         inboxes.set(room, perNode);
@@ -67,6 +70,7 @@ describe('RedisBroker across nodes', () => {
         for (const [b, broker] of brokers.entries()) {
           // A batch touching every room, some kept, with a clock that differs per node.
           const events: Outgoing[] = rooms.map((room, r) => ({
+            kind: 'room',
             app: 'app1',
             room,
             event: 'e',
@@ -82,16 +86,18 @@ describe('RedisBroker across nodes', () => {
       for (const room of rooms) {
         const perNode = inboxes.get(room) ?? [];
         for (const got of perNode) await waitFor(`${room} complete`, () => got.length === rounds * brokers.length);
-        const order = perNode[0]?.map((p) => p.id) ?? [];
+        const order = perNode[0]?.map(idOf) ?? [];
         for (let i = 1; i < order.length; i++) {
           const before = parseEventId(order[i - 1] ?? '');
           const after = parseEventId(order[i] ?? '');
           expect(before && after && compareEventIds(before, after) < 0).toBe(true);
         }
-        for (const got of perNode) expect(got.map((p) => p.id)).toEqual(order);
+        for (const got of perNode) expect(got.map(idOf)).toEqual(order);
         // Each node's batches arrive in the order it sent them.
         for (const b of [0, 1, 2]) {
-          const mine = perNode[0]?.map((p) => JSON.parse(p.data) as { b: number; n: number }).filter((d) => d.b === b);
+          const mine = perNode[0]
+            ?.map((p) => JSON.parse(dataOf(p)) as { b: number; n: number })
+            .filter((d) => d.b === b);
           expect(mine?.map((d) => d.n)).toEqual(Array.from({ length: rounds }, (_, n) => n));
         }
       }
@@ -107,17 +113,30 @@ describe('RedisBroker across nodes', () => {
       const [here, there] = brokers;
       const questions: Publication[] = [];
       const answers: Publication[] = [];
-      await there.subscribe(topicOf('app1', { user: 'ann' }), (p) => questions.push(p));
-      await here.subscribe(topicOf('app1', { node: 'node-a' }), (p) => answers.push(p));
-      const ask: Outgoing = { app: 'app1', user: 'ann', event: 'pick', data: '{"q":1}', ask: 'q-1', replyTo: 'node-a' };
+      await there.subscribe(userTopic('app1', 'ann'), (p) => questions.push(p));
+      await here.subscribe(nodeTopic('node-a'), (p) => answers.push(p));
+      const ask: Outgoing = {
+        kind: 'ask',
+        app: 'app1',
+        user: 'ann',
+        ask: 'q-1',
+        replyTo: 'node-a',
+        event: 'pick',
+        data: '{"q":1}',
+      };
       expect(await here.publish([ask], T0)).toEqual([undefined]);
       await waitFor('the ask', () => questions.length === 1);
       expect(questions).toEqual([ask]);
-      const reply: Outgoing = { app: 'app1', node: 'node-a', event: '$reply', data: '"yes"', ask: 'q-1', from: 'ann' };
+      const reply: Outgoing = {
+        kind: 'node',
+        node: 'node-a',
+        app: 'app1',
+        message: { type: 'ask.reply', ask: 'q-1', data: '"yes"' },
+      };
       await there.publish([reply], T0);
       await waitFor('the answer', () => answers.length === 1);
       expect(answers).toEqual([reply]);
-      expect(Object.keys(answers[0] ?? {}).sort()).toEqual(['app', 'ask', 'data', 'event', 'from', 'node']);
+      expect(Object.keys(answers[0] ?? {}).sort()).toEqual(['app', 'kind', 'message', 'node']);
     } finally {
       await cleanup();
     }
@@ -126,15 +145,13 @@ describe('RedisBroker across nodes', () => {
   it('shares one Redis subscription among the local subscriptions to a topic', async () => {
     const { one, brokers, cleanup } = await twoNodes(uniquePrefix('shared'));
     try {
-      const channel = `${one.prefix}${topicOf('app1', { room: 'lobby' })}`;
+      const channel = `${one.prefix}${roomTopic('app1', 'lobby')}`;
       const count = async () => {
         const reply = (await one.call((r) => r.pubsub('NUMSUB', channel))) as unknown[];
         return Number(reply[1]);
       };
       const stops = await Promise.all(
-        [0, 1, 2, 3].map((i) =>
-          (brokers[i % 2] as RedisBroker).subscribe(topicOf('app1', { room: 'lobby' }), () => {}),
-        ),
+        [0, 1, 2, 3].map((i) => (brokers[i % 2] as RedisBroker).subscribe(roomTopic('app1', 'lobby'), () => {})),
       );
       // One per node, however many local subscriptions.
       expect(await count()).toBe(2);

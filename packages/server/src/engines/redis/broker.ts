@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { Broker, Outgoing, PublicationHandler, Unsubscribe } from '../types.js';
+import type { Broker, Outgoing, OutgoingRoomEvent, PublicationHandler, Unsubscribe } from '../types.js';
 import { topicOf } from '../types.js';
 import { type RedisArg, type RedisClient, type Script, toStoreError } from './client.js';
 import { roomKeys, waitingAppsKey, waitingKey } from './keys.js';
-import { decodePublication, headerAroundId, headerWithoutId } from './publication-codec.js';
+import { decodePublication, encodePublication } from './publication-codec.js';
 import { ROOM_LUA } from './room-lua.js';
 
 /** Arguments per event in the publish script (after gen, epoch, now, count). */
@@ -11,9 +11,10 @@ const FIELDS = 15;
 
 /**
  * One call of Broker.publish. Per event (FIELDS arguments from 5 + n * FIELDS):
- * kind (k: kept room event, r: room event not kept, p: presence change, u: user event), the room's
- * first key, channel, header head (the whole header for p/u), header tail, data, event, limit,
- * hours in ms, from, has-from, report before, report after, waiting key index (0: no report), app.
+ * kind (k: kept room event, r: room event not kept, p: presence change, u: any other publication),
+ * the room's first key, channel, header head (the whole header for p/u; see publication-codec.ts),
+ * header tail, data (the body for p/u), event, limit, hours in ms, from, has-from, report before,
+ * report after, waiting key index (0: no report), app.
  * Everything is stored first, then everything is published, so a failure stores nothing and
  * publishes nothing (Redis refuses a script for lack of memory at its first write, before any).
  * Answers the ids, nil for p and u.
@@ -57,7 +58,7 @@ for _, message in ipairs(out) do redis.call('publish', message[1], message[2]) e
 return ids`;
 
 /** The data as sent: the bytes when the emitter already has them (large data, encoded once). */
-const dataOf = (event: Outgoing): string | Buffer => event.dataBytes ?? event.data;
+const dataOf = (event: OutgoingRoomEvent): string | Buffer => event.dataBytes ?? event.data;
 
 interface Subscription {
   handler: PublicationHandler;
@@ -127,30 +128,14 @@ export class RedisBroker implements Broker {
     const waitingIndex = new Map<string, number>();
     const args: RedisArg[] = [this.#client.generation, this.#client.newEpoch(), Math.floor(nowMs), events.length];
     for (const event of events) {
-      const channel = prefix + topicOf(event.app, event);
-      const from = event.from ?? '';
-      const hasFrom = event.from === undefined ? '0' : '1';
-      if (event.room === undefined || event.presence) {
-        const kind = event.room === undefined ? 'u' : 'p';
-        args.push(
-          kind,
-          0,
-          channel,
-          headerWithoutId(event),
-          '',
-          event.data,
-          event.event,
-          0,
-          0,
-          from,
-          hasFrom,
-          '',
-          '',
-          0,
-          '',
-        );
+      const channel = prefix + topicOf(event);
+      if (event.kind !== 'room' || event.presence) {
+        const { head, body } = encodePublication(event);
+        args.push(event.kind === 'room' ? 'p' : 'u', 0, channel, head, '', body, '', 0, 0, '', '0', '', '', 0, '');
         continue;
       }
+      const from = event.from ?? '';
+      const hasFrom = event.from === undefined ? '0' : '1';
       const roomKey = `${event.app}\u0000${event.room}`;
       let base = roomBase.get(roomKey);
       if (base === undefined) {
@@ -167,7 +152,7 @@ export class RedisBroker implements Broker {
           waitingIndex.set(event.app, waiting);
         }
       }
-      const { head, tail } = headerAroundId(event);
+      const { head, tail } = encodePublication(event);
       const [limit, hours] = event.keep ?? [0, 0];
       args.push(
         event.keep ? 'k' : 'r',

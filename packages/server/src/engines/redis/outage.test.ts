@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis, uniquePrefix, untilItWorks } from '../../../test/redis-server.js';
 import { waitFor } from '../contract/broker.contract.js';
 import { StoreError } from '../store-error.js';
-import { type Publication, topicOf } from '../types.js';
+import { type Publication, roomTopic, userTopic } from '../types.js';
 import { RedisAppStore } from './apps.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
@@ -56,7 +56,7 @@ describe('Redis engine when Redis is away', () => {
     redis = await startRedis();
     const node = await openNode(redis.url, uniquePrefix('stopped'));
     const inbox: Publication[] = [];
-    await node.broker.subscribe(topicOf('a', { room: 'lobby' }), (p) => inbox.push(p));
+    await node.broker.subscribe(roomTopic('a', 'lobby'), (p) => inbox.push(p));
     let resubscribed = 0;
     node.broker.onResubscribed(() => resubscribed++);
     await redis.stop();
@@ -68,10 +68,10 @@ describe('Redis engine when Redis is away', () => {
     await expectStoreError(() => node.history.last('a', 'lobby', 1, T0), 'unavailable');
     await expectStoreError(() => node.history.prune(T0), 'unavailable');
     await expectStoreError(
-      () => node.broker.publish([{ app: 'a', room: 'lobby', event: 'e', data: '1' }], T0),
+      () => node.broker.publish([{ kind: 'room', app: 'a', room: 'lobby', event: 'e', data: '1' }], T0),
       'unavailable',
     );
-    await expectStoreError(() => node.broker.subscribe(topicOf('a', { user: 'ann' }), () => {}), 'unavailable');
+    await expectStoreError(() => node.broker.subscribe(userTopic('a', 'ann'), () => {}), 'unavailable');
     await expectStoreError(() => node.apps.get('a'), 'unavailable');
     await expectStoreError(() => node.webhooks.addEvent('a', '{}'), 'unavailable');
     await expectStoreError(() => node.webhooks.stats(T0), 'unavailable');
@@ -81,7 +81,7 @@ describe('Redis engine when Redis is away', () => {
     await untilItWorks(() => node.client.check());
     // The subscription made before the outage is back without being asked, and the broker says when.
     await waitFor('the subscriber to be back', () => resubscribed === 1, 10_000);
-    await node.broker.publish([{ app: 'a', room: 'lobby', event: 'back', data: '2' }], T0);
+    await node.broker.publish([{ kind: 'room', app: 'a', room: 'lobby', event: 'back', data: '2' }], T0);
     await waitFor('the publication after the outage', () => inbox.length > 0);
     expect(inbox).toEqual([expect.objectContaining({ event: 'back', data: '2' })]);
     expect(await node.history.append('a', 'lobby', { event: 'e', data: '3' }, keep, T0)).toMatch(/^\d+-\d+$/);
@@ -93,7 +93,10 @@ describe('Redis engine when Redis is away', () => {
     const calls: Array<Promise<unknown>> = [];
     for (let i = 0; i < 300; i++) {
       calls.push(
-        node.broker.publish([{ app: 'a', room: `r${i % 7}`, event: 'e', data: String(i), keep: [100, 1] }], T0),
+        node.broker.publish(
+          [{ kind: 'room', app: 'a', room: `r${i % 7}`, event: 'e', data: String(i), keep: [100, 1] }],
+          T0,
+        ),
       );
     }
     const killed = redis.kill();
@@ -113,7 +116,7 @@ describe('Redis engine when Redis is out of memory', () => {
     redis = await startRedis({ args: ['--maxmemory', '3mb', '--maxmemory-policy', 'noeviction'] });
     const node = await openNode(redis.url, uniquePrefix('full'));
     const inbox: Publication[] = [];
-    await node.broker.subscribe(topicOf('a', { room: 'lobby' }), (p) => inbox.push(p));
+    await node.broker.subscribe(roomTopic('a', 'lobby'), (p) => inbox.push(p));
     const big = JSON.stringify('x'.repeat(100_000));
     const report = { before: '{"id":"ev","event_id":"', after: '","at":1}' };
     const accepted: string[] = [];
@@ -121,7 +124,7 @@ describe('Redis engine when Redis is out of memory', () => {
     for (let i = 0; i < 200 && failure === undefined; i++) {
       try {
         const [id] = await node.broker.publish(
-          [{ app: 'a', room: 'lobby', event: 'big', data: big, keep: [1000, 1], report }],
+          [{ kind: 'room', app: 'a', room: 'lobby', event: 'big', data: big, keep: [1000, 1], report }],
           T0,
         );
         accepted.push(id ?? '');
@@ -137,9 +140,12 @@ describe('Redis engine when Redis is out of memory', () => {
     expect(kept.events.map((e) => e.id)).toEqual(accepted);
     expect((await node.webhooks.waiting()).get('a')).toBe(accepted.length);
     // A presence change writes nothing, so it still goes out; everything before it arrived in order.
-    await node.broker.publish([{ app: 'a', room: 'lobby', event: '$member.left', data: '{}', presence: true }], T0);
-    await waitFor('the presence change', () => inbox.some((p) => p.event === '$member.left'));
-    expect(inbox.map((p) => p.id ?? p.event)).toEqual([...accepted, '$member.left']);
+    await node.broker.publish(
+      [{ kind: 'room', app: 'a', room: 'lobby', event: '$member.left', data: '{}', presence: true }],
+      T0,
+    );
+    await waitFor('the presence change', () => inbox.some((p) => p.kind === 'room' && p.event === '$member.left'));
+    expect(inbox.flatMap((p) => (p.kind === 'room' ? [p.id ?? p.event] : []))).toEqual([...accepted, '$member.left']);
     await expectStoreError(() => node.history.append('a', 'lobby', { event: 'e', data: big }, [10, 1], T0), 'full');
   });
 });

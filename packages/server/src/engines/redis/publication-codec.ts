@@ -1,33 +1,123 @@
 /**
- * How a publication travels on a Redis channel: a JSON header, a newline, then the data's JSON text
- * as is (never escaped into a string). JSON.stringify never writes a raw newline, so the first one
- * ends the header. The header is an object of the publication's text fields (app, room, user, node,
- * event, from, origin, ask, replyTo, id: whichever are set), so a new text field travels without a
- * change here. The publish script writes the id into the header, between `head` and `tail`.
+ * How a publication travels on a Redis channel (between nodes of one version): a header, a newline,
+ * then the body as is (a room or user event's data, a page frame, a console entry: never escaped into
+ * a string). The header is a JSON array, its first item the kind and the rest its fields by place,
+ * absent ones at the end left out (null before a present one). JSON never writes a raw newline, so
+ * the first one ends the header.
+ *
+ *   room event   ["r",id|null,app,room,event,from?,origin?]   body: data
+ *   user event   ["u",app,user,event]                          body: data
+ *   user frame   ["f",app,user,except?]                        body: frame
+ *   ask          ["a",app,user,ask,replyTo,event]              body: data
+ *   node         ["n",node,app,"f",page]                       body: page frame
+ *                ["n",node,app,"s",service]                    body: data
+ *                ["n",node,app,"r",ask]                        body: reply data
+ *                ["n",node,app,"d",ask]                        body: empty
+ *                ["n",node,app,"e"]                            body: console entry
+ *   broadcast    ["b","w"]                                     body: console watch announcement
+ *                ["b","g"]                                     body: the deleted app's key
+ *
+ * The publish script writes a room event's id into its header, between `head` and `tail`.
  */
-import type { Publication } from '../types.js';
+import type { Outgoing, OutgoingRoomEvent, Publication, RoomEvent } from '../broker.js';
 
-/** What an Outgoing holds besides the publication's own text fields. */
-type Fields = Omit<Publication, 'id' | 'data'> & { data?: string };
+/** A publication's header and body; for a room event with an id to come, the id goes between head and tail. */
+export interface Encoded {
+  head: string;
+  tail: string;
+  body: string;
+}
 
-function textFields(p: Fields): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const [name, value] of Object.entries(p)) {
-    // data travels after the header; keep, report, presence and dataBytes are not texts.
-    if (typeof value === 'string' && name !== 'data' && name !== 'id') fields[name] = value;
+/** The fields after the id of a room event's header: `,"app","room","event"…]`. */
+function roomFields(event: OutgoingRoomEvent): string {
+  const { app, room, origin } = event;
+  const from = event.from ?? null;
+  const fields =
+    origin !== undefined
+      ? [app, room, event.event, from, origin]
+      : from !== null
+        ? [app, room, event.event, from]
+        : [app, room, event.event];
+  return `,${JSON.stringify(fields).slice(1)}`;
+}
+
+/**
+ * The header and body of a publication as sent. A room event that gets an id (not a presence
+ * change) has its header cut where the id goes (ids are digits and '-': nothing to escape); every
+ * other publication's header is whole in `head`.
+ */
+export function encodePublication(event: Outgoing): Encoded {
+  switch (event.kind) {
+    case 'room':
+      if (event.presence) return { head: `["r",null${roomFields(event)}`, tail: '', body: event.data };
+      return { head: '["r","', tail: `"${roomFields(event)}`, body: event.data };
+    case 'user':
+      return { head: JSON.stringify(['u', event.app, event.user, event.event]), tail: '', body: event.data };
+    case 'user.frame': {
+      const header =
+        event.except === undefined ? ['f', event.app, event.user] : ['f', event.app, event.user, event.except];
+      return { head: JSON.stringify(header), tail: '', body: event.frame };
+    }
+    case 'ask':
+      return {
+        head: JSON.stringify(['a', event.app, event.user, event.ask, event.replyTo, event.event]),
+        tail: '',
+        body: event.data,
+      };
+    case 'node': {
+      const { node, app, message } = event;
+      switch (message.type) {
+        case 'page.frame':
+          return { head: JSON.stringify(['n', node, app, 'f', message.page]), tail: '', body: message.frame };
+        case 'service':
+          return { head: JSON.stringify(['n', node, app, 's', message.service]), tail: '', body: message.data };
+        case 'ask.reply':
+          return { head: JSON.stringify(['n', node, app, 'r', message.ask]), tail: '', body: message.data };
+        case 'ask.decline':
+          return { head: JSON.stringify(['n', node, app, 'd', message.ask]), tail: '', body: '' };
+        case 'console.entry':
+          return { head: JSON.stringify(['n', node, app, 'e']), tail: '', body: message.entry };
+      }
+      break;
+    }
+    case 'broadcast': {
+      const { message } = event;
+      if (message.type === 'console.watch') return { head: '["b","w"]', tail: '', body: message.announcement };
+      return { head: '["b","g"]', tail: '', body: message.app };
+    }
   }
-  return fields;
+  throw new TypeError('a publication of no known kind');
 }
 
-/** The header around the id the script will put in (ids are digits and '-': nothing to escape). */
-export function headerAroundId(p: Fields): { head: string; tail: string } {
-  const json = JSON.stringify(textFields(p));
-  return { head: `${json.slice(0, -1)}${json === '{}' ? '' : ','}"id":"`, tail: '"}' };
+const isText = (value: unknown): value is string => typeof value === 'string';
+
+function roomEvent(header: unknown[], data: string): RoomEvent | undefined {
+  const [, id, app, room, event, from, origin] = header;
+  if (!isText(app) || !isText(room) || !isText(event)) return undefined;
+  const publication: RoomEvent = { kind: 'room', app, room, event, data };
+  if (isText(id)) publication.id = id;
+  if (isText(from)) publication.from = from;
+  if (isText(origin)) publication.origin = origin;
+  return publication;
 }
 
-/** The whole header of a publication without an id. */
-export function headerWithoutId(p: Fields): string {
-  return JSON.stringify(textFields(p));
+function nodePublication(header: unknown[], body: string): Publication | undefined {
+  const [, node, app, type, field] = header;
+  if (!isText(node) || !isText(app)) return undefined;
+  if (type === 'e') return { kind: 'node', node, app, message: { type: 'console.entry', entry: body } };
+  if (!isText(field)) return undefined;
+  switch (type) {
+    case 'f':
+      return { kind: 'node', node, app, message: { type: 'page.frame', page: field, frame: body } };
+    case 's':
+      return { kind: 'node', node, app, message: { type: 'service', service: field, data: body } };
+    case 'r':
+      return { kind: 'node', node, app, message: { type: 'ask.reply', ask: field, data: body } };
+    case 'd':
+      return { kind: 'node', node, app, message: { type: 'ask.decline', ask: field } };
+    default:
+      return undefined;
+  }
 }
 
 /** Reads a channel message; undefined for anything not of this shape. */
@@ -40,9 +130,31 @@ export function decodePublication(message: string): Publication | undefined {
   } catch {
     return undefined;
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) return undefined;
-  const fields: Record<string, string> = {};
-  for (const [name, value] of Object.entries(header)) if (typeof value === 'string') fields[name] = value;
-  if (fields.app === undefined || fields.event === undefined) return undefined;
-  return { ...fields, app: fields.app, event: fields.event, data: message.slice(end + 1) };
+  if (!Array.isArray(header)) return undefined;
+  const body = message.slice(end + 1);
+  const [kind, a, b, c, d, e] = header as unknown[];
+  switch (kind) {
+    case 'r':
+      return roomEvent(header, body);
+    case 'u':
+      if (!isText(a) || !isText(b) || !isText(c)) return undefined;
+      return { kind: 'user', app: a, user: b, event: c, data: body };
+    case 'f': {
+      if (!isText(a) || !isText(b)) return undefined;
+      return isText(c)
+        ? { kind: 'user.frame', app: a, user: b, frame: body, except: c }
+        : { kind: 'user.frame', app: a, user: b, frame: body };
+    }
+    case 'a':
+      if (!isText(a) || !isText(b) || !isText(c) || !isText(d) || !isText(e)) return undefined;
+      return { kind: 'ask', app: a, user: b, ask: c, replyTo: d, event: e, data: body };
+    case 'n':
+      return nodePublication(header, body);
+    case 'b':
+      if (a === 'w') return { kind: 'broadcast', message: { type: 'console.watch', announcement: body } };
+      if (a === 'g') return { kind: 'broadcast', message: { type: 'console.app_gone', app: body } };
+      return undefined;
+    default:
+      return undefined;
+  }
 }

@@ -3,8 +3,9 @@ import type {
   Broker,
   HistoryStore,
   Outgoing,
-  Publication,
+  OutgoingRoomEvent,
   PublicationHandler,
+  RoomEvent,
   Unsubscribe,
   WebhookStore,
 } from '../types.js';
@@ -15,6 +16,22 @@ import { asStoreError } from './sqlite-error.js';
 function stored<T>(value: T | Promise<T>): T {
   if (value instanceof Promise) throw new TypeError('the embedded broker needs synchronous SQLite stores');
   return value;
+}
+
+/** The room event as delivered: its id, and none of what was stored with it (keep, report, presence). */
+function roomEvent(event: OutgoingRoomEvent, id: string | undefined): RoomEvent {
+  const publication: RoomEvent = {
+    kind: 'room',
+    app: event.app,
+    room: event.room,
+    event: event.event,
+    data: event.data,
+  };
+  if (event.dataBytes !== undefined) publication.dataBytes = event.dataBytes;
+  if (id !== undefined) publication.id = id;
+  if (event.from !== undefined) publication.from = event.from;
+  if (event.origin !== undefined) publication.origin = event.origin;
+  return publication;
 }
 
 /**
@@ -43,7 +60,9 @@ export class CommittedBroker implements Broker {
 
   /** Synchronous when nothing is stored and nothing waits: a promise per emit is measurable on the API's hot path. */
   publish(events: readonly Outgoing[], nowMs: number): (string | undefined)[] | Promise<(string | undefined)[]> {
-    const stores = events.some((event) => event.keep !== undefined || event.report !== undefined);
+    const stores = events.some(
+      (event) => event.kind === 'room' && (event.keep !== undefined || event.report !== undefined),
+    );
     if (!stores && this.#commits.idle) {
       let ids: (string | undefined)[];
       try {
@@ -62,7 +81,7 @@ export class CommittedBroker implements Broker {
   /** Issues each room event's id; appends what is kept and stores reports (inside the unit's transaction). */
   #write(events: readonly Outgoing[], nowMs: number): (string | undefined)[] {
     return events.map((event) => {
-      if (event.room === undefined || event.presence) return undefined;
+      if (event.kind !== 'room' || event.presence) return undefined;
       const { app, room } = event;
       let id: string;
       if (event.keep) {
@@ -81,20 +100,8 @@ export class CommittedBroker implements Broker {
 
   #deliver(events: readonly Outgoing[], ids: (string | undefined)[]): (string | undefined)[] {
     events.forEach((event, i) => {
-      const publication: Publication = { app: event.app, event: event.event, data: event.data };
-      if (event.room !== undefined) publication.room = event.room;
-      if (event.user !== undefined) publication.user = event.user;
-      if (event.dataBytes !== undefined) publication.dataBytes = event.dataBytes;
-      const id = ids[i];
-      if (id !== undefined) publication.id = id;
-      if (event.from !== undefined) publication.from = event.from;
-      if (event.origin !== undefined) publication.origin = event.origin;
-      if (event.node !== undefined) publication.node = event.node;
-      if (event.broadcast !== undefined) publication.broadcast = event.broadcast;
-      if (event.page !== undefined) publication.page = event.page;
-      if (event.ask !== undefined) publication.ask = event.ask;
-      if (event.replyTo !== undefined) publication.replyTo = event.replyTo;
-      this.#fanout.publish(publication);
+      // Room events leave what was stored with them behind and take their id; the others go as they are.
+      this.#fanout.publish(event.kind === 'room' ? roomEvent(event, ids[i]) : event);
     });
     return ids;
   }
