@@ -8,7 +8,6 @@ import { CallService } from './calls/call-service.js';
 import type { CallOptions } from './calls/options.js';
 import { parsePasswordHash } from './config/password-hash.js';
 import type { ServerLimits } from './config/server-limits.js';
-import { ConsoleTap } from './core/console-tap.js';
 import { type DepartureOptions, Departures } from './core/departures.js';
 import { Emitter } from './core/emit.js';
 import type { EventSink } from './core/events.js';
@@ -18,6 +17,7 @@ import { NodeChannel } from './core/node-channel.js';
 import { NodeRegistry } from './core/node-registry.js';
 import { PageSignals } from './core/page-signals.js';
 import { UserPresence } from './core/user-presence.js';
+import { ConsoleTap } from './dashboard/console-tap.js';
 import { type DashboardDeps, handleDashboardRequest } from './dashboard/dashboard-http.js';
 import { newCheckQueue } from './dashboard/session-api.js';
 import { DashboardSessions } from './dashboard/sessions.js';
@@ -203,7 +203,8 @@ function wire(
   // What other nodes tell this one (answers to asks, page frames, console entries and watches), each
   // to the feature that registered for it: one subscription to this node's topic, one to every node's.
   const channel = new NodeChannel({ node: engine.node, broker: engine.broker, log });
-  // The live console's tap: the engine's broker itself, so console traffic is not counted as the apps'.
+  // The live console's tap: it listens on the core's diagnostics channels while a console watches, and
+  // sends on the engine's broker itself, so console traffic is not counted as the apps'.
   const consoleTap = new ConsoleTap({ node: engine.node, broker: engine.broker, channel, log, now });
   if (options.allowPrivateWebhooks) {
     log.warn(
@@ -227,7 +228,6 @@ function wire(
     now,
     node: engine.node,
     ...(options.webhooks === undefined ? {} : { timings: options.webhooks }),
-    tap: consoleTap,
   });
   const events = withExtraSink(webhooks, options.events);
   // Closes and webhook events the store could not take, tried until it does.
@@ -242,11 +242,11 @@ function wire(
     ...(options.departures === undefined ? {} : { options: options.departures }),
   });
   const users = new UserPresence({
+    node: engine.node,
     presence: engine.presence,
     events: departures,
     log,
     now,
-    tap: consoleTap,
     ...(options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs }),
   });
   // This node's one lease; presence, calls, groups and streams each register what a dead node's pages leave.
@@ -267,7 +267,6 @@ function wire(
     limits: engine.limits,
     log,
     now,
-    tap: consoleTap,
     ...(options.limits?.maxAsksPerUser === undefined ? {} : { maxAsksPerUser: options.limits.maxAsksPerUser }),
   });
   // Questions of asks go to the user's open pages here; their answers go back through the AskService.
@@ -334,7 +333,7 @@ function wire(
     ...(options.streams === undefined ? {} : { options: options.streams }),
   });
   // One publish path: API emits and page sends go through the same emitter.
-  const emitter = new Emitter({ broker, now, tap: consoleTap, events });
+  const emitter = new Emitter({ node: engine.node, broker, now, events });
   const gatewayDeps: GatewayDeps = {
     node: engine.node,
     apps,
@@ -348,7 +347,6 @@ function wire(
     log,
     now,
     traffic: metrics.traffic,
-    tap: consoleTap,
   };
   const modules = () => [
     roomModule(gatewayDeps),

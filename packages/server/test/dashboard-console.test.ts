@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Realtime } from '@realtime/node';
 import { LIMITS, sealingKey, sealWithKey } from '@realtime/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConsoleTap } from '../src/core/console-tap.js';
+import { ConsoleTap } from '../src/dashboard/console-tap.js';
 import { MemoryFanout } from '../src/engines/memory/fanout.js';
 import type { Broker } from '../src/engines/types.js';
 import { hashDashboardPassword, newApp } from '../src/index.js';

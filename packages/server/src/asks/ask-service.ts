@@ -1,6 +1,6 @@
 import { LIMITS, type Reply } from '@realtime/protocol';
 import type { Logger } from 'pino';
-import type { ConsoleTap } from '../core/console-tap.js';
+import { type AskAsked, diagnostics } from '../core/diagnostics.js';
 import type { NodeChannel } from '../core/node-channel.js';
 import type { AskQuestion, Broker, LimitStore, NodeMessage, PresenceStore } from '../engines/types.js';
 
@@ -61,8 +61,6 @@ export interface AskDeps {
   log: Logger;
   now: () => number;
   maxAsksPerUser?: number;
-  /** The live console: asks and their replies of watched apps. */
-  tap?: ConsoleTap;
 }
 
 /** How long past its timeout an ask of another node is remembered here (answers that are late anyway). */
@@ -113,13 +111,7 @@ export class AskService {
     const ttlMs = options.timeout + SLOT_PAST_TIMEOUT_MS;
     const acquired = this.#deps.limits.acquire(key, askId, this.#maxPerUser, ttlMs, this.#deps.now());
     if (!(typeof acquired === 'boolean' ? acquired : await acquired)) {
-      this.#console(app)?.record(app, {
-        kind: 'ask',
-        user,
-        event: options.event,
-        data: options.data,
-        error: 'rate_limited',
-      });
+      this.#asked(app, user, options, 'rate_limited');
       throw new TooManyAsks(this.#maxPerUser);
     }
     let pages: number;
@@ -131,13 +123,7 @@ export class AskService {
     }
     if (pages === 0) {
       this.#release(key, askId);
-      this.#console(app)?.record(app, {
-        kind: 'ask',
-        user,
-        event: options.event,
-        data: options.data,
-        error: 'offline',
-      });
+      this.#asked(app, user, options, 'offline');
       return [];
     }
     const answered = new Promise<Reply[]>((resolve) => {
@@ -154,7 +140,15 @@ export class AskService {
           if (!this.#pending.delete(askId)) return;
           this.#release(key, askId);
           if (timedOut && pending.replies.length === 0) {
-            this.#console(app)?.record(app, { kind: 'reply', user, event: options.event, error: 'timeout' });
+            if (diagnostics.answered.hasSubscribers) {
+              diagnostics.answered.publish({
+                node: this.#deps.node,
+                app,
+                user,
+                event: options.event,
+                outcome: 'timeout',
+              });
+            }
           }
           resolve(pending.replies);
         },
@@ -176,17 +170,15 @@ export class AskService {
       this.#pending.get(askId)?.finish();
       throw error;
     }
-    this.#console(app)?.record(app, { kind: 'ask', user, event: options.event, data: options.data });
+    this.#asked(app, user, options, undefined);
     return answered;
   }
 
-  /**
-   * The live console's tap when it watches the app, else undefined: `this.#console(app)?.record(app, {...})`
-   * builds the entry only when it is watched (an optional call evaluates no argument).
-   */
-  #console(app: string): ConsoleTap | undefined {
-    const tap = this.#deps.tap;
-    return tap?.watching(app) ? tap : undefined;
+  /** Tells the diagnostics channels of an ask that went out or was refused, when anyone listens. */
+  #asked(app: string, user: string, options: AskOptions, refused: AskAsked['refused']): void {
+    if (!diagnostics.asked.hasSubscribers) return;
+    const { event, data } = options;
+    diagnostics.asked.publish({ node: this.#deps.node, app, user, event, data, refused });
   }
 
   /** Gives an ask's place back; when that fails, the place ends by itself after the ask's time. */
@@ -232,9 +224,9 @@ export class AskService {
   #reply(askId: string, data: unknown, at: number): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
-    if (this.#deps.tap?.watching(pending.app)) {
+    if (diagnostics.answered.hasSubscribers) {
       const { app, user, event } = pending;
-      this.#deps.tap.record(app, { kind: 'reply', user, event, data: JSON.stringify(data) ?? 'null' });
+      diagnostics.answered.publish({ node: this.#deps.node, app, user, event, outcome: 'reply', data });
     }
     pending.replies.push({ data, at });
     pending.waiting--;
@@ -245,9 +237,9 @@ export class AskService {
   #decline(askId: string): void {
     const pending = this.#pending.get(askId);
     if (!pending) return;
-    if (this.#deps.tap?.watching(pending.app)) {
+    if (diagnostics.answered.hasSubscribers) {
       const { app, user, event } = pending;
-      this.#deps.tap.record(app, { kind: 'reply', user, event, error: 'declined' });
+      diagnostics.answered.publish({ node: this.#deps.node, app, user, event, outcome: 'declined' });
     }
     pending.waiting--;
     if (!pending.all && pending.waiting <= 0) pending.finish();

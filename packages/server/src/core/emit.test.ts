@@ -1,7 +1,7 @@
 import { FEATURES, LIMITS } from '@realtime/protocol';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { App, Outgoing, Report } from '../engines/types.js';
-import type { ConsoleTap, Tapped } from './console-tap.js';
+import { diagnostics, type EventSent } from './diagnostics.js';
 import { Emitter, type PageSend, SendRefused } from './emit.js';
 import type { SendEvent } from './events.js';
 
@@ -14,18 +14,29 @@ const app: App = {
   rateLimit: { perSecond: 100, burst: 100 },
 };
 
-/** An emitter over a broker that records what it is given and answers ids (later, when `later`). */
-function scene(options: { later?: boolean; watching?: boolean } = {}) {
+/** Listeners of the diagnostics channels a test added: removed after it. */
+const listening: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of listening.splice(0)) stop();
+});
+
+/**
+ * An emitter over a broker that records what it is given and answers ids (later, when `later`);
+ * `told` keeps the sends told on the diagnostics channel, when `listening`.
+ */
+function scene(options: { later?: boolean; listening?: boolean } = {}) {
   const published: Outgoing[][] = [];
-  const tapped: Tapped[] = [];
+  const told: EventSent[] = [];
   const reportsAsked: SendEvent[] = [];
   const reported: unknown[] = [];
   const report: Report = { before: '{"id":"ev_1","event_id":"', after: '"}' };
-  const tap = {
-    watching: () => options.watching === true,
-    record: (_app: string, entry: Tapped) => tapped.push(entry),
-  };
+  if (options.listening) {
+    const listener = (message: EventSent) => told.push(message);
+    diagnostics.sent.subscribe(listener);
+    listening.push(() => diagnostics.sent.unsubscribe(listener));
+  }
   const emitter = new Emitter({
+    node: 'n1',
     broker: {
       publish: (events) => {
         published.push([...events]);
@@ -36,7 +47,6 @@ function scene(options: { later?: boolean; watching?: boolean } = {}) {
       close: () => {},
     },
     now: () => 1_700_000_000_000,
-    tap: tap as unknown as ConsoleTap,
     events: {
       reportOf: (_app, event) => {
         reportsAsked.push(event);
@@ -45,7 +55,7 @@ function scene(options: { later?: boolean; watching?: boolean } = {}) {
       reported: (_app, event) => reported.push(event),
     },
   });
-  return { emitter, published, tapped, reportsAsked, reported, report };
+  return { emitter, published, told, reportsAsked, reported, report };
 }
 
 const send = (more: Partial<PageSend> = {}): PageSend => ({
@@ -61,7 +71,7 @@ const send = (more: Partial<PageSend> = {}): PageSend => ({
 
 describe('Emitter.send: a page send goes the emit path', () => {
   it('publishes one room event from the page, not to it, with the data encoded once; answers its id', () => {
-    const { emitter, published, tapped, reported } = scene();
+    const { emitter, published, told, reported } = scene();
     expect(emitter.send(send({ keep: [10, 1] }))).toBe('1700000000000-1');
     expect(published).toEqual([
       [
@@ -77,8 +87,8 @@ describe('Emitter.send: a page send goes the emit path', () => {
         },
       ],
     ]);
-    // Nothing watches: the console hears nothing; no `w` rule matched: nothing is reported.
-    expect(tapped).toEqual([]);
+    // Nobody listens: nothing is told; no `w` rule matched: nothing is reported.
+    expect(told).toEqual([]);
     expect(reported).toEqual([]);
   });
 
@@ -100,13 +110,16 @@ describe('Emitter.send: a page send goes the emit path', () => {
     expect(reported).toEqual([{ type: 'emit', room: 'r', event: 'said', data: null, event_id: '1700000000000-1' }]);
   });
 
-  it('taps a send of a watched app with its user', () => {
-    const { emitter, tapped } = scene({ watching: true });
-    emitter.send(send());
-    emitter.send(send({ from: undefined }));
-    expect(tapped).toEqual([
-      { kind: 'send', room: 'r', user: 'ann', event: 'said', data: '{"a":1}' },
-      { kind: 'send', room: 'r', event: 'said', data: '{"a":1}' },
+  it('tells a send on the diagnostics channel with its node, app and user, once it went out', async () => {
+    const { emitter, told } = scene({ listening: true, later: true });
+    const answer = emitter.send(send());
+    // Told once the publish answered, not before.
+    expect(told).toEqual([]);
+    await answer;
+    await emitter.send(send({ from: undefined }));
+    expect(told).toEqual([
+      { node: 'n1', app: 'app1', room: 'r', event: 'said', data: '{"a":1}', from: 'ann' },
+      { node: 'n1', app: 'app1', room: 'r', event: 'said', data: '{"a":1}', from: undefined },
     ]);
   });
 

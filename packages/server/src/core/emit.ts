@@ -1,6 +1,6 @@
 import { type EventIds, type HistoryRule, LIMITS } from '@realtime/protocol';
 import type { App, Broker, MaybePromise, Outgoing, OutgoingRoomEvent } from '../engines/types.js';
-import { type ConsoleTap, cutData } from './console-tap.js';
+import { diagnostics } from './diagnostics.js';
 import type { EventSink, SendEvent } from './events.js';
 import type { ValidEvent } from './validate.js';
 
@@ -43,21 +43,22 @@ export class SendRefused extends Error {
  * The data's JSON text is shared by every publication of the event.
  */
 export class Emitter {
+  readonly #node: string;
   readonly #broker: Broker;
   readonly #now: () => number;
-  readonly #tap: ConsoleTap | undefined;
   readonly #events: Pick<EventSink, 'reportOf' | 'reported'> | undefined;
 
   /** `events` takes the webhook events of page sends (an emitter of API emits alone needs none). */
   constructor(deps: {
+    /** This node: what it published is told on the diagnostics channels as its own. */
+    node: string;
     broker: Broker;
     now: () => number;
-    tap?: ConsoleTap | undefined;
     events?: Pick<EventSink, 'reportOf' | 'reported'>;
   }) {
+    this.#node = deps.node;
     this.#broker = deps.broker;
     this.#now = deps.now;
-    this.#tap = deps.tap;
     this.#events = deps.events;
   }
 
@@ -85,11 +86,11 @@ export class Emitter {
     const ids = this.#broker.publish(outgoing, this.#now());
     if (ids instanceof Promise) {
       return ids.then((known) => {
-        if (this.#tap?.watching(app)) tapEmits(this.#tap, app, events);
+        if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
         return answersOf(events, known);
       });
     }
-    if (this.#tap?.watching(app)) tapEmits(this.#tap, app, events);
+    if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
     return answersOf(events, ids);
   }
 
@@ -127,26 +128,11 @@ export class Emitter {
     const ids = this.#broker.publish([outgoing], this.#now());
     const sent = ([id]: readonly (string | undefined)[]): string => {
       if (id === undefined) throw new TypeError('the broker gave a room event no id');
-      if (this.#tap?.watching(app)) {
-        this.#tap.record(
-          app,
-          from === undefined ? { kind: 'send', room, event, data } : { kind: 'send', room, user: from, event, data },
-        );
-      }
+      if (diagnostics.sent.hasSubscribers) diagnostics.sent.publish({ node: this.#node, app, room, event, data, from });
       if (send.report) this.#events?.reported(app, { ...sendEvent, event_id: id });
       return id;
     };
     return ids instanceof Promise ? ids.then(sent) : sent(ids);
-  }
-}
-
-/** The live console's entries of an emit that went out: one per room and per user it went to. */
-function tapEmits(tap: ConsoleTap, app: string, events: readonly ValidEvent[]): void {
-  for (const { rooms, users, event, data: whole } of events) {
-    // Cut once for every room: the data may be a megabyte.
-    const data = cutData(whole);
-    for (const room of rooms) tap.record(app, { kind: 'emit', room, event, data });
-    for (const user of users) tap.record(app, { kind: 'emit', user, event, data });
   }
 }
 

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryPresenceStore } from '../engines/memory/presence.js';
 import { StoreError } from '../engines/store-error.js';
 import type { GoneUser, PresenceStore } from '../engines/types.js';
-import type { ConsoleTap } from './console-tap.js';
+import { diagnostics, type UserChanged } from './diagnostics.js';
 import type { AppEvent } from './events.js';
 import { UserPresence } from './user-presence.js';
 
@@ -60,7 +60,7 @@ function users(deps: Partial<ConstructorParameters<typeof UserPresence>[0]> = {}
   const events = sink();
   const { log, errors } = logger();
   const presence = deps.presence ?? new MemoryPresenceStore({ offlineDelayMs: DELAY });
-  const users = new UserPresence({ presence, events, log, now: Date.now, offlineDelayMs: DELAY, ...deps });
+  const users = new UserPresence({ node: 'n1', presence, events, log, now: Date.now, offlineDelayMs: DELAY, ...deps });
   users.start();
   made.push(users);
   return { users, events, errors, presence };
@@ -121,6 +121,7 @@ describe('UserPresence', () => {
     ] as const) {
       const { store, limits } = scripted([]);
       const u = new UserPresence({
+        node: 'n1',
         presence: store,
         events: sink(),
         log: logger().log,
@@ -224,20 +225,29 @@ describe('UserPresence', () => {
     expect(events.taken).toEqual(['a eve user.online', 'a eve user.offline']);
   });
 
-  it('tells a watching console of users coming online and going offline, in watched apps only', async () => {
-    const entries: string[] = [];
-    const tap = {
-      watching: (app: string) => app === 'watched',
-      record: (app: string, entry: { user: string; event: string }) =>
-        entries.push(`${app} ${entry.user} ${entry.event}`),
-    } as unknown as ConsoleTap;
-    const { users: u } = users({ tap });
-    await u.opened('watched', 'fay', 'p1');
-    await u.opened('other', 'gus', 'p2');
-    await u.closed('watched', 'fay', 'p1');
-    await u.closed('other', 'gus', 'p2');
-    await vi.advanceTimersByTimeAsync(DELAY + DELAY / 10);
-    expect(entries).toEqual(['watched fay user.online', 'watched fay user.offline']);
+  it('tells users coming online and going offline on the diagnostics channel, as its node, when listened to', async () => {
+    const told: UserChanged[] = [];
+    const listener = (message: UserChanged) => told.push(message);
+    const { users: u } = users();
+    await u.opened('a', 'eve', 'p0');
+    diagnostics.user.subscribe(listener);
+    try {
+      await u.opened('a', 'fay', 'p1');
+      await u.opened('b', 'gus', 'p2');
+      // A second page of a user already online: nothing to tell.
+      await u.opened('a', 'fay', 'p3');
+      await u.closed('a', 'fay', 'p1');
+      await u.closed('a', 'fay', 'p3');
+      await vi.advanceTimersByTimeAsync(DELAY + DELAY / 10);
+    } finally {
+      diagnostics.user.unsubscribe(listener);
+    }
+    // eve came online before anyone listened: not told.
+    expect(told).toEqual([
+      { node: 'n1', app: 'a', type: 'user.online', user: 'fay' },
+      { node: 'n1', app: 'b', type: 'user.online', user: 'gus' },
+      { node: 'n1', app: 'a', type: 'user.offline', user: 'fay' },
+    ]);
   });
 
   it('polls no more once closed', async () => {

@@ -1,7 +1,7 @@
 import { LIMITS } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import type { PresenceStore } from '../engines/types.js';
-import type { ConsoleTap } from './console-tap.js';
+import { diagnostics } from './diagnostics.js';
 import type { EventSink } from './events.js';
 
 /** Users whose `user.offline` is claimed per read: a burst of closes is reported over a few turns. */
@@ -17,22 +17,22 @@ export class UserPresence {
   readonly #events: Pick<EventSink, 'record'>;
   readonly #log: Logger;
   readonly #now: () => number;
-  readonly #tap: ConsoleTap | undefined;
+  readonly #node: string;
   readonly #pollMs: number;
   #timer: NodeJS.Timeout | undefined;
   #polling = false;
 
   constructor(deps: {
+    /** This node: users it reports online or offline are told on the diagnostics channels as its own. */
+    node: string;
     presence: PresenceStore;
     /** Where `user.online` and `user.offline` go: Departures, which tries them again until stored. */
     events: Pick<EventSink, 'record'>;
     log: Logger;
     now: () => number;
     offlineDelayMs?: number;
-    /** The live console: users coming online and going offline in watched apps. */
-    tap?: ConsoleTap;
   }) {
-    this.#tap = deps.tap;
+    this.#node = deps.node;
     this.#presence = deps.presence;
     this.#events = deps.events;
     this.#log = deps.log;
@@ -53,7 +53,7 @@ export class UserPresence {
    */
   async opened(app: string, user: string, page: string): Promise<void> {
     if (!(await this.#presence.pageOpened(app, user, page, this.#now()))) return;
-    if (this.#tap?.watching(app)) this.#tap.record(app, { kind: 'presence', user, event: 'user.online' });
+    if (diagnostics.user.hasSubscribers) diagnostics.user.publish({ node: this.#node, app, type: 'user.online', user });
     try {
       await this.#events.record(app, { type: 'user.online', user });
     } catch (error) {
@@ -74,7 +74,9 @@ export class UserPresence {
       for (;;) {
         const gone = await this.#presence.takeOffline(this.#now(), TAKE_AT_ONCE);
         for (const { app, user } of gone) {
-          if (this.#tap?.watching(app)) this.#tap.record(app, { kind: 'presence', user, event: 'user.offline' });
+          if (diagnostics.user.hasSubscribers) {
+            diagnostics.user.publish({ node: this.#node, app, type: 'user.offline', user });
+          }
           try {
             await this.#events.record(app, { type: 'user.offline', user });
           } catch (error) {

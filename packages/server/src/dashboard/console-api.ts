@@ -1,11 +1,11 @@
 /**
  * The live console (docs/dashboard.md, "Live console"): an app's traffic as it happens on every node,
- * as Server-Sent Events, filtered here by room, user and event. The tap (core/console-tap.ts) builds
+ * as Server-Sent Events, filtered here by room, user and event. The tap (dashboard/console-tap.ts) builds
  * entries only while a console watches the app.
  */
 import type { IncomingMessage } from 'node:http';
 import { LIMITS } from '@realtime/protocol';
-import type { ConsoleEnd, ConsoleFilter, ConsoleSink } from '../core/console-tap.js';
+import type { ConsoleEnd, ConsoleFilter, ConsoleSink } from './console-tap.js';
 import { Refusal } from './refusal.js';
 import { DASHBOARD_PATH, type Handler, queryNames, type Route, signedIn } from './request.js';
 

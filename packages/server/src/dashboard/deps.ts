@@ -2,11 +2,11 @@
 import type { Logger } from 'pino';
 import type { AppData } from '../apps/remove-app.js';
 import type { PasswordHash } from '../config/password-hash.js';
-import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppStore, LimitStore, PresenceStore } from '../engines/types.js';
 import type { TrustedProxies } from '../http/client-address.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import type { CheckQueue } from './check-queue.js';
+import type { ConsoleTap } from './console-tap.js';
 import type { DashboardSessions } from './sessions.js';
 import type { StatsSampler } from './stats-sampler.js';
 

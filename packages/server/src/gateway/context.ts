@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
 import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
@@ -26,6 +25,4 @@ export interface GatewayDeps {
   now: () => number;
   /** What pages were sent, for metrics. */
   traffic: Traffic;
-  /** The live console: joins, leaves, sends and presence of watched apps. */
-  tap?: ConsoleTap;
 }

@@ -1,10 +1,11 @@
 import type { Member } from '@realtime/protocol';
+import { diagnostics } from '../core/diagnostics.js';
 import { memberChangeData } from '../core/member-windows.js';
 import type { MemberCount } from '../engines/types.js';
 import type { RoomServiceDeps } from './room-deps.js';
 import type { Membership, RoomPage } from './room-page.js';
 
-type PresenceDeps = Pick<RoomServiceDeps, 'presence' | 'broker' | 'departures' | 'log' | 'now' | 'tap'>;
+type PresenceDeps = Pick<RoomServiceDeps, 'node' | 'presence' | 'broker' | 'departures' | 'log' | 'now'>;
 
 function memberOf(page: RoomPage): Member {
   const member: Member = { user: page.user ?? '' };
@@ -46,9 +47,7 @@ export async function publishMember(
     deps.log.error({ err: error, page: page.id }, 'announcing a presence change failed');
     return;
   }
-  if (deps.tap?.watching(app)) {
-    deps.tap.record(app, { kind: 'presence', room, user, event: type, data: JSON.stringify(member) });
-  }
+  if (diagnostics.member.hasSubscribers) diagnostics.member.publish({ node: deps.node, app, type, room, member });
 }
 
 /**

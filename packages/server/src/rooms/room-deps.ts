@@ -1,6 +1,5 @@
 import type { RoomClaims } from '@realtime/protocol';
 import type { Logger } from 'pino';
-import type { ConsoleTap } from '../core/console-tap.js';
 import type { Departures } from '../core/departures.js';
 import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
@@ -8,6 +7,8 @@ import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/t
 
 /** What the rooms need: each step of a join, leave, list or send takes the part of this it uses. */
 export interface RoomServiceDeps {
+  /** This node: joins, leaves, presence and sends are told on the diagnostics channels as its own. */
+  node: string;
   apps: Pick<AppStore, 'get'>;
   hub: Pick<Hub, 'addSeat' | 'removeSeat' | 'largeRoom' | 'memberScale'>;
   /** Presence changes go out on it (no id, nothing kept). */
@@ -22,6 +23,4 @@ export interface RoomServiceDeps {
   verifyToken(token: string, secret: string, nowMs: number): Promise<RoomClaims>;
   log: Logger;
   now: () => number;
-  /** The live console: joins, leaves, sends and presence of watched apps. */
-  tap?: ConsoleTap | undefined;
 }

@@ -8,7 +8,7 @@ import {
   type ListFrame,
   type SendFrame,
 } from '@realtime/protocol';
-import type { Tapped } from '../core/console-tap.js';
+import { diagnostics } from '../core/diagnostics.js';
 import { StoreError } from '../engines/store-error.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
@@ -56,8 +56,8 @@ function asFrameError(error: unknown, ref: number, room: string): unknown {
 type RoomFrame = JoinFrame | LeaveFrame | ListFrame | SendFrame;
 
 /**
- * Runs a room frame; a refused join, leave or send of a watched app goes to the live console with
- * its code. Store failures are mapped here (as the gateway would) so the console sees their code.
+ * Runs a room frame; a refused join, leave or send is told on the diagnostics channels with its
+ * code (the live console shows it). Store failures are mapped here (as the gateway would) so the console sees their code.
  */
 async function answer<F extends RoomFrame>(
   deps: GatewayDeps,
@@ -70,11 +70,17 @@ async function answer<F extends RoomFrame>(
   } catch (thrown) {
     const error = asFrameError(thrown, f.ref, f.room);
     const app = conn.app.key;
-    if (error instanceof FrameError && f.t !== 'list' && deps.tap?.watching(app)) {
-      const entry: Tapped = { kind: f.t, room: f.room, error: error.code };
-      if (conn.user !== null) entry.user = conn.user;
-      if (f.t === 'send') entry.event = f.event;
-      deps.tap.record(app, entry);
+    if (error instanceof FrameError && f.t !== 'list' && diagnostics.refused.hasSubscribers) {
+      const event = f.t === 'send' ? f.event : undefined;
+      diagnostics.refused.publish({
+        node: deps.node,
+        app,
+        frame: f.t,
+        room: f.room,
+        user: conn.user,
+        event,
+        code: error.code,
+      });
     }
     throw error;
   }
@@ -83,6 +89,7 @@ async function answer<F extends RoomFrame>(
 /** The room service of the gateway's dependencies. */
 function roomService(deps: GatewayDeps): RoomService {
   return new RoomService({
+    node: deps.node,
     apps: deps.apps,
     hub: deps.hub,
     broker: deps.broker,
@@ -93,7 +100,6 @@ function roomService(deps: GatewayDeps): RoomService {
     verifyToken: verifyRoomToken,
     log: deps.log,
     now: deps.now,
-    tap: deps.tap,
   });
 }
 

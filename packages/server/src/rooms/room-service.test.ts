@@ -121,6 +121,7 @@ function scene(options: { features?: Feature[]; app?: App | undefined } = {}) {
     },
   };
   const deps: RoomServiceDeps = {
+    node: 'n1',
     apps: { get: () => ('app' in options ? options.app : app) },
     hub,
     broker: {

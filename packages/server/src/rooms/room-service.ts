@@ -1,4 +1,5 @@
 import type { JoinFrame, LeaveFrame, ListFrame, SendFrame } from '@realtime/protocol';
+import { diagnostics } from '../core/diagnostics.js';
 import type { MemberPage } from '../engines/types.js';
 import { admit } from './admission.js';
 import { type HistoryRead, readHistory } from './history-read.js';
@@ -13,7 +14,6 @@ import type { RoomServiceDeps } from './room-deps.js';
 import type { RoomPage } from './room-page.js';
 import { RoomRefusal } from './room-refusal.js';
 import { sendToRoom } from './room-send.js';
-import { tappedPage } from './room-tap.js';
 import { takeSeat } from './seat.js';
 
 /**
@@ -58,7 +58,7 @@ export class RoomService {
     const first = read.first ?? { events: [], remaining: 0, epoch: '' };
     const total = first.events.length + first.remaining;
     page.send(joinedFrame(ref, room, read, total, members, deps.hub.memberScale.threshold));
-    if (deps.tap?.watching(app)) deps.tap.record(app, tappedPage(page, 'join', room));
+    if (diagnostics.joined.hasSubscribers) diagnostics.joined.publish({ node: deps.node, app, room, user: page.user });
     // Announced now, before the replay: a page closed during the replay leaves with a matching left.
     if (firstOfUser) {
       try {

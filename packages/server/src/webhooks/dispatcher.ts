@@ -1,6 +1,6 @@
 import type { DeliveryError } from '@realtime/protocol';
 import type { Logger } from 'pino';
-import type { ConsoleTap, Tapped } from '../core/console-tap.js';
+import { diagnostics } from '../core/diagnostics.js';
 import type { AppStore, StoredBatch, TryResult, WebhookStore } from '../engines/types.js';
 import type { Deliverer } from './deliver.js';
 import { eventJson, newId } from './event-json.js';
@@ -17,8 +17,6 @@ export interface DispatcherDeps {
   /** This node: the holder of the leases it takes. */
   node: string;
   timings: WebhookTimings;
-  /** The live console: each try of a watched app's batch. */
-  tap?: ConsoleTap;
 }
 
 /** Thrown by resend for the API to answer with. */
@@ -179,7 +177,9 @@ export class Dispatcher {
       throw error;
     }
     const next = afterTry(timings, batch, result, kind, now());
-    if (this.#deps.tap?.watching(batch.app)) this.#deps.tap.record(batch.app, tappedTry(next, result, kind));
+    if (diagnostics.webhook.hasSubscribers) {
+      diagnostics.webhook.publish({ node: this.#deps.node, app: batch.app, batch: next, kind, result });
+    }
     try {
       await store.saveTry(next, this.#lease.holder, tryOutcome(result));
     } catch (error) {
@@ -243,21 +243,6 @@ function answer(result: TryResult): TryReport {
   const report: TryReport = { delivered: isTaken(result), status: result.status };
   if (result.error) report.error = result.error;
   return report;
-}
-
-/** A try as the live console shows it: its status or error, and which batch, which try, what next. */
-function tappedTry(next: StoredBatch, result: TryResult, kind: 'scheduled' | 'resend'): Tapped {
-  const data = {
-    batch: next.id,
-    events: next.events,
-    try: next.attempts,
-    kind,
-    state: next.state,
-    next_at: next.nextAt,
-  };
-  const entry: Tapped = { kind: 'webhook', data: JSON.stringify(data), status: result.status };
-  if (result.error) entry.error = result.error;
-  return entry;
 }
 
 function underWay(): ResendRefused {

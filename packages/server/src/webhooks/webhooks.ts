@@ -1,6 +1,5 @@
 import { type DeliveryRecord, LIMITS } from '@realtime/protocol';
 import type { Logger } from 'pino';
-import type { ConsoleTap } from '../core/console-tap.js';
 import type { AppEvent, EventSink, SendEvent } from '../core/events.js';
 import type { App, AppStore, Report, StoredBatch, TryMinute, WebhookStats, WebhookStore } from '../engines/types.js';
 import { Batcher } from './batcher.js';
@@ -21,8 +20,6 @@ export interface WebhooksDeps {
   /** This node among the nodes sharing the store: the holder of the batches it tries. */
   node: string;
   timings?: Partial<WebhookTimings>;
-  /** The live console: webhook tries of watched apps. */
-  tap?: ConsoleTap;
 }
 
 const PRUNE_EVERY_MS = 60_000;
@@ -59,7 +56,6 @@ export class Webhooks implements EventSink {
       now,
       node,
       timings: this.#timings,
-      ...(deps.tap === undefined ? {} : { tap: deps.tap }),
     });
     this.#batcher = new Batcher({ store, log, now, timings: this.#timings, formed: () => this.#dispatcher.dispatch() });
   }

@@ -5,7 +5,7 @@
  * new entries back (counted) until Resume; Clear empties the list. The page keeps 500 rows.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ConsoleEntry } from '../../../src/core/console-entry.js';
+import type { ConsoleEntry } from '../../../src/dashboard/console-entry.js';
 import { api, seg } from '../api.js';
 import { html } from '../html.js';
 

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
+import { NodeChannel } from '../core/node-channel.js';
 import { StoreError } from '../engines/store-error.js';
 import type { Broker, Outgoing } from '../engines/types.js';
+import { cutData } from './console-data.js';
 import type { ConsoleEntry, ConsoleFilter, Tapped } from './console-entry.js';
-import { NodeChannel } from './node-channel.js';
+import { listenForConsole } from './console-listener.js';
 
 export type { ConsoleEntry, ConsoleFilter, ConsoleKind, Tapped } from './console-entry.js';
 
@@ -34,8 +36,6 @@ export interface ConsoleTapDeps {
   ttlMs?: number;
 }
 
-/** Data of a console entry: JSON text cut to this many bytes of UTF-8, ending "…" when cut. */
-export const CONSOLE_DATA_BYTES = 1024;
 /** Entries waiting to go to other nodes; more are dropped and counted (a `dropped` entry follows). */
 const OUTBOX_MAX = 1000;
 
@@ -57,17 +57,6 @@ function matches(filter: ConsoleFilter, entry: ConsoleEntry): boolean {
     (filter.user === undefined || filter.user === entry.user) &&
     (filter.event === undefined || filter.event === entry.event)
   );
-}
-
-/**
- * JSON text cut to at most CONSOLE_DATA_BYTES of UTF-8, "…" (3 bytes) included, so cutting again
- * changes nothing; a character split by the cut is left out.
- */
-export function cutData(text: string): string {
-  // At most 3 bytes per UTF-16 unit: short texts need no measuring.
-  if (text.length * 3 <= CONSOLE_DATA_BYTES || Buffer.byteLength(text) <= CONSOLE_DATA_BYTES) return text;
-  const head = Buffer.from(text.slice(0, CONSOLE_DATA_BYTES)).subarray(0, CONSOLE_DATA_BYTES - 3);
-  return `${head.toString().replace(/\uFFFD+$/, '')}…`;
 }
 
 function readFilter(value: unknown): ConsoleFilter | undefined {
@@ -103,8 +92,10 @@ function readAnnouncement(text: string): Announcement | undefined {
 }
 
 /**
- * The live console's tap. Hot paths ask `watching(app)` (a boolean, then one Map lookup) and build
- * an entry only when it says yes, so an app nobody watches costs nothing more.
+ * The live console's tap. While a console on any node watches an app, it listens on the core's
+ * diagnostics channels (`listenForConsole`) and builds an entry of each happening of a watched app
+ * (`watching(app)`: a boolean, then one Map lookup); while none does, it does not listen, so the hot
+ * paths build no message at all.
  *
  * Across nodes: a node with open consoles announces "these apps, with these filters, watched by me"
  * to every node (`console.watch`) every `announceMs`, and at once when its consoles change; every
@@ -118,6 +109,8 @@ export class ConsoleTap {
   /** Which nodes watch each app, with their filters and until when. */
   readonly #watched = new Map<string, Map<string, Watch>>();
   #anyWatched = false;
+  /** Stops listening on the diagnostics channels; set while any app is watched. */
+  #unlisten: (() => void) | undefined;
   /** Apps each node announced, to forget those it no longer names. */
   readonly #byNode = new Map<string, Set<string>>();
   /** This node's open consoles by app. */
@@ -169,7 +162,7 @@ export class ConsoleTap {
     return this.#localCount;
   }
 
-  /** Hands a happening to the consoles that watch its app (call only when `watching(app)`). */
+  /** Hands a happening to the consoles that watch its app (the listener calls it only when `watching(app)`). */
   record(app: string, tapped: Tapped): void {
     const watchers = this.#watched.get(app);
     if (!watchers) return;
@@ -264,7 +257,7 @@ export class ConsoleTap {
     // Tapped entries stop here: what other nodes watch goes on without this one.
     this.#watched.clear();
     this.#byNode.clear();
-    this.#anyWatched = false;
+    this.#watchedChanged();
     try {
       await this.#publishWatch();
     } catch (error) {
@@ -319,14 +312,26 @@ export class ConsoleTap {
       }
       watchers.set(node, { filters, until });
     }
-    this.#anyWatched = this.#watched.size > 0;
+    this.#watchedChanged();
   }
 
   #forget(app: string, node: string): void {
     const watchers = this.#watched.get(app);
     watchers?.delete(node);
     if (watchers?.size === 0) this.#watched.delete(app);
-    this.#anyWatched = this.#watched.size > 0;
+    this.#watchedChanged();
+  }
+
+  /** Listens on the diagnostics channels from the first watch on any node to the last (none once closed). */
+  #watchedChanged(): void {
+    const any = this.#watched.size > 0 && !this.#closed;
+    if (any === this.#anyWatched) return;
+    this.#anyWatched = any;
+    if (any) this.#unlisten = listenForConsole(this.#deps.node, this, this.#deps.log);
+    else {
+      this.#unlisten?.();
+      this.#unlisten = undefined;
+    }
   }
 
   /** Watches not said again within their time: their node stopped (or died). */
