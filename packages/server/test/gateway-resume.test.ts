@@ -6,7 +6,6 @@ import { CLOSE, type HistoryRule } from '@realtime/protocol';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_FEATURES } from '../src/apps/defaults.js';
-import { AskService } from '../src/asks/ask-service.js';
 import { Departures } from '../src/core/departures.js';
 import { Emitter } from '../src/core/emit.js';
 import { MemoryEventSink } from '../src/core/events.js';
@@ -315,15 +314,6 @@ describe('join: live events that arrive while history is read', () => {
     broker,
     history,
     presence: engine.presence,
-    ask: new AskService({
-      node: engine.node,
-      broker,
-      presence: engine.presence,
-      limits: engine.limits,
-      log: pino({ level: 'silent' }),
-      now: Date.now,
-    }),
-    events: new MemoryEventSink(),
     departures: new Departures({
       node: engine.node,
       presence: engine.presence,
