@@ -222,13 +222,18 @@ describe('a call that rings out', () => {
     vi.useRealTimers();
   });
 
-  it('ends `missed` on the sweep timer once its ring time passed, told to both sides and reported once', async () => {
+  /** A call from alice to bob ringing for 20 s, on a started service whose sweep runs on fake timers. */
+  async function ringingCall() {
     vi.useFakeTimers();
     const calls = service({ ringMs: 20_000 });
     await calls.start();
     const alice = pages.open('alice');
     const bob = pages.open('bob');
-    const id = await ring(calls, alice, 'bob');
+    return { calls, alice, bob, id: await ring(calls, alice, 'bob') };
+  }
+
+  it('ends `missed` on the sweep timer once its ring time passed, told to both sides and reported once', async () => {
+    const { calls, alice, bob, id } = await ringingCall();
     expect(pages.got(bob, 'call.ring', id)).toHaveLength(1);
     // Not yet: the sweep runs, the ring has time left.
     clock += 19_999;
@@ -249,12 +254,7 @@ describe('a call that rings out', () => {
   });
 
   it('never ends an answered call, however long it lasts', async () => {
-    vi.useFakeTimers();
-    const calls = service({ ringMs: 20_000 });
-    await calls.start();
-    const alice = pages.open('alice');
-    const bob = pages.open('bob');
-    const id = await ring(calls, alice, 'bob');
+    const { calls, alice, bob, id } = await ringingCall();
     await calls.accept(APP, bob, id);
     clock += 3_600_000;
     await vi.advanceTimersByTimeAsync(5_000);

@@ -44,6 +44,16 @@ function node(
   return { service, units };
 }
 
+/** Two started nodes' services on one store, in unit mode from two pages. */
+async function twoNodes() {
+  const store = new MemoryGroupStore();
+  const a = node('n1', { store, unitFrom: 2 });
+  const b = node('n2', { store, unitFrom: 2 });
+  await a.service.start();
+  await b.service.start();
+  return { a, b };
+}
+
 const member = (page: string, user = `u-${page}`): GroupMember => ({ page, user, media: ['audio'], joinedAt: clock });
 
 describe('join and leave', () => {
@@ -161,11 +171,7 @@ describe('the switch to forwarding units', () => {
   });
 
   it("offers a page joining in unit mode each peer's media from that peer's unit, on the peer's node", async () => {
-    const store = new MemoryGroupStore();
-    const a = node('n1', { store, unitFrom: 2 });
-    const b = node('n2', { store, unitFrom: 2 });
-    await a.service.start();
-    await b.service.start();
+    const { a, b } = await twoNodes();
     await a.service.join(APP, 'g', member('n1.1'));
     const joined = await b.service.join(APP, 'g', member('n2.1'));
     if (typeof joined === 'string') throw new Error(joined);
@@ -242,11 +248,7 @@ describe('the switch to forwarding units', () => {
   });
 
   it("a page leaving a unit-mode group ends its unit and closes its sessions on the others' units", async () => {
-    const store = new MemoryGroupStore();
-    const a = node('n1', { store, unitFrom: 2 });
-    const b = node('n2', { store, unitFrom: 2 });
-    await a.service.start();
-    await b.service.start();
+    const { a, b } = await twoNodes();
     await a.service.join(APP, 'g', member('n1.1'));
     await b.service.join(APP, 'g', member('n2.1'));
     await b.service.join(APP, 'g', member('n2.2'));
