@@ -13,10 +13,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CallRecord, CallStore } from '../types.js';
-import { drain, freshStores, type MakeStores, raceEach, type StoreHarness, T0 } from './harness.js';
-
-/** CallStores of two nodes on one backing, fresh for each test. */
-export type CallsHarness = StoreHarness<CallStore>;
+import { drain, freshStores, type MakeStores, raceEach, T0 } from './harness.js';
 
 const RING = 30_000;
 

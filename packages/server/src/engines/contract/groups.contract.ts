@@ -13,19 +13,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from '../types.js';
-import {
-  drain,
-  freshStores,
-  type MakeStores,
-  race,
-  raceEach,
-  type StoreHarness,
-  T0,
-  type TwoNodes,
-} from './harness.js';
-
-/** GroupStores of two nodes on one backing, fresh for each test. */
-export type GroupsHarness = StoreHarness<GroupStore>;
+import { drain, freshStores, type MakeStores, race, raceEach, T0, type TwoNodes } from './harness.js';
 
 const MAX = 8;
 

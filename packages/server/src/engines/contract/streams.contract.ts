@@ -21,10 +21,7 @@ import type {
   StreamWatch,
   StreamWatchEnd,
 } from '../types.js';
-import { drain, freshStores, type MakeStores, race, raceEach, type StoreHarness, T0 } from './harness.js';
-
-/** StreamStores of two nodes on one backing, fresh for each test. */
-export type StreamsHarness = StoreHarness<StreamStore>;
+import { drain, freshStores, type MakeStores, race, raceEach, T0 } from './harness.js';
 
 const MAX = 8;
 
