@@ -7,7 +7,7 @@ import type { AppEvent } from '@realtime/protocol';
 import pino from 'pino';
 import type { EventSink } from '../src/core/events.js';
 import type { LapseHandler } from '../src/core/node-registry.js';
-import type { NodeMessageHandler, PageSignals } from '../src/core/page-signals.js';
+import type { PageSignals, ServiceMessageHandler } from '../src/core/page-signals.js';
 import { StoreError } from '../src/engines/store-error.js';
 import type { UnitEvents, UnitHost, UnitOwner } from '../src/units/unit-host.js';
 
@@ -25,7 +25,7 @@ export type NodeSignals = Pick<PageSignals, 'toPage' | 'toNode' | 'onNodeMessage
  */
 export class FakeSignals {
   readonly #frames = new Map<string, SentFrame[]>();
-  readonly #handlers = new Map<string, NodeMessageHandler>();
+  readonly #handlers = new Map<string, ServiceMessageHandler>();
   /** Node messages in the order sent. */
   readonly messages: { node: string; kind: string; message: Record<string, unknown> }[] = [];
   readonly failing = new Set<string>();
