@@ -188,10 +188,11 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
   });
 
   it('a token request that fails shows an error with Retry, and Retry recovers', async () => {
-    const failing = (page: Page) =>
-      page.route(/\/token\?/, (route) =>
+    const failing = async (page: Page) => {
+      await page.route(/\/token\?/, (route) =>
         route.fulfill({ status: 500, contentType: 'application/json', body: '{"error":"down"}' }),
       );
+    };
     ben = await open('name=ben&ice=loopback', 1280, failing);
     const problem = ben.getByRole('alert').filter({ hasText: 'Could not get a token' });
     await problem.waitFor();

@@ -492,7 +492,7 @@ describe('what a deleted app leaves behind', () => {
   const hooks = (key: string) => `${appPath(key)}/webhooks`;
   /** Every try of the last minutes the dashboard counts for the app. */
   async function tries(key: string): Promise<number> {
-    const { minutes } = (await dash('GET', `${hooks(key)}/tries?minutes=5`, {}, lax)).json as {
+    const { minutes } = (await dash('GET', `${hooks(key)}/tries?minutes=5`, {}, lax)).json as unknown as {
       minutes: { outcomes: Record<string, number> }[];
     };
     return minutes.flatMap((m) => Object.values(m.outcomes)).reduce((sum, n) => sum + n, 0);
@@ -592,7 +592,11 @@ describe('on two nodes of one Redis', () => {
     redis = await startRedis();
     const engine = { kind: 'redis' as const, url: redis.url, prefix: uniquePrefix('dashboard-apps') };
     const app = newApp({ name: 'cluster' });
-    [a, b] = await Promise.all([0, 1].map(() => startTestServer({ dashboard: { passwordHash: hash }, engine, app })));
+    const [first, second] = await Promise.all(
+      [0, 1].map(() => startTestServer({ dashboard: { passwordHash: hash }, engine, app })),
+    );
+    if (!first || !second) throw new Error('two nodes were started');
+    [a, b] = [first, second];
     // One after the other: the nodes check one sign-in of an address at a time, over the cluster.
     sessionA = await signIn(a as TestServer);
     sessionB = await signIn(b as TestServer);

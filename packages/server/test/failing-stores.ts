@@ -19,6 +19,7 @@ export function failingAppends(
     since: (...args) => history.since(...args),
     last: (...args) => history.last(...args),
     prune: (...args) => history.prune(...args),
+    removeApp: (...args) => history.removeApp(...args),
     close: () => history.close(),
   };
 }

@@ -6,7 +6,6 @@ import { CLOSE, type HistoryRule } from '@realtime/protocol';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_FEATURES } from '../src/apps/defaults.js';
-import { AskService } from '../src/asks/ask-service.js';
 import { Departures } from '../src/core/departures.js';
 import { Emitter } from '../src/core/emit.js';
 import { MemoryEventSink } from '../src/core/events.js';
@@ -283,6 +282,7 @@ describe('join: live events that arrive while history is read', () => {
         return store.last(...args);
       },
       prune: (...args) => store.prune(...args),
+      removeApp: (...args) => store.removeApp(...args),
       close: () => {},
     };
     return { history, inside, release };
@@ -308,35 +308,28 @@ describe('join: live events that arrive while history is read', () => {
     return { conn: page as unknown as Connection, frames };
   }
 
-  const deps = (history: HistoryStore): GatewayDeps => ({
-    node: engine.node,
-    apps: { get: () => app } as unknown as GatewayDeps['apps'],
-    hub,
-    broker,
-    history,
-    presence: engine.presence,
-    ask: new AskService({
+  // A join reads neither the emitter nor user presence: the deps leave them out.
+  const deps = (history: HistoryStore): GatewayDeps =>
+    ({
       node: engine.node,
+      apps: { get: () => app } as unknown as GatewayDeps['apps'],
+      hub,
       broker,
+      history,
       presence: engine.presence,
-      limits: engine.limits,
+      departures: new Departures({
+        node: engine.node,
+        presence: engine.presence,
+        broker,
+        events: new MemoryEventSink(),
+        log: pino({ level: 'silent' }),
+        now: Date.now,
+        holds: () => true,
+      }),
       log: pino({ level: 'silent' }),
       now: Date.now,
-    }),
-    events: new MemoryEventSink(),
-    departures: new Departures({
-      node: engine.node,
-      presence: engine.presence,
-      broker,
-      events: new MemoryEventSink(),
-      log: pino({ level: 'silent' }),
-      now: Date.now,
-      holds: () => true,
-    }),
-    log: pino({ level: 'silent' }),
-    now: Date.now,
-    traffic: { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 },
-  });
+      traffic: { deliveries: 0, bytesOut: 0, slowConsumerCloses: 0, framesRateLimited: 0 },
+    }) as unknown as GatewayDeps;
   const emit = async (room: string, event: string, data: unknown, keep = true) =>
     (
       await emitter.emit(app.key, {

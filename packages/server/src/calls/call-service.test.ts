@@ -1,9 +1,12 @@
-import pino from 'pino';
-import { beforeEach, describe, expect, it } from 'vitest';
+import pino, { type Logger } from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { failable } from '../../test/service-fakes.js';
 import { MemoryEventSink } from '../core/events.js';
-import type { LapseHandler } from '../core/node-registry.js';
+import { type LapseHandler, SWEEP_BATCH } from '../core/node-registry.js';
 import { MemoryCallStore } from '../engines/memory/calls.js';
 import { MemoryLimitStore } from '../engines/memory/limits.js';
+import { StoreError } from '../engines/store-error.js';
+import type { CallStore } from '../engines/types.js';
 import { type CallPage, CallService } from './call-service.js';
 import type { CallOptions } from './options.js';
 
@@ -43,16 +46,17 @@ let pages: FakePages;
 let events: MemoryEventSink;
 /** What the services registered with the node registry for a dead node. */
 let lapseHandlers: LapseHandler[];
+let log: Logger;
 
-function service(options?: CallOptions): CallService {
+function service(options?: CallOptions, calls: CallStore = new MemoryCallStore()): CallService {
   return new CallService({
     node: 'n1',
-    calls: new MemoryCallStore(),
+    calls,
     nodes: { onLapse: (_what, handler) => lapseHandlers.push(handler) },
     limits: new MemoryLimitStore(),
     signals: pages,
     events,
-    log: pino({ level: 'silent' }),
+    log,
     now: () => clock,
     ...(options === undefined ? {} : { options }),
   });
@@ -65,6 +69,7 @@ beforeEach(() => {
   pages = new FakePages();
   events = new MemoryEventSink();
   lapseHandlers = [];
+  log = pino({ level: 'silent' });
 });
 
 describe('invites are bounded per caller and per callee', () => {
@@ -202,5 +207,246 @@ describe('call.ended reaches each page of the call once', () => {
     for (const page of [alice, phone, laptop]) {
       expect(pages.got(page, 'call.ended', placed.id).map((f) => f.reason)).toEqual(['cancelled']);
     }
+  });
+});
+
+/** Places a call that rings (fails the test otherwise); its id. */
+async function ring(calls: CallService, from: CallPage & { user: string }, to: string): Promise<string> {
+  const placed = await calls.place(APP, from, to, ['audio'], undefined);
+  if (placed.outcome !== 'placed') throw new Error(`not placed: ${placed.outcome}`);
+  return placed.id;
+}
+
+describe('a call that rings out', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A call from alice to bob ringing for 20 s, on a started service whose sweep runs on fake timers. */
+  async function ringingCall() {
+    vi.useFakeTimers();
+    const calls = service({ ringMs: 20_000 });
+    await calls.start();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    return { calls, alice, bob, id: await ring(calls, alice, 'bob') };
+  }
+
+  it('ends `missed` on the sweep timer once its ring time passed, told to both sides and reported once', async () => {
+    const { calls, alice, bob, id } = await ringingCall();
+    expect(pages.got(bob, 'call.ring', id)).toHaveLength(1);
+    // Not yet: the sweep runs, the ring has time left.
+    clock += 19_999;
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(callEnded()).toEqual([]);
+    clock += 1;
+    await vi.advanceTimersByTimeAsync(2_000);
+    for (const page of [alice, bob]) {
+      expect(pages.got(page, 'call.ended', id)).toEqual([{ t: 'call.ended', call: id, reason: 'missed' }]);
+    }
+    expect(callEnded().map((e) => e.event)).toEqual([
+      expect.objectContaining({ call_id: id, reason: 'missed', answered_at: null, seconds: 0, ended_at: clock }),
+    ]);
+    // The sweep never ends it twice.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(callEnded()).toHaveLength(1);
+    await calls.close();
+  });
+
+  it('never ends an answered call, however long it lasts', async () => {
+    const { calls, alice, bob, id } = await ringingCall();
+    await calls.accept(APP, bob, id);
+    clock += 3_600_000;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(callEnded()).toEqual([]);
+    expect(await calls.peerOf(APP, alice, id)).toBe(bob.id);
+    await calls.close();
+  });
+
+  it('a sweep the store fails is logged, and the next sweep ends the call', async () => {
+    const failing = failable<CallStore>(new MemoryCallStore());
+    const logged = vi.spyOn(log, 'error');
+    const calls = service({ ringMs: 20_000 }, failing.store);
+    const alice = pages.open('alice');
+    const id = await ring(calls, alice, 'bob');
+    clock += 20_000;
+    failing.fail('takeMissed', 1);
+    await expect(calls.sweep()).resolves.toBeUndefined();
+    expect(logged).toHaveBeenCalledWith(expect.anything(), 'ending the calls that rang out failed');
+    expect(callEnded()).toEqual([]);
+    await calls.sweep();
+    expect(pages.got(alice, 'call.ended', id).map((f) => f.reason)).toEqual(['missed']);
+  });
+});
+
+describe('placing, answering and ending', () => {
+  it('a callee in a call answers busy: reported `busy` at once, nothing rings; a caller in a call is told in_call, unreported', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const carol = pages.open('carol');
+    await ring(calls, alice, 'bob');
+    const busy = await calls.place(APP, carol, 'bob', ['video'], 'sales');
+    expect(busy).toMatchObject({ outcome: 'busy' });
+    expect(pages.got(bob, 'call.ring')).toHaveLength(1);
+    expect(callEnded().map((e) => e.event)).toEqual([
+      expect.objectContaining({ call: 'sales', from: 'carol', to: 'bob', media: ['video'], reason: 'busy' }),
+    ]);
+    expect(await calls.place(APP, alice, 'carol', ['audio'], undefined)).toMatchObject({ outcome: 'in_call' });
+    expect(callEnded()).toHaveLength(1);
+    expect(pages.got(carol, 'call.ring')).toEqual([]);
+  });
+
+  it('only a page of the callee may accept, once; the caller hears call.answered', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const id = await ring(calls, alice, 'bob');
+    expect(await calls.accept(APP, alice, id)).toBeUndefined();
+    expect(await calls.accept(APP, pages.open('mallory'), id)).toBeUndefined();
+    expect(await calls.accept(APP, bob, 'call_none')).toBeUndefined();
+    clock += 1_500;
+    expect(await calls.accept(APP, bob, id)).toMatchObject({ id, toPage: bob.id, answeredAt: clock });
+    expect(pages.got(alice, 'call.answered')).toEqual([{ t: 'call.answered', call: id }]);
+    expect(await calls.accept(APP, pages.open('bob'), id)).toBeUndefined();
+    expect(await calls.peerOf(APP, bob, id)).toBe(alice.id);
+    expect(await calls.peerOf(APP, pages.open('carol'), id)).toBeUndefined();
+  });
+
+  it('ends `completed` with the whole seconds since the answer; a stranger cannot end it', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const id = await ring(calls, alice, 'bob');
+    clock += 2_000;
+    await calls.accept(APP, bob, id);
+    clock += 42_900;
+    expect(await calls.hangup(APP, pages.open('eve'), id, 'hangup')).toBe(false);
+    // Rejecting is for a call that rings.
+    expect(await calls.hangup(APP, bob, id, 'reject')).toBe(false);
+    expect(await calls.hangup(APP, bob, id, 'hangup')).toBe(true);
+    expect(callEnded().map((e) => e.event)).toEqual([
+      expect.objectContaining({ reason: 'completed', answered_at: clock - 42_900, ended_at: clock, seconds: 42 }),
+    ]);
+    expect(await calls.hangup(APP, bob, id, 'hangup')).toBe(false);
+  });
+
+  it('a callee page that rejects hears `rejected`, the caller too, their other pages `elsewhere`; the caller cannot reject', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const phone = pages.open('bob');
+    const laptop = pages.open('bob');
+    const id = await ring(calls, alice, 'bob');
+    expect(await calls.hangup(APP, alice, id, 'reject')).toBe(false);
+    expect(await calls.hangup(APP, phone, id, 'reject')).toBe(true);
+    expect(pages.got(phone, 'call.ended', id).map((f) => f.reason)).toEqual(['rejected']);
+    expect(pages.got(alice, 'call.ended', id).map((f) => f.reason)).toEqual(['rejected']);
+    expect(pages.got(laptop, 'call.ended', id).map((f) => f.reason)).toEqual(['elsewhere']);
+    expect(callEnded().map((e) => e.event)).toEqual([expect.objectContaining({ reason: 'rejected' })]);
+  });
+
+  it('a page that closes ends its calls `failed`; one that hung up first has none left', async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const id = await ring(calls, alice, 'bob');
+    await calls.accept(APP, bob, id);
+    await calls.pageClosed(APP, bob);
+    expect(pages.got(alice, 'call.ended', id).map((f) => f.reason)).toEqual(['failed']);
+    await calls.pageClosed(APP, alice);
+    expect(callEnded().map((e) => e.event.type === 'call.ended' && e.event.reason)).toEqual(['failed']);
+    // A callee's page that only rang takes nothing with it.
+    const carol = pages.open('carol');
+    const dave = pages.open('dave');
+    const other = await ring(calls, carol, 'dave');
+    await calls.pageClosed(APP, dave);
+    expect(await calls.peerOf(APP, carol, other)).toBeUndefined();
+    expect(await calls.accept(APP, pages.open('dave'), other)).toBeDefined();
+  });
+
+  it("a ring that reaches nowhere ends the call `failed` and rejects with the broker's error", async () => {
+    const calls = new CallService({
+      node: 'n1',
+      calls: new MemoryCallStore(),
+      nodes: { onLapse: (_what, handler) => lapseHandlers.push(handler) },
+      limits: new MemoryLimitStore(),
+      signals: {
+        toPage: (...args) => pages.toPage(...args),
+        toUser: async () => {
+          throw new StoreError('unavailable');
+        },
+      },
+      events,
+      log,
+      now: () => clock,
+    });
+    const alice = pages.open('alice');
+    await expect(calls.place(APP, alice, 'bob', ['audio'], undefined)).rejects.toBeInstanceOf(StoreError);
+    expect(callEnded().map((e) => e.event)).toEqual([expect.objectContaining({ from: 'alice', reason: 'failed' })]);
+    expect(pages.got(alice, 'call.ended').map((f) => f.reason)).toEqual(['failed']);
+  });
+
+  it('a call the store could not place rejects with its StoreError: nothing rings, nothing is reported', async () => {
+    const failing = failable<CallStore>(new MemoryCallStore());
+    const calls = service(undefined, failing.store);
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    failing.fail('place');
+    await expect(calls.place(APP, alice, 'bob', ['audio'], undefined)).rejects.toBeInstanceOf(StoreError);
+    expect(pages.got(bob, 'call.ring')).toEqual([]);
+    expect(callEnded()).toEqual([]);
+  });
+
+  it('a call.ended the events store could not keep is logged; the call ends all the same', async () => {
+    const logged = vi.spyOn(log, 'error');
+    const calls = new CallService({
+      node: 'n1',
+      calls: new MemoryCallStore(),
+      nodes: { onLapse: (_what, handler) => lapseHandlers.push(handler) },
+      limits: new MemoryLimitStore(),
+      signals: pages,
+      events: {
+        record: () => Promise.reject(new StoreError('unavailable')),
+        reportOf: () => undefined,
+        reported: () => {},
+      },
+      log,
+      now: () => clock,
+    });
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const id = await ring(calls, alice, 'bob');
+    expect(await calls.hangup(APP, alice, id, 'hangup')).toBe(true);
+    expect(pages.got(bob, 'call.ended', id).map((f) => f.reason)).toEqual(['cancelled']);
+    expect(logged).toHaveBeenCalledWith(expect.objectContaining({ call: id }), 'recording call.ended failed');
+  });
+});
+
+describe("a dead node's calls", () => {
+  it("end `failed` through the registry's lapse handler (answered ones: above); other nodes' calls stay", async () => {
+    const calls = service();
+    const alice = pages.open('alice');
+    const bob = pages.open('bob');
+    const ringing = await ring(calls, alice, 'bob');
+    // A call between pages of another node.
+    const carol = { id: 'n2.1', user: 'carol', send: () => {} };
+    const far = await ring(calls, carol, 'dave');
+    expect(lapseHandlers).toHaveLength(1);
+    expect(await lapseHandlers[0]?.({ node: 'n1', lapse: 1 })).toBe('done');
+    for (const page of [alice, bob])
+      expect(pages.got(page, 'call.ended', ringing).map((f) => f.reason)).toEqual(['failed']);
+    expect(callEnded().map((e) => e.event)).toEqual([expect.objectContaining({ call_id: ringing, reason: 'failed' })]);
+    expect(await calls.peerOf(APP, alice, ringing)).toBeUndefined();
+    expect(await calls.hangup(APP, carol, far, 'hangup')).toBe(true);
+  });
+
+  it("answer 'more' while a batch was full", async () => {
+    const calls = service({
+      invites: { perCaller: { perMinute: 1000, burst: 1000 }, perCallee: { perMinute: 1000, burst: 1000 } },
+    });
+    for (let i = 0; i <= SWEEP_BATCH; i++) await ring(calls, pages.open(`a${i}`), `b${i}`);
+    expect(await lapseHandlers[0]?.({ node: 'n1', lapse: 1 })).toBe('more');
+    expect(await lapseHandlers[0]?.({ node: 'n1', lapse: 1 })).toBe('done');
+    expect(callEnded()).toHaveLength(SWEEP_BATCH + 1);
   });
 });

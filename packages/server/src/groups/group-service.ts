@@ -11,24 +11,22 @@ import { iceServers } from '../calls/ice.js';
 import type { IceConfig } from '../calls/options.js';
 import type { EventSink } from '../core/events.js';
 import { type NodeRegistry, SWEEP_BATCH } from '../core/node-registry.js';
-import type { PageSignals } from '../core/page-signals.js';
 import type { GroupMember, GroupStore } from '../engines/types.js';
-import type { UnitHost } from '../units/unit-host.js';
 import type { UnitSignal } from '../units/unit-signal.js';
-import { GroupUnits } from './group-units.js';
+import { type GroupSignals, type GroupUnitHost, GroupUnits } from './group-units.js';
 
 export interface GroupServiceDeps {
   node: string;
   groups: GroupStore;
   /** The node leases: the pages of a dead node leave their group calls, taken by the node that claims it. */
   nodes: Pick<NodeRegistry, 'onLapse'>;
-  signals: PageSignals;
+  signals: GroupSignals;
   events: EventSink;
   log: Logger;
   now: () => number;
   ice?: IceConfig;
   /** This node's forwarding units (shared with live streams), for groups in unit mode. */
-  units: UnitHost;
+  units: GroupUnitHost;
   /** Pages per group call; default GROUP_MAX_PAGES. */
   maxPages?: number;
   /** The pages at which a group leaves the mesh for units; default GROUP_UNIT_FROM. */

@@ -15,9 +15,18 @@ import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
 /** Node messages of group calls: a page's requests for the unit of another page, on that page's node. */
 const NODE_KIND = 'group';
 
+/** What group calls use of PageSignals: frames to pages, and node messages to the node of a page's unit. */
+export type GroupSignals = Pick<PageSignals, 'toPage' | 'toNode' | 'onNodeMessage'>;
+
+/** What group calls use of the node's forwarding units. */
+export type GroupUnitHost = Pick<
+  UnitHost,
+  'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end'
+>;
+
 export interface GroupUnitsDeps {
-  units: UnitHost;
-  signals: PageSignals;
+  units: GroupUnitHost;
+  signals: GroupSignals;
   log: Logger;
   /** The pages in the group now (on any node). */
   pages(app: string, group: string): Promise<string[]>;

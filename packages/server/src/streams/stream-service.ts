@@ -16,17 +16,26 @@ import type { StreamOptions } from './options.js';
 /** Node messages of streams: a watching page's requests, for the node running the stream's unit. */
 const NODE_KIND = 'stream';
 
+/** What streams use of PageSignals: frames to pages, and node messages to the node of a stream's unit. */
+export type StreamSignals = Pick<PageSignals, 'toPage' | 'toNode' | 'onNodeMessage'>;
+
+/** What streams use of the node's forwarding units. */
+export type StreamUnitHost = Pick<
+  UnitHost,
+  'hosts' | 'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end'
+>;
+
 export interface StreamServiceDeps {
   node: string;
   streams: StreamStore;
   /** The node leases: the pages of a dead node leave their streams, taken by the node that claims it. */
   nodes: Pick<NodeRegistry, 'onLapse'>;
-  signals: PageSignals;
+  signals: StreamSignals;
   events: EventSink;
   log: Logger;
   now: () => number;
   /** This node's forwarding units (shared with group calls). */
-  units: UnitHost;
+  units: StreamUnitHost;
   ice?: IceConfig;
   options?: StreamOptions;
 }
@@ -53,7 +62,7 @@ const unitOf = (app: string, stream: string) => `stream\u0000${app}\u0000${strea
  */
 export class StreamService {
   readonly #deps: StreamServiceDeps;
-  readonly #host: UnitHost;
+  readonly #host: StreamUnitHost;
   readonly #pages = new Map<string, PageStreams>();
 
   constructor(deps: StreamServiceDeps) {

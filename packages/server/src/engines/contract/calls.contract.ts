@@ -4,29 +4,17 @@
  *
  * What ends a call (`end`, `takeMissed`, `takeNode`) and what claims a user (`place`, `answer`) must reach
  * exactly one caller; with a `peer` (a second store on the same backend, as on another node) the
- * suite races both against each other.
+ * suite races both against each other. Stores, clock and racing helpers: ./harness.ts.
  *
  * @example
  * ```ts
- * callStoreContract('MemoryCallStore', async () => ({ store: new MemoryCallStore(), cleanup: async () => {} }));
+ * callStoreContract('MemoryCallStore', inProcess(() => new MemoryCallStore()));
  * ```
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CallRecord, CallStore } from '../types.js';
+import { drain, freshStores, type MakeStores, raceEach, T0 } from './harness.js';
 
-export interface CallsHarness {
-  /** A store with no call. */
-  store: CallStore;
-  /**
-   * A second store on the same backend, as on another node: what either is told counts for both.
-   * Engines of one process leave it out; the tests then use `store` for both sides.
-   */
-  peer?: CallStore;
-  /** Closes the stores and removes whatever they kept. */
-  cleanup(): Promise<void>;
-}
-
-const T0 = 1_700_000_000_000;
 const RING = 30_000;
 
 let calls = 0;
@@ -51,28 +39,13 @@ function ringing(from: string, to: string, more: Partial<CallRecord> = {}): Call
 /** Ids of taken calls, sorted: takeMissed and takeNode promise no order. */
 const ids = (taken: readonly CallRecord[]) => taken.map((call) => call.id).sort();
 
-export function callStoreContract(name: string, makeStore: () => Promise<CallsHarness>): void {
+export function callStoreContract(name: string, makeStore: MakeStores<CallStore>): void {
   describe(`CallStore contract: ${name}`, () => {
-    const open: CallsHarness[] = [];
-
-    afterEach(async () => {
-      for (const harness of open.splice(0)) await harness.cleanup();
-    });
-
-    /** Both views on a fresh store. */
-    async function makeBoth(): Promise<{ store: CallStore; peer: CallStore }> {
-      const harness = await makeStore();
-      open.push(harness);
-      return { store: harness.store, peer: harness.peer ?? harness.store };
-    }
-
-    async function make(): Promise<CallStore> {
-      return (await makeBoth()).store;
-    }
+    const fresh = freshStores(makeStore);
 
     describe('place', () => {
       it('stores a ringing call: get and callOf of both users answer it, every field as placed', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const call = ringing('ann:1', 'bob.ü', { media: ['audio', 'video'], name: 'Sales: Ann → Bob' });
         expect(await store.place(call)).toBe('placed');
         for (const s of [store, peer]) {
@@ -86,7 +59,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('keeps its own copy: changing a record given or answered changes nothing stored', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const call = ringing('ann', 'bob', { media: ['audio'] });
         const placed = structuredClone(call);
         await store.place(call);
@@ -99,7 +72,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('answers in_call when the caller is in a call, as caller or callee, and stores nothing', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const first = ringing('ann', 'bob');
         expect(await store.place(first)).toBe('placed');
         // Ann rings Bob: neither may call anyone else.
@@ -118,7 +91,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('answers busy when the callee is in a call, ringing or answered, and stores nothing', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const first = ringing('ann', 'bob');
         await store.place(first);
         const toCaller = ringing('cat', 'ann');
@@ -136,24 +109,24 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('answers in_call, not busy, when both users are in calls', async () => {
-        const store = await make();
+        const store = await fresh.store();
         await store.place(ringing('ann', 'bob'));
         await store.place(ringing('cat', 'dan'));
         expect(await store.place(ringing('ann', 'cat'))).toBe('in_call');
       });
 
       it('lets one of many racing places from two nodes claim a user', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         // Ten callers ring Bob at once, half through each node: one gets through.
         const toBob = Array.from({ length: 10 }, (_, i) => ringing(`caller${i}`, 'bob'));
-        const outcomes = await Promise.all(toBob.map((call, i) => (i % 2 ? peer : store).place(call)));
+        const outcomes = await raceEach(node, toBob, (s, call) => s.place(call));
         expect(outcomes.filter((o) => o === 'placed')).toHaveLength(1);
         expect(outcomes.filter((o) => o === 'busy')).toHaveLength(9);
         const winner = toBob[outcomes.indexOf('placed')];
         expect((await peer.callOf('app1', 'bob'))?.id).toBe(winner?.id);
         // Ann rings ten people at once: one call is hers.
         const byAnn = Array.from({ length: 10 }, (_, i) => ringing('ann', `callee${i}`));
-        const placed = await Promise.all(byAnn.map((call, i) => (i % 2 ? peer : store).place(call)));
+        const placed = await raceEach(node, byAnn, (s, call) => s.place(call));
         expect(placed.filter((o) => o === 'placed')).toHaveLength(1);
         expect(placed.filter((o) => o === 'in_call')).toHaveLength(9);
         const called = byAnn.filter((_, i) => placed[i] === 'in_call');
@@ -163,7 +136,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
 
     describe('answer', () => {
       it('answers a ringing call once, on the page that accepted', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const call = ringing('ann', 'bob');
         await store.place(call);
         const answered = await peer.answer('app1', call.id, 'nb.7', T0 + 2500);
@@ -180,7 +153,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('answers undefined for a call that is gone or never was', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const call = ringing('ann', 'bob');
         await store.place(call);
         await store.end('app1', call.id);
@@ -191,14 +164,12 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('lets one of many racing answers from two nodes win', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, node } = await fresh.nodes();
         for (let round = 0; round < 10; round++) {
           const call = ringing(`ann${round}`, `bob${round}`);
           await store.place(call);
           const pages = Array.from({ length: 6 }, (_, i) => `${i % 2 ? 'nb' : 'na'}.${i}`);
-          const answers = await Promise.all(
-            pages.map((page, i) => (i % 2 ? peer : store).answer('app1', call.id, page, T0 + 1000 + i)),
-          );
+          const answers = await raceEach(node, pages, (s, page, i) => s.answer('app1', call.id, page, T0 + 1000 + i));
           const won = answers.filter((a) => a !== undefined);
           expect(won).toHaveLength(1);
           expect(await store.get('app1', call.id)).toStrictEqual(won[0]);
@@ -208,7 +179,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
 
     describe('end', () => {
       it('removes the call and answers its record once; both users may call again', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const call = ringing('ann', 'bob');
         await store.place(call);
         await store.answer('app1', call.id, 'nb.1', T0 + 1000);
@@ -226,7 +197,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('ends a ringing call (cancelled, rejected) as well', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const call = ringing('ann', 'bob');
         await store.place(call);
         expect(await store.end('app1', call.id)).toStrictEqual(call);
@@ -235,7 +206,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('hands the record to exactly one of many racing ends from two nodes', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         const placed: CallRecord[] = [];
         for (let i = 0; i < 20; i++) {
           const call = ringing(`ann${i}`, `bob${i}`);
@@ -243,15 +214,15 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
           if (i % 2) await peer.answer('app1', call.id, 'nb.1', T0 + 1000);
           placed.push(call);
         }
-        const ends = await Promise.all(
-          placed.flatMap((call) => [0, 1, 2, 3].map((n) => (n % 2 ? peer : store).end('app1', call.id))),
-        );
+        // Four ends of each call, two through each node.
+        const fourEach = placed.flatMap((call) => [call, call, call, call]);
+        const ends = await raceEach(node, fourEach, (s, call) => s.end('app1', call.id));
         const records = ends.filter((r) => r !== undefined);
         expect(records.map((r) => r.id).sort()).toEqual(placed.map((c) => c.id).sort());
       });
 
       it('hands a call to exactly one of ends and sweeps racing', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         const placed: CallRecord[] = [];
         for (let i = 0; i < 20; i++) {
           const call = ringing(`ann${i}`, `bob${i}`);
@@ -263,7 +234,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
         const [a, b, ...ends] = await Promise.all([
           store.takeMissed(now, 100),
           peer.takeMissed(now, 100),
-          ...placed.map((call, i) => (i % 2 ? peer : store).end('app1', call.id)),
+          ...placed.map((call, i) => node(i).end('app1', call.id)),
         ]);
         const swept = [...(a as CallRecord[]), ...(b as CallRecord[])].map((call) => call.id);
         const ended = (ends as (CallRecord | undefined)[]).filter((r) => r !== undefined).map((r) => r.id);
@@ -273,7 +244,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
 
     describe('takeMissed', () => {
       it('takes a call still ringing after ringUntil, once; the users are free again', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const call = ringing('ann', 'bob');
         await store.place(call);
         expect(await store.takeMissed(T0 + RING - 1, 10)).toEqual([]);
@@ -290,7 +261,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('never takes an answered call', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const call = ringing('ann', 'bob');
         await store.place(call);
         await store.answer('app1', call.id, 'nb.1', T0 + 1000);
@@ -300,7 +271,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('takes nothing of a call that ended already', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const rung = ringing('ann', 'bob');
         await store.place(rung);
         await store.end('app1', rung.id);
@@ -308,7 +279,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('takes at most `limit` calls a time, the rest later', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const due: string[] = [];
         for (let i = 0; i < 5; i++) {
           const call = ringing(`ann${i}`, `bob${i}`);
@@ -330,7 +301,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
 
     describe('takeNode', () => {
       it("takes the calls with the caller's page on the node, ringing or answered, once each", async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const rings = ringing('ann', 'bob', { fromPage: 'nx.1' });
         const talks = ringing('cat', 'dan', { fromPage: 'nx.2' });
         const safe = ringing('eve', 'fay', { fromPage: 'na.3' });
@@ -353,7 +324,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it("takes a call with the callee's page on the node", async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const call = ringing('ann', 'bob');
         await store.place(call);
         await peer.answer('app1', call.id, 'ny.1', T0 + 1000);
@@ -363,7 +334,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('takes nothing of a call that ended already, or of a node with none', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const failed = ringing('cat', 'dan', { fromPage: 'nx.1' });
         await store.place(failed);
         await store.end('app1', failed.id);
@@ -372,7 +343,7 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('takes at most `limit` calls a time, the rest later', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const due: string[] = [];
         for (let i = 0; i < 5; i++) {
           const call = ringing(`cat${i}`, `dan${i}`, { fromPage: `nx.${i}` });
@@ -391,37 +362,35 @@ export function callStoreContract(name: string, makeStore: () => Promise<CallsHa
       });
 
       it('hands each call to exactly one of many racing takers, rings, and ends on two nodes', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         const placed: string[] = [];
         for (let i = 0; i < 30; i++) {
           const call = ringing(`ann${i}`, `bob${i}`, i % 3 === 0 ? {} : { fromPage: `nx.${i}` });
-          await (i % 2 ? peer : store).place(call);
+          await node(i).place(call);
           if (i % 5 === 0) await peer.answer('app1', call.id, 'nx.99', T0 + 1000);
           placed.push(call.id);
         }
         const now = T0 + RING + 1;
         const batches = await Promise.all([
-          ...Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', 3 + (i % 4))),
-          ...Array.from({ length: 4 }, (_, i) => (i % 2 ? peer : store).takeMissed(now, 3 + i)),
+          ...Array.from({ length: 8 }, (_, i) => node(i).takeNode('nx', 3 + (i % 4))),
+          ...Array.from({ length: 4 }, (_, i) => node(i).takeMissed(now, 3 + i)),
           ...placed.slice(0, 6).map(async (id, i) => {
-            const ended = await (i % 2 ? peer : store).end('app1', id);
+            const ended = await node(i).end('app1', id);
             return ended ? [ended] : [];
           }),
         ]);
         const taken = batches.flat();
         // Whatever the racers left, later sweeps take.
-        for (let n = 0; n < 30; n++) {
-          const more = [...(await store.takeNode('nx', 5)), ...(await store.takeMissed(now, 5))];
-          if (more.length === 0) break;
-          taken.push(...more);
-        }
+        taken.push(
+          ...(await drain(async () => [...(await store.takeNode('nx', 5)), ...(await store.takeMissed(now, 5))])),
+        );
         expect(ids(taken)).toEqual([...placed].sort());
       });
     });
 
     describe('apps', () => {
       it('keeps the calls and users of each app apart', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const one = ringing('ann', 'bob', { id: 'same-id' });
         const two = ringing('ann', 'bob', { id: 'same-id', app: 'app2', name: 'other', media: ['video'] });
         expect(await store.place(one)).toBe('placed');

@@ -4,29 +4,17 @@
  *
  * What takes a member out (`leave`, `takeNode`) must reach exactly one caller, and a group never
  * holds more than `max` pages; with a `peer` (a second store on the same backend, as on another
- * node) the suite races both against each other.
+ * node) the suite races both against each other. Stores, clock and racing helpers: ./harness.ts.
  *
  * @example
  * ```ts
- * groupStoreContract('MemoryGroupStore', async () => ({ store: new MemoryGroupStore(), cleanup: async () => {} }));
+ * groupStoreContract('MemoryGroupStore', inProcess(() => new MemoryGroupStore()));
  * ```
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from '../types.js';
+import { drain, freshStores, type MakeStores, race, raceEach, T0, type TwoNodes } from './harness.js';
 
-export interface GroupsHarness {
-  /** A store with no group and no node lease. */
-  store: GroupStore;
-  /**
-   * A second store on the same backend, as on another node: what either is told counts for both.
-   * Engines of one process leave it out; the tests then use `store` for both sides.
-   */
-  peer?: GroupStore;
-  /** Closes the stores and removes whatever they kept. */
-  cleanup(): Promise<void>;
-}
-
-const T0 = 1_700_000_000_000;
 const MAX = 8;
 
 /** Limits where the mode does not matter: at most `max` pages, never unit mode. */
@@ -50,28 +38,13 @@ const names = (lapsed: readonly LapsedMember[]) =>
 
 const pages = (members: readonly GroupMember[]) => members.map((m) => m.page);
 
-export function groupStoreContract(name: string, makeStore: () => Promise<GroupsHarness>): void {
+export function groupStoreContract(name: string, makeStore: MakeStores<GroupStore>): void {
   describe(`GroupStore contract: ${name}`, () => {
-    const open: GroupsHarness[] = [];
-
-    afterEach(async () => {
-      for (const harness of open.splice(0)) await harness.cleanup();
-    });
-
-    /** Both views on a fresh store. */
-    async function makeBoth(): Promise<{ store: GroupStore; peer: GroupStore }> {
-      const harness = await makeStore();
-      open.push(harness);
-      return { store: harness.store, peer: harness.peer ?? harness.store };
-    }
-
-    async function make(): Promise<GroupStore> {
-      return (await makeBoth()).store;
-    }
+    const fresh = freshStores(makeStore);
 
     describe('join', () => {
       it('answers the members there before, in join order, every field as joined', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const ann = member('na.1', 'ann:1', { media: ['audio', 'video'], joinedAt: T0 + 1 });
         const bob = member('nb.2', 'bob.ü', { media: ['video'], joinedAt: T0 + 2 });
         const cat = member('na.3', '$anon:na.3', { media: [], joinedAt: T0 + 3.5 });
@@ -88,7 +61,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('keeps its own copy: changing a member given or answered changes nothing stored', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const ann = member('na.1', 'ann');
         const joined = structuredClone(ann);
         await store.join('app1', 'g', ann, LIMITS);
@@ -104,7 +77,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('answers full when the group holds max pages, and stores nothing', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const three = [member('na.1'), member('nb.2'), member('na.3')];
         for (const m of three) expect(await store.join('app1', 'g', m, cap(3))).not.toBe('full');
         expect(await peer.join('app1', 'g', member('nb.4'), cap(3))).toBe('full');
@@ -122,7 +95,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('answers already for a page in the group, and changes nothing', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const ann = member('na.1', 'ann');
         const bob = member('nb.2', 'bob');
         await store.join('app1', 'g', ann, cap(2));
@@ -137,12 +110,10 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('lets one of many racing joins of one page from two nodes in', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         await store.join('app1', 'g', member('na.0'), LIMITS);
-        const outcomes = await Promise.all(
-          Array.from({ length: 10 }, (_, i) =>
-            (i % 2 ? peer : store).join('app1', 'g', member('na.1', 'ann', { joinedAt: T0 + i }), LIMITS),
-          ),
+        const outcomes = await race(node, 10, (s, i) =>
+          s.join('app1', 'g', member('na.1', 'ann', { joinedAt: T0 + i }), LIMITS),
         );
         expect(outcomes.filter(isJoin).map((o) => o.before)).toStrictEqual([[member('na.0')]]);
         expect(outcomes.filter((o) => o === 'already')).toHaveLength(9);
@@ -150,14 +121,12 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('never lets racing joins from two nodes pass max', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, node } = await fresh.nodes();
         for (let round = 0; round < 5; round++) {
           const group = `g${round}`;
           const max = 2 + round;
           const joining = Array.from({ length: 16 }, (_, i) => member(`${i % 2 ? 'nb' : 'na'}.${i}`));
-          const outcomes = await Promise.all(
-            joining.map((m, i) => (i % 2 ? peer : store).join('app1', group, m, cap(max))),
-          );
+          const outcomes = await raceEach(node, joining, (s, m) => s.join('app1', group, m, cap(max)));
           const admitted = outcomes.filter(isJoin).map((o) => o.before);
           expect(admitted).toHaveLength(max);
           expect(outcomes.filter((o) => o === 'full')).toHaveLength(16 - max);
@@ -175,7 +144,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
     describe('leave', () => {
       it('takes the page out and answers its member once; the rest keep their order', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const all = ['na.1', 'nb.2', 'na.3', 'nb.4'].map((p, i) =>
           member(p, `u${i}`, { media: i % 2 ? ['audio', 'video'] : ['audio'], joinedAt: T0 + i }),
         );
@@ -194,7 +163,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('answers undefined for a page not in the group', async () => {
-        const store = await make();
+        const store = await fresh.store();
         await store.join('app1', 'g', member('na.1'), LIMITS);
         expect(await store.leave('app1', 'g', 'na.2')).toBeUndefined();
         expect(await store.leave('app1', 'other', 'na.1')).toBeUndefined();
@@ -204,7 +173,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('lets an empty group go: after its last member it is as new', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 'g', member('na.1'), cap(2));
         await peer.join('app1', 'g', member('nb.2'), cap(2));
         await store.leave('app1', 'g', 'na.1');
@@ -215,16 +184,18 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('hands each member to exactly one of many racing leaves from two nodes', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, node } = await fresh.nodes();
         const joined: GroupMember[] = [];
         for (let i = 0; i < 12; i++) {
           const m = member(`${i % 2 ? 'nb' : 'na'}.${i}`, `u${i}`, { joinedAt: T0 + i });
-          await (i % 2 ? peer : store).join('app1', `g${i % 3}`, m, LIMITS);
+          await node(i).join('app1', `g${i % 3}`, m, LIMITS);
           joined.push(m);
         }
-        const left = await Promise.all(
-          joined.flatMap((m, i) => [0, 1, 2, 3].map((n) => (n % 2 ? peer : store).leave('app1', `g${i % 3}`, m.page))),
+        // Four leaves of each member, two through each node.
+        const fourEach = joined.flatMap((m, i) =>
+          Array.from({ length: 4 }, () => ({ group: `g${i % 3}`, page: m.page })),
         );
+        const left = await raceEach(node, fourEach, (s, { group, page }) => s.leave('app1', group, page));
         const records = left.filter((r) => r !== undefined);
         expect(records.sort((a, b) => a.joinedAt - b.joinedAt)).toStrictEqual(joined);
         for (const g of ['g0', 'g1', 'g2']) expect(await store.members('app1', g)).toStrictEqual([]);
@@ -233,7 +204,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
     describe('takeNode', () => {
       it('takes the members of a node, once; the other nodes’ members stay', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const dying = [member('nx.1', 'ann'), member('nx.2', 'bob', { media: ['audio', 'video'] })];
         await store.join('app1', 'g', member('na.1'), LIMITS);
         await store.join('app1', 'g', dying[0] as GroupMember, LIMITS);
@@ -255,7 +226,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('takes nothing of members that left already', async () => {
-        const store = await make();
+        const store = await fresh.store();
         await store.join('app1', 'g', member('nx.1'), LIMITS);
         await store.join('app1', 'g', member('nx.2'), LIMITS);
         await store.join('app1', 'h', member('nx.3'), LIMITS);
@@ -266,7 +237,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('takes at most `limit` members a time, the rest later', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const due: string[] = [];
         for (let i = 0; i < 7; i++) {
           // Dead pages of two nodes, some sharing a group, among live ones.
@@ -295,32 +266,26 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('hands each lapsed member to exactly one of many racing takers and leaves on two nodes', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, node } = await fresh.nodes();
         const dead: string[] = [];
         for (let i = 0; i < 30; i++) {
           const group = `g${i % 4}`;
           const page = i % 3 ? `nx.${i}` : `${i % 2 ? 'nb' : 'na'}.${i}`;
-          await (i % 2 ? peer : store).join('app1', group, member(page), cap(100));
+          await node(i).join('app1', group, member(page), cap(100));
           if (i % 3) dead.push(`app1/${group}/${page}`);
         }
         // Sweeps on both nodes, and a leave for every other dead page, all at once.
         const leaving = dead.filter((_, i) => i % 2 === 0);
         const [batches, leaves] = await Promise.all([
-          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', 2 + (i % 4)))),
-          Promise.all(
-            leaving.map((name, i) => {
-              const [app = '', group = '', page = ''] = name.split('/');
-              return (i % 2 ? peer : store).leave(app, group, page);
-            }),
-          ),
+          race(node, 8, (s, i) => s.takeNode('nx', 2 + (i % 4))),
+          raceEach(node, leaving, (s, name) => {
+            const [app = '', group = '', page = ''] = name.split('/');
+            return s.leave(app, group, page);
+          }),
         ]);
         const taken = names(batches.flat());
         // Whatever the racers left, later sweeps take.
-        for (;;) {
-          const more = await store.takeNode('nx', 5);
-          if (more.length === 0) break;
-          taken.push(...names(more));
-        }
+        taken.push(...names(await drain(() => store.takeNode('nx', 5))));
         const left = leaving.filter((_, i) => leaves[i] !== undefined);
         expect([...taken, ...left].sort()).toEqual([...dead].sort());
         for (let g = 0; g < 4; g++) {
@@ -332,7 +297,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
     describe('unit mode', () => {
       /** Joins pages `na.1` … `na.<count>` (from store and peer in turn) and answers each outcome. */
       async function fill(
-        sides: { store: GroupStore; peer: GroupStore },
+        sides: TwoNodes<GroupStore>,
         group: string,
         count: number,
         limits: GroupLimits,
@@ -340,8 +305,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       ): Promise<(GroupJoin | 'full' | 'already')[]> {
         const outcomes: (GroupJoin | 'full' | 'already')[] = [];
         for (let i = from; i < from + count; i++) {
-          const side = i % 2 ? sides.store : sides.peer;
-          outcomes.push(await side.join('app1', group, member(`${i % 2 ? 'na' : 'nb'}.${i}`), limits));
+          outcomes.push(await sides.node(i + 1).join('app1', group, member(`${i % 2 ? 'na' : 'nb'}.${i}`), limits));
         }
         return outcomes;
       }
@@ -351,7 +315,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
         outcomes.map((o) => (isJoin(o) ? `${o.unit ? 'U' : 'm'}${o.switched ? '!' : ''}` : o));
 
       it('switches at exactly unitFrom pages, once; later joins are in unit mode', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store, peer } = sides;
         const limits = { max: MAX, unitFrom: 3 };
         expect(modes(await fill(sides, 'g', 2, limits))).toEqual(['m', 'm']);
@@ -364,7 +328,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('stays in unit mode while pages leave, down to one, and does not switch again', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store, peer } = sides;
         const limits = { max: MAX, unitFrom: 3 };
         expect(modes(await fill(sides, 'g', 4, limits))).toEqual(['m', 'm', 'U!', 'U']);
@@ -379,7 +343,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('starts again in mesh once its last page left, and can switch again', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store, peer } = sides;
         const limits = { max: MAX, unitFrom: 2 };
         expect(modes(await fill(sides, 'g', 2, limits))).toEqual(['m', 'U!']);
@@ -392,7 +356,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('starts again in mesh once its last page went by takeNode; a group with a live page stays in unit mode', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const limits = { max: MAX, unitFrom: 2 };
         await store.join('app1', 'dead', member('nx.1'), limits);
         expect(modes([await peer.join('app1', 'dead', member('nx.2'), limits)])).toEqual(['U!']);
@@ -412,7 +376,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('switches at the first join when unitFrom is 1 or less (NaN as 0), never when Infinity', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store } = sides;
         for (const [i, unitFrom] of [1, 0, -1, Number.NEGATIVE_INFINITY, Number.NaN, 0.5].entries()) {
           expect(modes(await fill(sides, `low${i}`, 3, { max: MAX, unitFrom }))).toEqual(['U!', 'U', 'U']);
@@ -426,7 +390,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('switches nothing on full or already, even past the threshold', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store, peer } = sides;
         expect(modes(await fill(sides, 'g', 2, { max: 2, unitFrom: 3 }))).toEqual(['m', 'm']);
         // Turned away at max, with a threshold it would reach or has passed.
@@ -446,7 +410,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('answers false for a group never joined, and keeps the mode of each app and group apart', async () => {
-        const sides = await makeBoth();
+        const sides = await fresh.nodes();
         const { store, peer } = sides;
         expect(await store.unit('app1', 'no-such-group')).toBe(false);
         expect(await peer.unit('app9', 'g')).toBe(false);
@@ -460,15 +424,13 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
       });
 
       it('hands the switch to exactly one of many racing joins from two nodes, each time the group fills again', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         for (let round = 0; round < 5; round++) {
           const group = `g${round % 2}`;
           const unitFrom = 2 + round;
           const limits = { max: 12, unitFrom };
           const joining = Array.from({ length: 16 }, (_, i) => member(`${i % 2 ? 'nb' : 'na'}.${round}-${i}`));
-          const outcomes = await Promise.all(
-            joining.map((m, i) => (i % 2 ? peer : store).join('app1', group, m, limits)),
-          );
+          const outcomes = await raceEach(node, joining, (s, m) => s.join('app1', group, m, limits));
           const joins = outcomes.filter(isJoin);
           expect(joins).toHaveLength(12);
           const switches = joins.filter((o) => o.switched);
@@ -477,7 +439,12 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
           expect(switches[0]?.before).toHaveLength(unitFrom - 1);
           for (const o of joins) expect(o.unit).toBe(o.before.length >= unitFrom - 1);
           // Everyone leaves at once from both nodes: the next round starts in mesh.
-          await Promise.all(joining.map((m, i) => (i % 2 ? store : peer).leave('app1', group, m.page)));
+          // Each page leaves through the other node than it joined by.
+          await raceEach(
+            (i) => node(i + 1),
+            joining,
+            (s, m) => s.leave('app1', group, m.page),
+          );
           for (const s of [store, peer]) expect(await s.unit('app1', group)).toBe(false);
         }
       });
@@ -485,7 +452,7 @@ export function groupStoreContract(name: string, makeStore: () => Promise<Groups
 
     describe('apps and groups', () => {
       it('keeps the groups of each app, and each group, apart', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const one = member('na.1', 'ann');
         const two = member('na.1', 'ann', { media: ['video'], joinedAt: T0 + 7 });
         // The same page in a group of two apps, and in two groups of one app.

@@ -5,14 +5,14 @@
  * Every change (join, leave, goLive, stopLive, takeNode) must reach exactly one caller, a stream
  * never has two presenters nor more than `max` pages, and while live each signed-in member has one
  * open watch; with a `peer` (a second store on the same backend, as on another node) the suite races
- * both against each other.
+ * both against each other. Stores, clock and racing helpers: ./harness.ts.
  *
  * @example
  * ```ts
- * streamStoreContract('MemoryStreamStore', async () => ({ store: new MemoryStreamStore(), cleanup: async () => {} }));
+ * streamStoreContract('MemoryStreamStore', inProcess(() => new MemoryStreamStore()));
  * ```
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type {
   LapsedStreamMember,
   StreamChange,
@@ -21,20 +21,8 @@ import type {
   StreamWatch,
   StreamWatchEnd,
 } from '../types.js';
+import { drain, freshStores, type MakeStores, race, raceEach, T0 } from './harness.js';
 
-export interface StreamsHarness {
-  /** A store with no stream and no node lease. */
-  store: StreamStore;
-  /**
-   * A second store on the same backend, as on another node: what either is told counts for both.
-   * Engines of one process leave it out; the tests then use `store` for both sides.
-   */
-  peer?: StreamStore;
-  /** Closes the stores and removes whatever they kept. */
-  cleanup(): Promise<void>;
-}
-
-const T0 = 1_700_000_000_000;
 const MAX = 8;
 
 /** Pages (a page's node is its id up to the first '.'), each a member of one role. */
@@ -67,28 +55,13 @@ function changeOf(change: StreamChange | undefined): StreamChange {
   return change;
 }
 
-export function streamStoreContract(name: string, makeStore: () => Promise<StreamsHarness>): void {
+export function streamStoreContract(name: string, makeStore: MakeStores<StreamStore>): void {
   describe(`StreamStore contract: ${name}`, () => {
-    const open: StreamsHarness[] = [];
-
-    afterEach(async () => {
-      for (const harness of open.splice(0)) await harness.cleanup();
-    });
-
-    /** Both views on a fresh store. */
-    async function makeBoth(): Promise<{ store: StreamStore; peer: StreamStore }> {
-      const harness = await makeStore();
-      open.push(harness);
-      return { store: harness.store, peer: harness.peer ?? harness.store };
-    }
-
-    async function make(): Promise<StreamStore> {
-      return (await makeBoth()).store;
-    }
+    const fresh = freshStores(makeStore);
 
     describe('join', () => {
       it('puts pages on in the order they came; while not live it opens no watch', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         // A stream's name is the customer's: any text.
         const stream = 'Launch: day 1 → all {hands}';
         const bob = viewer('na.1', 'bob:1');
@@ -117,7 +90,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('keeps its own copy: changing a member given or answered changes nothing stored', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const bob = viewer('na.1', 'bob');
         await store.join('app1', 's', bob, MAX, T0);
         bob.user = 'changed';
@@ -130,7 +103,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('lets one page present: another presenter is turned away with taken, and stored nowhere', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         expect(await peer.join('app1', 's', presenter('nb.2', 'sam'), MAX, T0)).toBe('taken');
         // A visitor cannot present beside one either.
@@ -150,7 +123,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('answers full when the stream holds max pages, and stores nothing', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         const three = [presenter('na.1'), viewer('nb.2'), visitor('na.3')];
         for (const m of three) expect(await store.join('app1', 's', m, 3, T0)).not.toBeTypeOf('string');
         expect(await peer.join('app1', 's', viewer('nb.4'), 3, T0)).toBe('full');
@@ -168,7 +141,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('answers already for a page on the stream, in any role, and changes nothing', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1', 'pat'), 2, T0);
         await peer.join('app1', 's', viewer('nb.2', 'bob'), 2, T0);
         expect(await peer.join('app1', 's', presenter('na.1', 'other'), MAX, T0)).toBe('already');
@@ -180,10 +153,10 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('lets one of many racing presenters from two nodes present', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         await store.join('app1', 's', viewer('na.0'), MAX, T0);
         const racing = Array.from({ length: 10 }, (_, i) => presenter(`${i % 2 ? 'nb' : 'na'}.${i + 1}`));
-        const outcomes = await Promise.all(racing.map((m, i) => (i % 2 ? peer : store).join('app1', 's', m, MAX, T0)));
+        const outcomes = await raceEach(node, racing, (s, m) => s.join('app1', 's', m, MAX, T0));
         const winners = racing.filter((_, i) => typeof outcomes[i] !== 'string');
         expect(winners).toHaveLength(1);
         expect(outcomes.filter((o) => o === 'taken')).toHaveLength(9);
@@ -192,22 +165,18 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('never lets racing joins from two nodes pass max, and lets one of a page’s racing joins in', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, node } = await fresh.nodes();
         for (let round = 0; round < 4; round++) {
           const stream = `s${round}`;
           const max = 2 + round;
           const joining = Array.from({ length: 12 }, (_, i) => viewer(`${i % 2 ? 'nb' : 'na'}.${i}`));
-          const outcomes = await Promise.all(
-            joining.map((m, i) => (i % 2 ? peer : store).join('app1', stream, m, max, T0)),
-          );
+          const outcomes = await raceEach(node, joining, (s, m) => s.join('app1', stream, m, max, T0));
           expect(outcomes.filter((o) => typeof o !== 'string')).toHaveLength(max);
           expect(outcomes.filter((o) => o === 'full')).toHaveLength(12 - max);
           const winners = joining.filter((_, i) => typeof outcomes[i] !== 'string');
           expect(pages(await store.members('app1', stream)).sort()).toEqual(pages(winners).sort());
         }
-        const same = await Promise.all(
-          Array.from({ length: 10 }, (_, i) => (i % 2 ? peer : store).join('app1', 'one', viewer('na.1'), MAX, T0)),
-        );
+        const same = await race(node, 10, (s) => s.join('app1', 'one', viewer('na.1'), MAX, T0));
         expect(same.filter((o) => typeof o !== 'string')).toHaveLength(1);
         expect(same.filter((o) => o === 'already')).toHaveLength(9);
       });
@@ -215,7 +184,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
 
     describe('going live', () => {
       it('opens a watch per signed-in member, presenter included, in join order; never one for a visitor', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', viewer('na.1', 'ann'), MAX, T0);
         await peer.join('app1', 's', visitor('nb.2'), MAX, T0);
         await peer.join('app1', 's', presenter('nb.3', 'pat'), MAX, T0);
@@ -241,7 +210,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('opens a watch for a signed-in page that joins while live, none for a visitor; leaving closes it', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         const live = changeOf(await store.goLive('app1', 's', 'na.1', 'r', T0 + 1));
         const joined = await peer.join('app1', 's', viewer('nb.2', 'bob'), MAX, T0 + 5);
@@ -273,7 +242,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('lets only the presenter go live, and only while not live', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         expect(await store.goLive('app1', 's', 'na.1', 'r', T0)).toBeUndefined();
         await store.join('app1', 's', viewer('na.1'), MAX, T0);
         expect(await store.goLive('app1', 's', 'na.1', 'r', T0)).toBeUndefined();
@@ -293,18 +262,14 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('hands a racing goLive, and a racing stopLive, to exactly one caller', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         await peer.join('app1', 's', viewer('nb.2', 'bob'), MAX, T0);
-        const lives = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).goLive('app1', 's', 'na.1', `r${i}`, T0 + i)),
-        );
+        const lives = await race(node, 8, (s, i) => s.goLive('app1', 's', 'na.1', `r${i}`, T0 + i));
         const started = lives.filter((c) => c !== undefined);
         expect(started).toHaveLength(1);
         expect(started[0]?.joined).toHaveLength(2);
-        const stops = await Promise.all(
-          Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).stopLive('app1', 's', 'na.1', T0 + 20)),
-        );
+        const stops = await race(node, 8, (s) => s.stopLive('app1', 's', 'na.1', T0 + 20));
         const ended = stops.filter((c) => c !== undefined);
         expect(ended).toHaveLength(1);
         expect(ended[0]?.left.map((w) => w.watch)).toEqual(started[0]?.joined.map((w) => w.watch));
@@ -313,7 +278,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
 
     describe('ending a run', () => {
       it('stopLive closes every watch at its time, in join order; the presenter stays, and a new run has new watches', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', viewer('na.1', 'ann'), MAX, T0);
         await peer.join('app1', 's', presenter('nb.2', 'pat'), MAX, T0);
         await store.join('app1', 's', visitor('na.3'), MAX, T0);
@@ -345,7 +310,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it("the presenter's leave ends the run: every watch closes, the others stay on", async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', viewer('na.1', 'ann'), MAX, T0);
         await peer.join('app1', 's', presenter('nb.2', 'pat'), MAX, T0);
         await store.join('app1', 's', visitor('na.3'), MAX, T0);
@@ -377,7 +342,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('a presenter without a user still ends its run, with no watch of its own', async () => {
-        const store = await make();
+        const store = await fresh.store();
         await store.join('app1', 's', visitor('na.1', 'presenter'), MAX, T0);
         await store.join('app1', 's', viewer('na.2', 'ann'), MAX, T0);
         const live = changeOf(await store.goLive('app1', 's', 'na.1', 'r', T0 + 1));
@@ -389,15 +354,15 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('hands a leave to exactly one of many racing leaves from two nodes', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         const viewers = Array.from({ length: 6 }, (_, i) => viewer(`${i % 2 ? 'nb' : 'na'}.${i + 2}`, `u${i}`));
         for (const m of viewers) await (m.page.startsWith('nb') ? peer : store).join('app1', 's', m, MAX, T0);
         const live = changeOf(await store.goLive('app1', 's', 'na.1', 'r', T0 + 1));
         const leaving = [...viewers, presenter('na.1', 'pat')];
-        const left = await Promise.all(
-          leaving.flatMap((m) => [0, 1, 2, 3].map((n) => (n % 2 ? peer : store).leave('app1', 's', m.page, T0 + 9))),
-        );
+        // Four leaves of each page, two through each node.
+        const fourEach = leaving.flatMap((m) => [m.page, m.page, m.page, m.page]);
+        const left = await raceEach(node, fourEach, (s, page) => s.leave('app1', 's', page, T0 + 9));
         const answered = left.filter((r) => r !== undefined);
         expect(answered.map((r) => r.member.page).sort()).toEqual(pages(leaving).sort());
         // Each watch closed once, the run ended once.
@@ -409,7 +374,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('lets the stream go with its last member: after it the stream is as new', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', presenter('na.1'), 2, T0);
         await peer.join('app1', 's', viewer('nb.2'), 2, T0);
         await store.goLive('app1', 's', 'na.1', 'r', T0 + 1);
@@ -429,7 +394,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
 
     describe('takeNode', () => {
       it("takes a dead node's members once, over two nodes; a dead presenter ends the run", async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         // Stream s: live, a viewer on the dying node. Stream t: live, its presenter on the dying node.
         await store.join('app1', 's', presenter('na.1', 'pat'), MAX, T0);
         await store.join('app1', 's', viewer('nx.1', 'ann'), MAX, T0);
@@ -470,7 +435,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('takes the stream with its last member', async () => {
-        const store = await make();
+        const store = await fresh.store();
         await store.join('app1', 's', presenter('nz.1', 'pat'), MAX, T0);
         const live = changeOf(await store.goLive('app1', 's', 'nz.1', 'r', T0 + 1));
         expect(await store.takeNode('nz', T0 + 2, 10)).toStrictEqual([
@@ -490,7 +455,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('takes nothing of members that left', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer } = await fresh.nodes();
         await store.join('app1', 's', viewer('nx.1'), MAX, T0);
         await store.join('app1', 's', viewer('nx.2'), MAX, T0);
         await store.leave('app1', 's', 'nx.1', T0 + 11_000);
@@ -499,7 +464,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('takes at most `limit` members a time, the rest later', async () => {
-        const store = await make();
+        const store = await fresh.store();
         const due: string[] = [];
         for (let i = 0; i < 7; i++) {
           const page = `${i % 3 ? 'nx' : 'ny'}.${i}`;
@@ -525,7 +490,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
       });
 
       it('hands each lapsed member and each watch to exactly one of many racing takers and leaves', async () => {
-        const { store, peer } = await makeBoth();
+        const { store, peer, node } = await fresh.nodes();
         const dead: string[] = [];
         const opened: string[] = [];
         for (let k = 0; k < 4; k++) {
@@ -536,7 +501,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
           if (k % 2) dead.push(`app1/${stream}/${host.page}`);
           for (let i = 0; i < 6; i++) {
             const page = i % 3 ? `nx.${k}-${i}` : `${i % 2 ? 'nb' : 'na'}.${k}-${i}`;
-            await (i % 2 ? peer : store).join('app1', stream, viewer(page, `u${k}-${i}`), 100, T0);
+            await node(i).join('app1', stream, viewer(page, `u${k}-${i}`), 100, T0);
             if (i % 3) dead.push(`app1/${stream}/${page}`);
           }
           const live = changeOf(await store.goLive('app1', stream, host.page, `r${k}`, T0 + 1));
@@ -545,20 +510,14 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
         const now = T0 + 10_000;
         const leaving = dead.filter((_, i) => i % 2 === 0);
         const [batches, leaves] = await Promise.all([
-          Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : store).takeNode('nx', now, 2 + (i % 4)))),
-          Promise.all(
-            leaving.map((name, i) => {
-              const [app = '', stream = '', page = ''] = name.split('/');
-              return (i % 2 ? peer : store).leave(app, stream, page, now);
-            }),
-          ),
+          race(node, 8, (s, i) => s.takeNode('nx', now, 2 + (i % 4))),
+          raceEach(node, leaving, (s, name) => {
+            const [app = '', stream = '', page = ''] = name.split('/');
+            return s.leave(app, stream, page, now);
+          }),
         ]);
-        const taken = batches.flat();
-        for (;;) {
-          const more = await store.takeNode('nx', now, 5);
-          if (more.length === 0) break;
-          taken.push(...more);
-        }
+        // Whatever the racers left, later sweeps take.
+        const taken = [...batches.flat(), ...(await drain(() => store.takeNode('nx', now, 5)))];
         const left = leaving.filter((_, i) => leaves[i] !== undefined);
         expect([...names(taken), ...left].sort()).toEqual([...dead].sort());
         // The presenters on the dying node ended their runs: every watch of those streams closed once.
@@ -580,7 +539,7 @@ export function streamStoreContract(name: string, makeStore: () => Promise<Strea
 
     describe('apps and streams', () => {
       it('keeps the streams of each app, and each stream, apart', async () => {
-        const store = await make();
+        const store = await fresh.store();
         // The same page presenting on a stream of two apps, and on two streams of one app.
         expect(await store.join('app1', 's', presenter('na.1', 'pat'), 1, T0)).not.toBeTypeOf('string');
         expect(await store.join('app2', 's', presenter('na.1', 'pat'), 1, T0)).not.toBeTypeOf('string');

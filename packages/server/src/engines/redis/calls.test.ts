@@ -1,52 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { describe, expect, it } from 'vitest';
 import { callStoreContract } from '../contract/calls.contract.js';
+import { DAY, redisKeys, redisNodes, T0, useRedis } from '../contract/harness.js';
 import { StoreError } from '../store-error.js';
 import type { CallRecord } from '../types.js';
 import { RedisCallStore } from './calls.js';
-import { RedisClient } from './client.js';
 
-let redis: TestRedis;
+const redis = useRedis();
 
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-afterAll(async () => {
-  await redis?.close();
-});
-
-callStoreContract('RedisCallStore, two nodes', async () => {
-  const prefix = uniquePrefix('calls');
-  const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
-  ];
-  return {
-    store: new RedisCallStore(clients[0] as RedisClient),
-    // Another node on the same Redis, with its own connection.
-    peer: new RedisCallStore(clients[1] as RedisClient),
-    cleanup: async () => {
-      for (const client of clients) await client.close();
-    },
-  };
-});
-
-const T0 = 1_700_000_000_000;
-const DAY = 24 * 3600_000;
+callStoreContract(
+  'RedisCallStore, two nodes',
+  redisNodes(redis, 'calls', (client) => new RedisCallStore(client)),
+);
 
 describe('RedisCallStore keys', () => {
-  const clients: RedisClient[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close();
-  });
-
-  async function open(): Promise<{ client: RedisClient; store: RedisCallStore }> {
-    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('call-keys') });
-    clients.push(client);
-    return { client, store: new RedisCallStore(client) };
-  }
+  const { open, keys, pttl } = redisKeys(redis, 'call-keys', (client) => new RedisCallStore(client));
 
   const call = (more: Partial<CallRecord> = {}): CallRecord => ({
     app: 'app1',
@@ -60,9 +27,6 @@ describe('RedisCallStore keys', () => {
     ringUntil: T0 + 30_000,
     ...more,
   });
-
-  const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
-  const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
 
   it('leaves no key of a call behind once it ended, by end or by the sweep', async () => {
     const { client, store } = await open();

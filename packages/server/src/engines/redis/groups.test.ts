@@ -1,59 +1,23 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { describe, expect, it } from 'vitest';
 import { groupStoreContract } from '../contract/groups.contract.js';
+import { DAY, redisKeys, redisNodes, T0, useRedis } from '../contract/harness.js';
 import { StoreError } from '../store-error.js';
 import type { GroupLimits, GroupMember } from '../types.js';
-import { RedisClient } from './client.js';
 import { RedisGroupStore } from './groups.js';
 
-let redis: TestRedis;
+const redis = useRedis();
 
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-afterAll(async () => {
-  await redis?.close();
-});
-
-groupStoreContract('RedisGroupStore, two nodes', async () => {
-  const prefix = uniquePrefix('groups');
-  const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
-  ];
-  return {
-    store: new RedisGroupStore(clients[0] as RedisClient),
-    // Another node on the same Redis, with its own connection.
-    peer: new RedisGroupStore(clients[1] as RedisClient),
-    cleanup: async () => {
-      for (const client of clients) await client.close();
-    },
-  };
-});
-
-const T0 = 1_700_000_000_000;
-const DAY = 24 * 3600_000;
+groupStoreContract(
+  'RedisGroupStore, two nodes',
+  redisNodes(redis, 'groups', (client) => new RedisGroupStore(client)),
+);
 
 describe('RedisGroupStore keys', () => {
-  const clients: RedisClient[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close();
-  });
-
-  async function open(): Promise<{ client: RedisClient; store: RedisGroupStore }> {
-    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('group-keys') });
-    clients.push(client);
-    return { client, store: new RedisGroupStore(client) };
-  }
+  const { open, keys, pttl } = redisKeys(redis, 'group-keys', (client) => new RedisGroupStore(client));
 
   const member = (page: string): GroupMember => ({ page, user: `u-${page}`, media: ['audio'], joinedAt: T0 });
   /** At most `max` pages, unit mode from `unitFrom`. */
   const limits = (max: number, unitFrom = Number.POSITIVE_INFINITY): GroupLimits => ({ max, unitFrom });
-
-  const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
-  const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
 
   it('leaves no key of a group behind once its last member left, by leave or by the sweep', async () => {
     const { client, store } = await open();

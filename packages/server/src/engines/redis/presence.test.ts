@@ -169,10 +169,10 @@ describe('RedisPresenceStore sweeps', () => {
     try {
       const client = await RedisClient.open({ url: own.url, prefix: uniquePrefix('down'), commandTimeoutMs: 500 });
       clients.push(client);
-      const store = new RedisPresenceStore(client);
+      const store: PresenceStore = new RedisPresenceStore(client);
       await store.pageOpened('app1', 'ann', 'na.1', T0);
       await own.stop();
-      const calls: Array<() => Promise<unknown>> = [
+      const calls: Array<() => unknown> = [
         () => store.pageOpened('app1', 'ann', 'na.1', T0),
         () => store.pageClosed('app1', 'ann', 'na.1', T0),
         () => store.takeOffline(T0, 10),

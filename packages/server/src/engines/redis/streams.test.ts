@@ -1,55 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { DAY, redisKeys, redisNodes, T0, useRedis } from '../contract/harness.js';
 import { streamStoreContract } from '../contract/streams.contract.js';
 import { StoreError } from '../store-error.js';
 import type { StreamMember } from '../types.js';
-import { RedisClient } from './client.js';
 import { RedisStreamStore } from './streams.js';
 
-let redis: TestRedis;
+const redis = useRedis();
 
-beforeAll(async () => {
-  redis = await startRedis();
-});
-
-afterAll(async () => {
-  await redis?.close();
-});
-
-streamStoreContract('RedisStreamStore, two nodes', async () => {
-  const prefix = uniquePrefix('streams');
-  const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
-  ];
-  return {
-    store: new RedisStreamStore(clients[0] as RedisClient),
-    // Another node on the same Redis, with its own connection.
-    peer: new RedisStreamStore(clients[1] as RedisClient),
-    cleanup: async () => {
-      for (const client of clients) await client.close();
-    },
-  };
-});
-
-const T0 = 1_700_000_000_000;
-const DAY = 24 * 3600_000;
+streamStoreContract(
+  'RedisStreamStore, two nodes',
+  redisNodes(redis, 'streams', (client) => new RedisStreamStore(client)),
+);
 
 describe('RedisStreamStore keys', () => {
-  const clients: RedisClient[] = [];
-
-  afterEach(async () => {
-    for (const client of clients.splice(0)) await client.close();
-  });
-
-  async function open(): Promise<{ client: RedisClient; store: RedisStreamStore }> {
-    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('stream-keys') });
-    clients.push(client);
-    return { client, store: new RedisStreamStore(client) };
-  }
+  const { open, keys, pttl } = redisKeys(redis, 'stream-keys', (client) => new RedisStreamStore(client));
 
   const viewer = (page: string): StreamMember => ({ page, user: `u-${page}`, role: 'viewer' });
-  const keys = (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`));
 
   it('leaves no key of a stream behind once its last member left, by leave or by the sweep', async () => {
     const { client, store } = await open();
@@ -77,7 +43,7 @@ describe('RedisStreamStore keys', () => {
     for (const name of names) await client.call((r) => r.pexpire(client.key(name), DAY));
     await store.join('app1', 's', viewer('na.3'), 4, T0 + 2);
     for (const name of names) {
-      const ttl = await client.call((r) => r.pttl(client.key(name)));
+      const ttl = await pttl(client, name);
       expect(ttl).toBeGreaterThan(7 * DAY - 60_000);
       expect(ttl).toBeLessThanOrEqual(7 * DAY);
     }
