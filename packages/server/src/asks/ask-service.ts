@@ -23,7 +23,7 @@ export class TooManyAsks extends Error {
 }
 
 interface PendingAsk {
-  /** Whom it asked, for the live console. */
+  /** Whom it asked, for the diagnostics channels. */
   app: string;
   user: string;
   event: string;

@@ -15,7 +15,7 @@ export interface RoomServiceDeps {
   broker: Pick<Broker, 'publish'>;
   history: Pick<HistoryStore, 'since' | 'last'>;
   presence: Pick<PresenceStore, 'enterRoom' | 'exitRoom' | 'joinRoom' | 'leaveRoom' | 'memberPage' | 'memberCount'>;
-  /** Page sends go out as API emits do: encoded, checked, published and tapped in one place. */
+  /** Page sends go out as API emits do: encoded, checked, published and told in one place. */
   emitter: Pick<Emitter, 'send'>;
   /** Webhook events of pages' lives (room.*, member.*): tried again until the store takes them. */
   departures: Pick<Departures, 'record'>;

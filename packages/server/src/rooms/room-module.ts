@@ -57,7 +57,7 @@ type RoomFrame = JoinFrame | LeaveFrame | ListFrame | SendFrame;
 
 /**
  * Runs a room frame; a refused join, leave or send is told on the diagnostics channels with its
- * code (the live console shows it). Store failures are mapped here (as the gateway would) so the console sees their code.
+ * code. Store failures are mapped here (as the gateway would) so what is told has their code.
  */
 async function answer<F extends RoomFrame>(
   deps: GatewayDeps,
@@ -69,12 +69,11 @@ async function answer<F extends RoomFrame>(
     await run();
   } catch (thrown) {
     const error = asFrameError(thrown, f.ref, f.room);
-    const app = conn.app.key;
     if (error instanceof FrameError && f.t !== 'list' && diagnostics.refused.hasSubscribers) {
       const event = f.t === 'send' ? f.event : undefined;
       diagnostics.refused.publish({
         node: deps.node,
-        app,
+        app: conn.app.key,
         frame: f.t,
         room: f.room,
         user: conn.user,
