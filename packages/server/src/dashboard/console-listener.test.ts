@@ -2,6 +2,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { diagnostics } from '../core/diagnostics.js';
 import { UserPresence } from '../core/user-presence.js';
+import { MemoryFanout } from '../engines/memory/fanout.js';
 import { MemoryPresenceStore } from '../engines/memory/presence.js';
 import type { Broker, StoredBatch } from '../engines/types.js';
 import type { ConsoleFilter } from './console-entry.js';
@@ -31,12 +32,67 @@ async function watching(app: string, filter: ConsoleFilter = {}) {
 
 const channels = Object.values(diagnostics);
 
+/** Brokers of one process over one memory fan-out; one that is `dead` publishes nothing more. */
+const over = (fanout: MemoryFanout) => (): Broker & { dead: boolean } => {
+  const broker = {
+    dead: false,
+    publish: (events: Parameters<Broker['publish']>[0]) => {
+      if (!broker.dead) for (const event of events) fanout.publish(event);
+      return events.map(() => undefined);
+    },
+    subscribe: (topic: string, handler: Parameters<Broker['subscribe']>[1]) => fanout.subscribe(topic, handler),
+    close: () => {},
+  };
+  return broker;
+};
+
 describe('the console listens on the diagnostics channels', () => {
   it('only while a console watches an app: a node without one leaves every channel unheard', async () => {
     expect(channels.filter((c) => c.hasSubscribers)).toEqual([]);
     const { close } = await watching('app1');
     expect(channels.filter((c) => !c.hasSubscribers)).toEqual([]);
     await close();
+    expect(channels.filter((c) => c.hasSubscribers)).toEqual([]);
+  });
+
+  it("listens on a node without a console while another node's console watches, until that one closes", async () => {
+    const via = over(new MemoryFanout());
+    const a = new ConsoleTap({ node: 'a', broker: via(), log, now: () => AT });
+    const b = new ConsoleTap({ node: 'b', broker: via(), log, now: () => AT });
+    taps.push(a, b);
+    await a.start();
+    await b.start();
+    const seen: string[] = [];
+    const close = await a.open('app1', { filter: {}, deliver: (_entry, json) => seen.push(json), end: () => {} });
+    expect(b.watching('app1')).toBe(true);
+    // What happens on b, for app1, goes to a's console.
+    diagnostics.sent.publish({ node: 'b', app: 'app1', room: 'r', event: 's', data: '1', from: undefined });
+    await vi.waitFor(() => expect(seen).toHaveLength(1), { timeout: 2000, interval: 5 });
+    expect(JSON.parse(seen[0] ?? '')).toEqual({ at: AT, kind: 'send', room: 'r', event: 's', data: '1' });
+    await close();
+    await vi.waitFor(() => expect(b.watching('app1')).toBe(false), { timeout: 2000, interval: 5 });
+    expect(channels.filter((c) => c.hasSubscribers)).toEqual([]);
+  });
+
+  it('stops listening once the only watch heard was not said again for its time (its node died)', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    let now = AT;
+    const via = over(new MemoryFanout());
+    const dying = via();
+    const a = new ConsoleTap({ node: 'a', broker: dying, log, now: () => now, ttlMs: 200 });
+    const b = new ConsoleTap({ node: 'b', broker: via(), log, now: () => now, ttlMs: 200 });
+    taps.push(a, b);
+    await a.start();
+    await b.start();
+    await a.open('app1', { filter: {}, deliver: () => {}, end: () => {} });
+    expect(b.watching('app1')).toBe(true);
+    // a dies: its consoles' watch ends on b after the TTL, and with it b's listening.
+    dying.dead = true;
+    await a.close();
+    expect(diagnostics.sent.hasSubscribers).toBe(true);
+    now += 250;
+    vi.advanceTimersByTime(100);
+    expect(b.watching('app1')).toBe(false);
     expect(channels.filter((c) => c.hasSubscribers)).toEqual([]);
   });
 

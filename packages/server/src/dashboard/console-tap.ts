@@ -315,11 +315,11 @@ export class ConsoleTap {
     this.#watchedChanged();
   }
 
+  /** One node's watch of one app ends (the caller then says what changed: `#watchedChanged`). */
   #forget(app: string, node: string): void {
     const watchers = this.#watched.get(app);
     watchers?.delete(node);
     if (watchers?.size === 0) this.#watched.delete(app);
-    this.#watchedChanged();
   }
 
   /** Listens on the diagnostics channels from the first watch on any node to the last (none once closed). */
@@ -347,6 +347,7 @@ export class ConsoleTap {
         if (apps?.size === 0) this.#byNode.delete(node);
       }
     }
+    this.#watchedChanged();
   }
 
   /** To the consoles of the app here whose filter the entry passes (a `dropped` entry to all). */
