@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Receiver, startReceiver } from '../../test/receiver.js';
 import { newApp } from '../apps/generate.js';
 import { SqliteAppStore } from '../engines/sqlite/apps.js';
@@ -121,7 +121,11 @@ describe('webhooks on several nodes sharing one store', () => {
     expect((env.receiver.batches[0]?.at ?? 0) - leasedAt).toBeGreaterThanOrEqual(1500);
     expect(env.receiver.requests).toBe(1);
     expect(env.receiver.batches[0]?.id).toBe('b_dead');
-    expect(await queue.get('b_dead')).toMatchObject({ state: 'taken', attempts: 1 });
+    // The receiver answers before the node records the try: wait for the record, bounded.
+    await vi.waitFor(async () => expect(await queue.get('b_dead')).toMatchObject({ state: 'taken', attempts: 1 }), {
+      timeout: 5000,
+      interval: 20,
+    });
   });
 
   it('refuses a resend while a try of the batch is under way, here or on another node', async () => {
