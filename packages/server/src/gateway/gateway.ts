@@ -13,6 +13,7 @@ import { type RawData, WebSocketServer } from 'ws';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
+import { refill } from '../engines/token-bucket.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
@@ -251,7 +252,7 @@ export class Gateway {
   /** The page's frame budget: a token bucket. Far over it, the page is closed to back off. */
   #spend(conn: Connection, now: number): boolean {
     const { framesPerSecond, frameBurst } = this.#options;
-    conn.budget = Math.min(frameBurst, conn.budget + ((now - conn.budgetAt) / 1000) * framesPerSecond);
+    conn.budget = refill(conn.budget, conn.budgetAt, now, framesPerSecond, frameBurst);
     conn.budgetAt = now;
     conn.budget -= 1;
     if (conn.budget >= 0) return true;

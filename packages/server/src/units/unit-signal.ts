@@ -1,12 +1,10 @@
+import { isRecord } from '@realtime/protocol';
 import type { IceCandidateInit } from './peer-sessions.js';
 import { NoMediaPortError } from './session-errors.js';
 import { UnitLimitError } from './unit-budget.js';
 
 /** A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, or a restart request. */
 export type UnitSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Reads a page's signal for a unit, or answers what is wrong with it. A sending page (`sends`) offers
@@ -16,7 +14,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 export function readUnitSignal(data: Record<string, unknown>, sends: boolean, who: string): UnitSignal | string {
   if (data.sdp !== undefined) {
     const expected = sends ? 'offer' : 'answer';
-    if (!isObject(data.sdp) || data.sdp.type !== expected || typeof data.sdp.sdp !== 'string') {
+    if (!isRecord(data.sdp) || data.sdp.type !== expected || typeof data.sdp.sdp !== 'string') {
       return `data.sdp must be { "type": "${expected}", "sdp": <string> } from ${who}`;
     }
     // werift takes an SDP without media and "connects" it at once: a sender must send something.
@@ -25,7 +23,7 @@ export function readUnitSignal(data: Record<string, unknown>, sends: boolean, wh
   }
   if (data.candidate !== undefined) {
     const c = data.candidate;
-    if (!isObject(c) || typeof c.candidate !== 'string') return 'data.candidate must be { "candidate": <string>, ... }';
+    if (!isRecord(c) || typeof c.candidate !== 'string') return 'data.candidate must be { "candidate": <string>, ... }';
     const candidate: IceCandidateInit = { candidate: c.candidate };
     if (typeof c.sdpMid === 'string' || c.sdpMid === null) candidate.sdpMid = c.sdpMid;
     if (typeof c.sdpMLineIndex === 'number' || c.sdpMLineIndex === null) candidate.sdpMLineIndex = c.sdpMLineIndex;

@@ -1,3 +1,4 @@
+import { refill } from '../token-bucket.js';
 import type { LimitStore } from '../types.js';
 
 interface Bucket {
@@ -9,11 +10,7 @@ interface Bucket {
 /** The bucket as of `nowMs`, a new object (`take` stores it, `peek` drops it). A missing one is full. */
 function refilled(bucket: Bucket | undefined, perSecond: number, burst: number, nowMs: number): Bucket {
   if (!bucket) return { tokens: burst, at: nowMs };
-  if (nowMs > bucket.at) {
-    return { tokens: Math.min(burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * perSecond), at: nowMs };
-  }
-  // A clock behind the bucket's (stepped back, or another node's): no refill, nothing taken away.
-  return { tokens: Math.min(burst, bucket.tokens), at: bucket.at };
+  return { tokens: refill(bucket.tokens, bucket.at, nowMs, perSecond, burst), at: Math.max(nowMs, bucket.at) };
 }
 
 /** 0 when the bucket holds a token, else the whole ms until it does (Infinity when it never refills). */
