@@ -258,6 +258,20 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     }
   }
 
+  /**
+   * A mesh page's media from `other`, once its own video to that peer has gone out too: a page may
+   * decode its peer's frames before its encoder has sent one of its own.
+   */
+  async function meshBothWays(page: Page, other: string): Promise<PageMedia> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const now = await flowingFrom(page, [other]);
+      if ((now.peers[0]?.framesSent ?? 0) > 0) return now;
+      if (Date.now() > deadline) throw new Error(`no media sent to ${other}: ${JSON.stringify(now)}`);
+      await sleep(250);
+    }
+  }
+
   /** Waits until the page's uplink has sent video beyond `above` bytes, and gives its stats. */
   async function sending(page: Page, above = 0): Promise<UplinkMedia> {
     const deadline = Date.now() + 30_000;
@@ -312,7 +326,7 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
       [ann, 'ben'],
       [ben, 'ann'],
     ] as const) {
-      const mesh = await flowingFrom(page, [other]);
+      const mesh = await meshBothWays(page, other);
       expect(mesh.mode).toBe('mesh');
       expect(mesh.uplink).toBeNull();
       expect(mesh.peers[0]?.framesSent).toBeGreaterThan(0);

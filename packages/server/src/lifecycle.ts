@@ -430,6 +430,8 @@ function wire(
   const components: Component[] = [
     engineComponent(engine),
     configuredApps(engine, options.apps ?? []),
+    // Registered as soon as the apps are stored, so a loss at any moment after is repaired.
+    dataLossRepair(engine, options.apps ?? [], log),
     webhooksComponent(webhooks),
     listener.drain,
     serviceComponent('node channel', channel),
@@ -444,7 +446,6 @@ function wire(
     serviceComponent('calls', calls),
     departuresComponent(departures),
     gateway,
-    dataLossRepair(engine, options.apps ?? [], log),
     gapListener(broker, log, () => gateway.current?.reconnectAll()),
     dashboardSampler(dashboard?.stats),
     listener.listen,
