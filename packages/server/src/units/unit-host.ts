@@ -285,6 +285,11 @@ function forwardingUnits(): Promise<(media: IceSettings) => MediaUnit> {
     ({ ForwardingUnit }) =>
       (media: IceSettings) =>
         new ForwardingUnit(media),
+    (error: unknown) => {
+      // Not kept: a load that failed once (a file being replaced, no memory) is tried at the next unit.
+      forwardingUnit = undefined;
+      throw error;
+    },
   );
   return forwardingUnit;
 }
