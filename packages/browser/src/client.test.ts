@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ManualClock, NodeWebSocket, once, stateOf, TrackedTimers, useFakeService } from '../test/fake-service.js';
 import { connect, RealtimeSocketError, type StateChange } from './index.js';
 
@@ -189,6 +189,53 @@ describe('states and reconnecting', () => {
     page.close(1009, 'too big');
     await stateOf(client, 'reconnecting');
     expect(changes.at(-1)?.retryIn).toBe(2500);
+  });
+
+  it("waits the service's hinted delay (`reconnect in <ms> ms`), then goes on with its own backoff", async () => {
+    const clock = new ManualClock();
+    // Records every timer the connection sets: the retry timer, then the watchdog of the attempt it starts.
+    const set: number[] = [];
+    const timers = {
+      setTimeout: (callback: () => void, ms: number) => {
+        set.push(ms);
+        return clock.setTimeout(callback, ms);
+      },
+      clearTimeout: (handle: unknown) => clock.clearTimeout(handle),
+    };
+    const client = open({ now: () => clock.now(), timers, random: () => 0.5 });
+    const changes: StateChange[] = [];
+    client.on('$state', (change) => changes.push(change));
+    let page = await service().acceptWelcomed();
+    await stateOf(client, 'connected');
+
+    page.close(4100, 'the service is stopping; reconnect in 7000 ms');
+    await stateOf(client, 'reconnecting');
+    expect(changes.at(-1)).toMatchObject({ code: 4100, retryIn: 7000 });
+    expect(set.at(-1)).toBe(7000);
+    clock.advance(6999);
+    expect(set.at(-1)).toBe(7000); // no attempt yet: it would have armed its watchdog
+    expect(service().pages).toHaveLength(1);
+    clock.advance(1);
+    expect(set.at(-1)).not.toBe(7000);
+    // That attempt fails: the next delay is the second step of the page's own backoff (0.5 x 1 s).
+    page = await service().accept();
+    // Still reconnecting (no state change): the retry timer it sets shows the delay.
+    page.close(4100, 'restarting');
+    await vi.waitFor(() => expect(set.at(-1)).toBe(500));
+    clock.advance(500);
+    page = await service().acceptWelcomed();
+    await stateOf(client, 'connected');
+
+    // Without a hint, its own first step (0.5 x 500 ms); a hint counts after back-off codes too.
+    page.close(4100, 'restarting');
+    await stateOf(client, 'reconnecting');
+    expect(changes.at(-1)?.retryIn).toBe(250);
+    clock.advance(250);
+    page = await service().acceptWelcomed();
+    await stateOf(client, 'connected');
+    page.close(4200, 'slow consumer; reconnect in 12000 ms');
+    await stateOf(client, 'reconnecting');
+    expect(changes.at(-1)?.retryIn).toBe(12_000);
   });
 
   it('close() closes the socket with 1000, ends in closed and leaves no timer', async () => {

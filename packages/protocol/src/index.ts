@@ -7,6 +7,7 @@ export * from './groups.js';
 export * from './keys.js';
 export * from './limits.js';
 export * from './names.js';
+export * from './reconnect-hint.js';
 export * from './records.js';
 export * from './seal.js';
 export * from './seal-json.js';

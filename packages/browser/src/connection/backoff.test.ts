@@ -26,4 +26,11 @@ describe('backoff', () => {
     expect([1, 2, 3, 4].map(() => backoff.next('backoff'))).toEqual([5000, 10_000, 20_000, 30_000]);
     expect(backoff.attempt).toBe(4);
   });
+
+  it('skip() counts a step without a draw: the service gave that delay', () => {
+    const backoff = new Backoff(DEFAULT_BACKOFF, () => 1);
+    backoff.skip();
+    expect(backoff.attempt).toBe(1);
+    expect(backoff.next('reconnect')).toBe(1000);
+  });
 });

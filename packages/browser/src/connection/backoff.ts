@@ -50,6 +50,11 @@ export class Backoff {
     return backoffDelay(this.#attempt++, base, this.#policy.capMs, this.#random);
   }
 
+  /** Counts an attempt whose delay the service gave (a reconnect hint): the next draw is the next step. */
+  skip(): void {
+    this.#attempt++;
+  }
+
   reset(): void {
     this.#attempt = 0;
   }

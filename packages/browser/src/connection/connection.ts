@@ -3,6 +3,7 @@ import {
   closeAdvice,
   HEARTBEAT_MS,
   PROTOCOL_VERSION,
+  reconnectHint,
   type ServerFrame,
   type WelcomeFrame,
 } from '@realtime/protocol';
@@ -216,13 +217,25 @@ export class Connection {
       this.#move('stop', { code: cause.code, reason: cause.reason });
       return;
     }
-    const delay = this.#backoff.next(kind);
+    const delay = this.#delay(kind, cause.reason);
     this.#move('lost', { code: cause.code, reason: cause.reason, retryIn: delay });
     if (this.#state !== 'reconnecting') return; // a listener closed the client
     this.#retryTimer = this.#options.clock.setTimeout(() => {
       this.#retryTimer = undefined;
       void this.#open();
     }, delay);
+  }
+
+  /**
+   * The service's hinted delay (`reconnect in <ms> ms` in the close reason) when it gave one: it
+   * spreads the pages it closed together. It stands for one backoff step, so a failed attempt
+   * after it goes on with the next step of the page's own backoff.
+   */
+  #delay(kind: BackoffKind, reason: string): number {
+    const hint = reconnectHint(reason);
+    if (hint === undefined) return this.#backoff.next(kind);
+    this.#backoff.skip();
+    return hint;
   }
 
   #advice(code: number): 'stop' | BackoffKind {

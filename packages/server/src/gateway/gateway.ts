@@ -8,6 +8,7 @@ import {
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
   SOCKET_PATH,
+  withReconnectHint,
 } from '@realtime/protocol';
 import { type RawData, WebSocketServer } from 'ws';
 import type { MemberScale } from '../core/member-windows.js';
@@ -17,6 +18,7 @@ import { refill } from '../engines/token-bucket.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
+import { DEFAULT_RECONNECT_SPREAD, type ReconnectSpread, reconnectDelays } from './reconnect-spread.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
 export interface GatewayOptions {
@@ -33,6 +35,13 @@ export interface GatewayOptions {
   replayStallMs?: number;
   /** How presence scales: the member threshold, page size and windows (core/member-windows.ts). */
   members?: Partial<MemberScale>;
+  /**
+   * Pages closed together with 4100 (stop, lost lease, Redis outage) are told to wait a random
+   * delay over max(1 s, pages / rate), capped: defaults 500 reconnects per second, 30 s.
+   */
+  reconnect?: Partial<ReconnectSpread>;
+  /** The random source of those delays; Math.random by default. */
+  random?: () => number;
 }
 
 /**
@@ -69,7 +78,7 @@ export class Gateway {
   readonly #modules: PageModule[];
   /** The modules' frames taken at once, ahead of the budget and the queue (answers to asks). */
   readonly #atOnce: NonNullable<PageModule['atOnce']>[];
-  readonly #options: Required<Omit<GatewayOptions, 'members'>>;
+  readonly #options: Required<Omit<GatewayOptions, 'members' | 'reconnect'>> & { reconnect: ReconnectSpread };
   readonly #timers: NodeJS.Timeout[] = [];
   #pageCount = 0;
 
@@ -92,6 +101,8 @@ export class Gateway {
       framesPerSecond: options.framesPerSecond ?? 100,
       frameBurst: options.frameBurst ?? 200,
       replayStallMs: options.replayStallMs ?? DEFAULT_STALL_MS,
+      reconnect: { ...DEFAULT_RECONNECT_SPREAD, ...options.reconnect },
+      random: options.random ?? Math.random,
     };
     if (options.members) deps.hub.configureMembers(options.members);
     this.#wss = new WebSocketServer({
@@ -415,9 +426,7 @@ export class Gateway {
 
   /** Closes every open page with 4100: they reconnect (to any node) and resume from their last ids. */
   reconnectAll(): void {
-    for (const conn of this.#connections) {
-      if (conn.state !== 'closed') conn.close(CLOSE.shutdown, 'the service lost events for this page; resume');
-    }
+    this.#closeAllSpread('the service lost events for this page; resume');
   }
 
   /**
@@ -426,21 +435,31 @@ export class Gateway {
    * end what is left (calls, seats), and report nothing twice: the sweep reported the departures.
    */
   lapsed(): void {
-    for (const conn of this.#connections) {
-      if (conn.state !== 'closed') conn.close(CLOSE.shutdown, 'this node lost its place in the cluster; reconnect');
-    }
+    this.#closeAllSpread('this node lost its place in the cluster; reconnect');
+  }
+
+  /**
+   * Closes every open page with 4100, each told (in its close reason) to wait its own random delay
+   * over a window sized by how many close now: they do not all come back in the same second.
+   */
+  #closeAllSpread(reason: string): void {
+    const open = [...this.#connections].filter((conn) => conn.state !== 'closed');
+    const delay = reconnectDelays(open.length, this.#options.reconnect, this.#options.random);
+    for (const conn of open) conn.close(CLOSE.shutdown, withReconnectHint(reason, delay()));
   }
 
   /** Closes every page with 4100 (reconnect) and waits until their clean-up ran. */
   async close(): Promise<void> {
     for (const timer of this.#timers) clearInterval(timer);
+    const open = [...this.#connections].filter((conn) => conn.ws.readyState !== conn.ws.CLOSED);
+    const delay = reconnectDelays(open.length, this.#options.reconnect, this.#options.random);
     const closing = [...this.#connections].map(
       (conn) =>
         new Promise<void>((resolve) => {
           // A page closed already has its clean-up queued: waiting behind it is enough.
           if (conn.ws.readyState === conn.ws.CLOSED) return conn.queue(resolve);
           conn.ws.once('close', () => conn.queue(resolve));
-          conn.close(CLOSE.shutdown, 'the service is stopping');
+          conn.close(CLOSE.shutdown, withReconnectHint('the service is stopping', delay()));
           // A peer that never answers the close handshake is cut off.
           setTimeout(() => conn.ws.terminate(), 2000).unref();
         }),
