@@ -2,7 +2,8 @@
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
 # playwright-core) and redis-server (the Redis engine's tests start their own on 127.0.0.1).
 # Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome and at a
-# redis-server binary with REDIS_SERVER_PATH=/path/to/redis-server, and nothing is installed.
+# redis-server binary with REDIS_SERVER_PATH=/path/to/redis-server (and redis-cli with REDIS_CLI_PATH),
+# and nothing is installed.
 set -euo pipefail
 missing=()
 if [ -n "${CHROMIUM_PATH:-}" ]; then
@@ -14,6 +15,15 @@ if [ -n "${REDIS_SERVER_PATH:-}" ]; then
   [ -x "$REDIS_SERVER_PATH" ] || { echo "test-deps: REDIS_SERVER_PATH=$REDIS_SERVER_PATH is not an executable file" >&2; exit 1; }
 else
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+fi
+# The Redis Cluster tests create their cluster with redis-cli (Debian: redis-tools, which
+# redis-server depends on). REDIS_CLI_PATH, or a redis-cli next to REDIS_SERVER_PATH, is used first.
+if [ -n "${REDIS_CLI_PATH:-}" ]; then
+  [ -x "$REDIS_CLI_PATH" ] || { echo "test-deps: REDIS_CLI_PATH=$REDIS_CLI_PATH is not an executable file" >&2; exit 1; }
+elif [ -n "${REDIS_SERVER_PATH:-}" ] && [ -x "$(dirname "$REDIS_SERVER_PATH")/redis-cli" ]; then
+  :
+else
+  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 command -v apt-get >/dev/null 2>&1 || {
