@@ -1,6 +1,9 @@
+import type { webcrypto } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { derivedKey } from './derived-keys.js';
 import { type ImportKey, VerificationKeys } from './verification-keys.js';
+
+type CryptoKey = webcrypto.CryptoKey;
 
 /** A fake import that records the bytes it was given and hands back a distinct object for each call. */
 function fakeImport(): { importKey: ImportKey; imported: Uint8Array[] } {

@@ -1,11 +1,14 @@
+import { webcrypto } from 'node:crypto';
 import type { KeyName } from '@realtime/protocol';
 import { derivedKey } from './derived-keys.js';
+
+export type CryptoKey = webcrypto.CryptoKey;
 
 /** Turns a derived key's bytes into the key object a verifier takes (WebCrypto's importKey in the service). */
 export type ImportKey = (raw: Uint8Array) => Promise<CryptoKey>;
 
 const importHmacVerifyKey: ImportKey = (raw) =>
-  crypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
 
 /**
  * The imported HS256 verification key per secret and key name. jose imports raw bytes through
