@@ -20,8 +20,8 @@ wss.on('connection', (ws) => {
     } else if (frame.t === 'join' && user) {
       const claims = await verifyToken(frame.token);
       if (!claims || claims.room !== frame.room) return ws.close(4001);
-      let members = rooms.get(frame.room);
-      if (!members) rooms.set(frame.room, (members = new Set()));
+      const members = rooms.get(frame.room) ?? new Set();
+      rooms.set(frame.room, members);
       members.add(ws);
       ws.on('close', () => members.delete(ws));
       ws.send(`{"t":"joined","ref":${frame.ref}}`);
