@@ -12,7 +12,7 @@ import {
   streamGrantClaimsProblem,
 } from '@realtime/protocol';
 import { errors as joseErrors, jwtVerify } from 'jose';
-import { derivedKey } from '../apps/derived-keys.js';
+import { verificationKeys } from '../apps/verification-keys.js';
 
 export class TokenError extends Error {
   readonly code: SocketErrorCode;
@@ -66,7 +66,7 @@ async function verify(
   }
   const now = Math.floor(nowMs / 1000);
   try {
-    const { payload } = await jwtVerify(token, derivedKey(secret, key), {
+    const { payload } = await jwtVerify(token, await verificationKeys.get(secret, key), {
       algorithms: ['HS256'],
       clockTolerance: LEEWAY_SECONDS,
       requiredClaims: ['exp'],

@@ -1,0 +1,31 @@
+// The bare baseline of bench:join: a `ws` server where a page sends its identity token, then a room
+// token, each checked with jose (./verify.mjs) and answered with one small frame; rooms are Sets.
+import { createServer } from 'node:http';
+import { WebSocketServer } from 'ws';
+import { ready } from '../fanout/child.mjs';
+import { verifyToken } from './verify.mjs';
+
+const rooms = new Map();
+const server = createServer();
+const wss = new WebSocketServer({ server, perMessageDeflate: false, clientTracking: false });
+wss.on('connection', (ws) => {
+  let user;
+  ws.on('message', async (data) => {
+    const frame = JSON.parse(data.toString());
+    if (frame.t === 'hello') {
+      const claims = await verifyToken(frame.identity);
+      if (!claims) return ws.close(4001);
+      user = claims.sub;
+      ws.send('{"t":"welcome"}');
+    } else if (frame.t === 'join' && user) {
+      const claims = await verifyToken(frame.token);
+      if (!claims || claims.room !== frame.room) return ws.close(4001);
+      const members = rooms.get(frame.room) ?? new Set();
+      rooms.set(frame.room, members);
+      members.add(ws);
+      ws.on('close', () => members.delete(ws));
+      ws.send(`{"t":"joined","ref":${frame.ref}}`);
+    }
+  });
+});
+server.listen(0, '127.0.0.1', () => ready(server.address().port));
