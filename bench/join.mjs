@@ -16,6 +16,9 @@ const PAGES = Number(process.env.BENCH_PAGES ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const ROOMS = 50;
+// Presence makes each join a member event to every page already in the room (the baselines send none):
+// off by default, so the three servers do the same work; BENCH_PRESENCE=1 measures it on top.
+const PRESENCE = process.env.BENCH_PRESENCE === '1';
 const app = {
   key: 'bench',
   secret: 'bench-secret-0123456789',
@@ -36,7 +39,7 @@ async function mintTokens() {
       user,
       room,
       identity: await sdk.identityToken(user, { expiresIn: 3600 }),
-      token: await sdk.roomToken(room, { userId: user, presence: true, expiresIn: 3600 }),
+      token: await sdk.roomToken(room, { userId: user, presence: PRESENCE, expiresIn: 3600 }),
     });
   }
   await sdk.close();
