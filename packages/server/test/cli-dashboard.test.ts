@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashDashboardPassword } from '@realtime/server';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type CliExit, CliProcesses } from './cli-process.js';
+import { type CliExit, CliProcesses, expectOneLine } from './cli-process.js';
 import { type RawAnswer, send, startTestServer } from './helpers.js';
 
 /**
@@ -50,18 +50,6 @@ async function expectWrongPassword(url: string, password: string): Promise<void>
   const answer = await signIn(url, password);
   expect(answer.status, answer.text).toBe(401);
   expect(answer.json).toEqual({ ok: false, error: 'wrong_password', message: expect.any(String) });
-}
-
-/** A refused start: exit 2, exactly one `realtime: ` line on stderr naming `includes`, no stack trace. */
-function expectOneLine(exit: CliExit, includes: string): void {
-  expect(exit.code, exit.stderr).toBe(2);
-  expect(exit.stderr.endsWith('\n'), exit.stderr).toBe(true);
-  const lines = exit.stderr.slice(0, -1).split('\n');
-  expect(lines, exit.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(/^realtime: /);
-  expect(lines[0]).toContain(includes);
-  expect(exit.stderr).not.toMatch(/\bat .*:\d+:\d+/);
-  expect(exit.stdout).toBe('');
 }
 
 let hash: string;
@@ -149,7 +137,7 @@ describe('realtime serve and the dashboard', () => {
   it.for(malformed)('a malformed hash by flag stops serve in one line, exit 2, nothing stored: %s', async (bad) => {
     const data = tempDir();
     const exit = await start(['serve', '--port', '0', '--data', data, '--dashboard-password-hash', bad]).exited;
-    expectOneLine(exit, '--dashboard-password-hash');
+    expectOneLine(exit, 2, '--dashboard-password-hash');
     expect(existsSync(join(data, 'realtime.db'))).toBe(false);
   });
 
@@ -167,8 +155,8 @@ describe('realtime serve and the dashboard', () => {
         writeConfig({ dashboard: { passwordHash: bad } }),
       ]).exited,
     ]);
-    expectOneLine(byVariable, 'REALTIME_DASHBOARD_PASSWORD_HASH');
-    expectOneLine(byConfig, 'dashboard');
+    expectOneLine(byVariable, 2, 'REALTIME_DASHBOARD_PASSWORD_HASH');
+    expectOneLine(byConfig, 2, 'dashboard');
   });
 });
 
@@ -229,11 +217,11 @@ describe('the hash from a file, and the flag warned against', () => {
       start(['serve', '--port', '0', '--data', tempDir(), '--dashboard-password-hash-file', hashFile(PASSWORD)]).exited,
       start(['serve', '--port', '0', '--data', tempDir()], { REALTIME_DASHBOARD_PASSWORD_HASH_FILE: missing }).exited,
     ]);
-    expectOneLine(byFlag, '--dashboard-password-hash-file');
+    expectOneLine(byFlag, 2, '--dashboard-password-hash-file');
     expect(byFlag.stderr).toContain('ENOENT');
-    expectOneLine(malformed, '--dashboard-password-hash-file');
+    expectOneLine(malformed, 2, '--dashboard-password-hash-file');
     expect(malformed.stderr).not.toContain(PASSWORD);
-    expectOneLine(byVariable, 'REALTIME_DASHBOARD_PASSWORD_HASH_FILE');
+    expectOneLine(byVariable, 2, 'REALTIME_DASHBOARD_PASSWORD_HASH_FILE');
   });
 
   it('the hash and the file from the same place are refused together, exit 2', async () => {
@@ -248,6 +236,6 @@ describe('the hash from a file, and the flag warned against', () => {
       '--dashboard-password-hash-file',
       hashFile(hash),
     ]).exited;
-    expectOneLine(exit, 'not both');
+    expectOneLine(exit, 2, 'not both');
   });
 });

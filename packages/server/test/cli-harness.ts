@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { App } from '../src/index.js';
+
+export { expectOneLine } from './cli-process.js';
+
 import { API, type RawAnswer, send } from './helpers.js';
 
 /**
@@ -186,18 +189,6 @@ export async function eventually(attempt: () => Promise<RawAnswer>, status: numb
     if (answer.status === status || i >= 100) return answer;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** A refusal: exit 2, exactly one line on stderr naming the problem, no stack trace, nothing on stdout. */
-export function expectOneLine(exit: Exit, code: number, includes: string): void {
-  expect(exit.code, exit.stderr).toBe(code);
-  expect(exit.stderr.endsWith('\n'), exit.stderr).toBe(true);
-  const lines = exit.stderr.slice(0, -1).split('\n');
-  expect(lines, exit.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(/^realtime: /);
-  expect(lines[0]).toContain(includes);
-  expect(exit.stderr).not.toMatch(/\bat .*:\d+:\d+/);
-  expect(exit.stdout).toBe('');
 }
 
 export function writeConfig(value: unknown): string {

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -113,4 +114,16 @@ export class CliProcesses {
     await this.killAll();
     for (const dir of this.#temps.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A refusal: exit `code`, exactly one `realtime: ` line on stderr naming `includes`, no stack trace, nothing on stdout. */
+export function expectOneLine(exit: CliExit, code: number, includes: string): void {
+  expect(exit.code, exit.stderr).toBe(code);
+  expect(exit.stderr.endsWith('\n'), exit.stderr).toBe(true);
+  const lines = exit.stderr.slice(0, -1).split('\n');
+  expect(lines, exit.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^realtime: /);
+  expect(lines[0]).toContain(includes);
+  expect(exit.stderr).not.toMatch(/\bat .*:\d+:\d+/);
+  expect(exit.stdout).toBe('');
 }
