@@ -148,8 +148,8 @@ export const redisNodes =
   async () => {
     const prefix = uniquePrefix(name);
     const clients = [
-      await RedisClient.open({ url: redis().url, prefix }),
-      await RedisClient.open({ url: redis().url, prefix }),
+      await RedisClient.open({ url: redis().url, prefix, checkSlots: true }),
+      await RedisClient.open({ url: redis().url, prefix, checkSlots: true }),
     ] as const;
     return {
       store: make(clients[0]),
@@ -171,7 +171,7 @@ export function redisKeys<S>(redis: () => TestRedis, name: string, make: (client
   });
   return {
     async open(): Promise<{ client: RedisClient; store: S }> {
-      const client = await RedisClient.open({ url: redis().url, prefix: uniquePrefix(name) });
+      const client = await RedisClient.open({ url: redis().url, prefix: uniquePrefix(name), checkSlots: true });
       clients.push(client);
       return { client, store: make(client) };
     },

@@ -8,6 +8,7 @@
  * pub/sub channels need the prefix too, and one rule for all is easier to check.
  */
 import { randomBytes } from 'node:crypto';
+import { generateMulti } from 'cluster-key-slot';
 import { Redis, type RedisOptions } from 'ioredis';
 import { StoreError } from '../store-error.js';
 import { checkGeneration } from './generation.js';
@@ -23,6 +24,11 @@ export interface RedisClientOptions {
   startTimeoutMs?: number;
   /** How often the generation is confirmed while connected. Default 5 s. */
   generationCheckMs?: number;
+  /**
+   * Refuse a script whose keys span several cluster slots, even on one Redis (which would run it),
+   * so single-Redis tests catch a script that a Redis Cluster would refuse with CROSSSLOT.
+   */
+  checkSlots?: boolean;
 }
 
 export type RedisArg = string | number | Buffer;
@@ -80,6 +86,7 @@ export class RedisClient {
       commandTimeoutMs: options.commandTimeoutMs ?? 2000,
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       generationCheckMs: options.generationCheckMs ?? 5000,
+      checkSlots: options.checkSlots ?? false,
     };
     this.redis = new Redis(options.url, connectionOptions(this.#options.commandTimeoutMs));
     // Errors also reach the commands that failed; the event must have a listener or it throws.
@@ -139,10 +146,17 @@ export class RedisClient {
     this.redis.defineCommand(name, { lua });
     const command = (this.redis as unknown as Record<string, (...args: RedisArg[]) => Promise<unknown>>)[name];
     if (!command) throw new Error(`script ${name} was not defined`);
-    const run: Script = (keys, args) =>
-      command.call(this.redis, keys.length, ...keys, ...args).catch((error: unknown) => {
+    const checkSlots = this.#options.checkSlots;
+    const run: Script = (keys, args) => {
+      if (checkSlots && keys.length > 1 && generateMulti(keys) < 0) {
+        return Promise.reject(
+          new Error(`CROSSSLOT: script ${name} was given keys of several slots: ${keys.join(' ')}`),
+        );
+      }
+      return command.call(this.redis, keys.length, ...keys, ...args).catch((error: unknown) => {
         throw toStoreError(error);
       });
+    };
     this.#scripts.set(name, run);
     return run;
   }
