@@ -121,12 +121,6 @@ function toRecord(fields: Record<string, string>): CallRecord | undefined {
   return call;
 }
 
-/** The records of a reply of flat HGETALL replies. */
-function recordsOf(reply: unknown): CallRecord[] {
-  if (!Array.isArray(reply)) return [];
-  return reply.map((flat) => toRecord(fieldsOfReply(flat))).filter((call): call is CallRecord => call !== undefined);
-}
-
 /** The hash fields of a record, as place stores them. */
 function fieldsOf(call: CallRecord): (string | number)[] {
   const fields: (string | number)[] = [
