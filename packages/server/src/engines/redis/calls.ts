@@ -148,13 +148,22 @@ function fieldsOf(call: CallRecord): (string | number)[] {
   return fields;
 }
 
-/** Runs every step, then answers what succeeded; throws only when none did and one failed. */
-async function settled<T>(steps: Promise<T>[]): Promise<T[]> {
+/** Runs every step: what succeeded, and the first failure if one failed. */
+async function settled<T>(steps: Promise<T>[]): Promise<{ done: T[]; failure?: unknown }> {
   const results = await Promise.allSettled(steps);
   const done = results.filter((r): r is PromiseFulfilledResult<Awaited<T>> => r.status === 'fulfilled');
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed && done.length === 0) throw toStoreError(failed.reason);
-  return done.map((r) => r.value);
+  return failed ? { done: done.map((r) => r.value), failure: failed.reason } : { done: done.map((r) => r.value) };
+}
+
+/**
+ * After a sweep's round: a failure is thrown when nothing was taken yet, else the sweep answers what
+ * it took (each must reach its caller) and leaves the rest for a later one.
+ */
+function stopAt(failure: unknown, taken: readonly unknown[]): boolean {
+  if (failure === undefined) return false;
+  if (taken.length === 0) throw toStoreError(failure);
+  return true;
 }
 
 /** `<app>:<id>` as app and id (app keys hold no ':'); undefined for a name nothing of ours wrote. */
@@ -276,12 +285,13 @@ export class RedisCallStore implements CallStore {
     let rings = cap >= 1 ? this.#rings : [];
     for (let round = 0; round < MAX_ROUNDS && rings.length > 0 && taken.length < cap; round++) {
       const want = cap - taken.length;
-      const due = await settled(
+      const { done: due, failure } = await settled(
         rings.map(async (ring) => ({
           ring,
           names: await this.#client.call((redis) => redis.zrangebyscore(ring, '-inf', nowMs, 'LIMIT', 0, want)),
         })),
       );
+      if (due.length === 0) stopAt(failure, taken);
       rings = due.filter((d) => d.names.length > 0).map((d) => d.ring);
       const names = due.flatMap((d) => d.names.map((name) => ({ ring: d.ring, name }))).slice(0, want);
       const calls = await settled(
@@ -289,11 +299,12 @@ export class RedisCallStore implements CallStore {
           const [app, id] = splitName(name) ?? ['', ''];
           const call = app === '' ? undefined : await this.#take(app, id, 'missed', nowMs);
           // Out of the ring either way: an answered call or a gone one never rings again.
-          await this.#client.call((redis) => redis.zrem(ring, name));
+          await this.#clear(name, [], ring);
           return call;
         }),
       );
-      for (const call of calls) if (call) taken.push(call);
+      for (const call of calls.done) if (call) taken.push(call);
+      if (stopAt(calls.failure, taken)) break;
     }
     return taken;
   }
@@ -310,13 +321,12 @@ export class RedisCallStore implements CallStore {
           const [app, id] = splitName(name) ?? ['', ''];
           const call = app === '' ? undefined : await this.#take(app, id, 'any', 0);
           // Out of the node's set either way: a taken call left every index, a gone one has nothing left.
-          await this.#client.call((redis) => redis.srem(set, name));
+          await this.#clear(name, [set]);
           return call;
         }),
       );
-      for (const call of calls) if (call) taken.push(call);
-      // Some failed: answer what was taken, so each is reported; the rest stay for a later sweep.
-      if (calls.length < names.length) break;
+      for (const call of calls.done) if (call) taken.push(call);
+      if (stopAt(calls.failure, taken)) break;
     }
     return taken;
   }

@@ -215,7 +215,7 @@ export class RedisGroupStore implements GroupStore {
               ? undefined
               : toMember(await this.#leave(this.#keys(app, group), [page]));
           // Out of the node's set either way: the page is out of the group now.
-          await this.#client.call((redis) => redis.srem(set, name));
+          await this.#clear(set, [name]);
           return member && app !== undefined && group !== undefined ? { app, group, member } : undefined;
         }),
       );
