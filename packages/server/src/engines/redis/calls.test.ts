@@ -63,6 +63,7 @@ describe('RedisCallStore keys', () => {
 
   it('counts a user whose call expired as free, and sweeps what the call left in its indexes', async () => {
     const { client, store } = await open();
+    const before = (await keys(client)).sort();
     await store.place(call());
     // The safety net fired (as if the call outlived its keys).
     await client.call((r) => r.del(client.key('call:{app1}:c:c1')));
@@ -74,7 +75,7 @@ describe('RedisCallStore keys', () => {
     // A live node keeps the dead call's name in its set until the node itself dies.
     expect(await client.call((r) => r.smembers(client.key('call:n:{na}')))).toEqual(['app1:c1']);
     expect(await store.takeNode('na', 10)).toEqual([]);
-    expect(await keys(client)).toEqual([client.key('gen')]);
+    expect((await keys(client)).sort()).toEqual(before);
   });
 
   it("keeps a call's decisions in its app's slot, and its indexes on the node's and a ring's own", async () => {

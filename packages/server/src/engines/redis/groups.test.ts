@@ -61,6 +61,7 @@ describe('RedisGroupStore keys', () => {
 
   it('answers nothing for the members of a group that expired, and sweeps what it left in its indexes', async () => {
     const { client, store } = await open();
+    const before = (await keys(client)).sort();
     await store.join('app1', 'g', member('na.1'), limits(4, 1));
     await store.join('app1', 'h', member('na.2'), limits(4));
     await store.join('app1', 'h', member('nx.1'), limits(4));
@@ -84,7 +85,7 @@ describe('RedisGroupStore keys', () => {
     // A live node keeps the name of its page in a dead group until the node itself dies.
     expect(await client.call((r) => r.smembers(client.key('group:n:{na}')))).toEqual(['["app1","g","na.1"]']);
     expect(await store.takeNode('na', 10)).toEqual([]);
-    expect(await keys(client)).toEqual([client.key('gen')]);
+    expect((await keys(client)).sort()).toEqual(before);
   });
 
   it("keeps a group's decisions in its slot and a page's record in its node's", async () => {
