@@ -217,13 +217,15 @@ export class RedisCallStore implements CallStore {
     const ringMs = Math.ceil(Math.max(0, call.ringUntil - call.startedAt));
     const node = this.#node(call.fromPage);
     const ring = this.#ring(app, id);
-    // Recorded first, so a sweep finds the call whatever happens next.
-    await Promise.all([
+    const readUsers = () => this.#client.call((redis) => redis.mget(...users));
+    // Recorded first, so a sweep finds the call whatever happens next (the users' read meanwhile).
+    const [, , first] = await Promise.all([
       this.#client.call((redis) => redis.sadd(node, name)),
       this.#client.call((redis) => redis.zadd(ring, call.ringUntil, name)),
+      readUsers(),
     ]);
     for (let attempt = 0; attempt < 10; attempt++) {
-      const held = await this.#client.call((redis) => redis.mget(...users));
+      const held = attempt === 0 ? first : await readUsers();
       const read = [held[0] ?? '', held[1] ?? ''];
       const outcome = await this.#place(
         [c, ...users, ...read.map((held) => (held === '' ? c : this.#call(app, held)))],
