@@ -98,6 +98,18 @@ describe('RedisCallStore keys', () => {
     expect(slots.size).toBeLessThanOrEqual(1 + 2 + 8);
   });
 
+  it('leaves what a node that died between steps recorded to the sweeps, which drop it', async () => {
+    const { client, store } = await open();
+    const before = (await keys(client)).sort();
+    // Recorded on the node and in its ring, then the node died before the place script ran.
+    await client.call((r) => r.sadd(client.key('call:n:{nx}'), 'app1:c9'));
+    const ring = client.key(`call:ring:{call-ring-${calculateSlot('app1:c9') % 8}}`);
+    await client.call((r) => r.zadd(ring, T0 + 30_000, 'app1:c9'));
+    expect(await store.takeMissed(T0 + 60_000, 10)).toEqual([]);
+    expect(await store.takeNode('nx', 10)).toEqual([]);
+    expect((await keys(client)).sort()).toEqual(before);
+  });
+
   it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {
     const { client, store } = await open();
     await client.close();

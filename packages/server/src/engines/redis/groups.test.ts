@@ -108,6 +108,15 @@ describe('RedisGroupStore keys', () => {
     );
   });
 
+  it('leaves what a node that died between steps recorded to its sweep, which drops it', async () => {
+    const { client, store } = await open();
+    const before = (await keys(client)).sort();
+    // Recorded on the node, then the node died before the join script ran.
+    await client.call((r) => r.sadd(client.key('group:n:{nx}'), JSON.stringify(['app1', 'x', 'nx.1'])));
+    expect(await store.takeNode('nx', 10)).toEqual([]);
+    expect((await keys(client)).sort()).toEqual(before);
+  });
+
   it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {
     const { client, store } = await open();
     await client.close();
