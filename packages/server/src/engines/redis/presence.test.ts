@@ -1,6 +1,7 @@
 import type { Member } from '@realtime/protocol';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { presenceContract } from '../contract/presence.contract.js';
 import { StoreError } from '../store-error.js';
 import type { Departure, NodeClaim, PresenceStore } from '../types.js';
@@ -10,7 +11,7 @@ import { type RedisPresenceOptions, RedisPresenceStore } from './presence.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -20,8 +21,8 @@ afterAll(async () => {
 presenceContract('RedisPresenceStore, two nodes', async ({ offlineDelayMs }) => {
   const prefix = uniquePrefix('presence');
   const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
   ];
   return {
     store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs }),
@@ -45,7 +46,7 @@ describe('RedisPresenceStore sweeps', () => {
   });
 
   async function open(prefix: string, options: RedisPresenceOptions = {}): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ url: redis.url, prefix });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix });
     clients.push(client);
     return new RedisPresenceStore(client, { offlineDelayMs: DELAY, ...options });
   }
@@ -55,7 +56,7 @@ describe('RedisPresenceStore sweeps', () => {
    * a real disconnect, so its next script fails as with any lost Redis.
    */
   async function openDying(prefix: string, options: RedisPresenceOptions): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ url: redis.url, prefix });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix });
     clients.push(client);
     const dying = new Proxy(client, {
       get(target, name) {
