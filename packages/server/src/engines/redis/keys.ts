@@ -4,11 +4,11 @@
  * - `{<app>:<room>}:m|s|i|x`: a room's meta, stream, id list and expiry stack (room-lua.ts);
  * - `apps`: set of app keys; `app:<key>`: one app's hash (apps.ts);
  * - `{<app>:<room>}:w`: the room's webhook reports (page sends) waiting for a batch, oldest first,
- *   written by the room's publish script in the room's slot; `{<app>:<room>}:wb`: reports taken for
+ *   written by the room's publish script in the room's slot; `{<app>:<room>}:w:b`: reports taken for
  *   a batch not yet stored (batch id -> time and texts), so a crash between the two is repaired;
  * - `wh:{ix<k>}:apps` and `wh:{ix<k>}:a:<app>` (k < REPORT_INDEX_KEYS): which apps and rooms have
  *   reports waiting, the room in index k by a hash of its name (report-index.ts);
- * - `wh:{<app>}:waiting` (and `wh:{<app>}:wb`): the app's other webhook events (addEvent), oldest
+ * - `wh:{<app>}:waiting` (and `wh:{<app>}:waiting:b`): the app's other webhook events (addEvent), oldest
  *   first; `wh:apps`: apps with such events waiting (webhooks.ts);
  * - `wh:{wh}:...`: the webhook batches, their schedule and counts (one tag: a few writes a second);
  * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
@@ -54,10 +54,6 @@ export function waitingKey(prefix: string, app: string): string {
   return `${prefix}wh:{${app}}:waiting`;
 }
 
-export function waitingAppsKey(prefix: string): string {
-  return `${prefix}wh:apps`;
-}
-
 /** A room's webhook reports waiting for a batch (same slot as its four keys). */
 export function reportKey(prefix: string, app: string, room: string): string {
   return `${prefix}{${app}:${room}}:w`;
@@ -65,7 +61,7 @@ export function reportKey(prefix: string, app: string, room: string): string {
 
 /** Reports taken from a waiting list for a batch being stored (same slot as the list). */
 export function claimsKeyOf(list: string): string {
-  return list.endsWith(':waiting') ? `${list.slice(0, -':waiting'.length)}:wb` : `${list}b`;
+  return `${list}:b`;
 }
 
 /** SCAN pattern of every room's waiting reports. */
@@ -75,7 +71,7 @@ export function reportListPattern(prefix: string): string {
 
 /** SCAN pattern of every room's reports taken for a batch not yet stored. */
 export function reportClaimsPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:wb`;
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:w:b`;
 }
 
 /** SCAN pattern of one app's rooms' report lists. */

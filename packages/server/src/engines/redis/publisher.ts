@@ -64,11 +64,6 @@ type Step =
   | { kind: 'room'; app: string; room: string; at: number[]; events: OutgoingRoomEvent[]; reports: boolean }
   | { kind: 'plain'; at: number; event: Outgoing };
 
-/** True on a Redis Cluster (the client tells; a client without the flag is one Redis). */
-function onCluster(client: RedisClient): boolean {
-  return (client as unknown as { cluster?: boolean }).cluster === true;
-}
-
 /**
  * The one step that orders a room: each room's events of a publish are one script in the room's
  * slot that gives ids, stores what is kept (history, webhook reports) and publishes, so every
@@ -145,14 +140,14 @@ export class RedisPublisher {
     const { head, body } = encodePublication(event);
     const data = event.kind === 'room' ? dataOf(event) : body;
     const message = typeof data === 'string' ? `${head}\n${data}` : Buffer.concat([Buffer.from(`${head}\n`), data]);
-    return onCluster(this.#client)
+    return this.#client.cluster
       ? this.#client.call((redis) => redis.spublish(channel, message))
       : this.#client.call((redis) => redis.publish(channel, message));
   }
 
   #arguments(step: Extract<Step, { kind: 'room' }>, nowMs: number): [string[], RedisArg[]] {
     const prefix = this.#client.prefix;
-    const cluster = onCluster(this.#client);
+    const cluster = this.#client.cluster;
     const first = step.events[0] as OutgoingRoomEvent;
     const channel = prefix + topicOf(first);
     const keys: string[] = [...roomKeys(prefix, step.app, step.room), reportKey(prefix, step.app, step.room)];
