@@ -128,10 +128,12 @@ export class Emitter {
     }
     const ids = this.#broker.publish(outgoing, this.#now());
     if (ids instanceof Promise) {
-      return ids.catch((error: unknown) => this.#again(outgoing, targets, events.length, error)).then((known) => {
-        if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
-        return answersOf(events, known);
-      });
+      return ids
+        .catch((error: unknown) => this.#again(outgoing, targets, events.length, error))
+        .then((known) => {
+          if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
+          return answersOf(events, known);
+        });
     }
     if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
     return answersOf(events, ids);

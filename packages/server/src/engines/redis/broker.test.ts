@@ -3,10 +3,13 @@ import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-s
 import { startTestRedis } from '../../../test/test-redis.js';
 import { brokerContract, waitFor } from '../contract/broker.contract.js';
 import { compareEventIds, parseEventId } from '../event-id.js';
+import { PublishIncomplete } from '../publish-incomplete.js';
+import { StoreError } from '../store-error.js';
 import { nodeTopic, type Outgoing, type Publication, roomTopic, userTopic } from '../types.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
+import { roomKeys } from './keys.js';
 import { RedisWebhookStore } from './webhooks.js';
 
 const T0 = 1_700_000_000_000;
@@ -163,6 +166,34 @@ describe('RedisBroker across nodes', () => {
       expect(await count()).toBe(1);
       await stops[3]?.();
       expect(await count()).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('publishes each room in a step of its own: a room whose step fails takes nothing, the others keep theirs', async () => {
+    const { one, brokers, cleanup } = await twoNodes(uniquePrefix('partial'));
+    try {
+      const history = new RedisHistoryStore(one);
+      // Room b's meta is not a hash: its script fails (as a shard without a primary would).
+      await one.call((r) => r.set(roomKeys(one.prefix, 'app1', 'b')[0], 'x'));
+      const events: Outgoing[] = [
+        { kind: 'room', app: 'app1', room: 'a', event: 'e', data: '1', keep: [10, 1] },
+        { kind: 'room', app: 'app1', room: 'b', event: 'e', data: '2', keep: [10, 1] },
+        { kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '3' },
+        { kind: 'room', app: 'app1', room: 'a', event: 'e', data: '4', keep: [10, 1] },
+      ];
+      const failure = await brokers[0].publish(events, T0).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(PublishIncomplete);
+      const { ids, failed } = failure as PublishIncomplete;
+      expect(failed).toEqual([1]);
+      expect(ids[1]).toBeUndefined();
+      expect(ids[2]).toBeUndefined();
+      expect((await history.last('app1', 'a', 10, T0)).events.map((e) => e.id)).toEqual([ids[0], ids[3]]);
+      // Every step failed: a plain StoreError.
+      const none = await brokers[0].publish([events[1] as Outgoing], T0).catch((error: unknown) => error);
+      expect(none).toBeInstanceOf(StoreError);
+      expect(none).not.toBeInstanceOf(PublishIncomplete);
     } finally {
       await cleanup();
     }

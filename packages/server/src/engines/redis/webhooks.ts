@@ -384,9 +384,7 @@ export class RedisWebhookStore implements WebhookStore {
     const perIndex = await Promise.all(
       Array.from({ length: REPORT_INDEX_KEYS }, async (_, k) => {
         const apps =
-          only === undefined
-            ? await this.#client.call((redis) => redis.smembers(reportAppsKey(prefix, k)))
-            : [only];
+          only === undefined ? await this.#client.call((redis) => redis.smembers(reportAppsKey(prefix, k))) : [only];
         const rooms = await Promise.all(
           apps.map((app) => this.#client.call((redis) => redis.smembers(reportRoomsKey(prefix, k, app)))),
         );
@@ -586,7 +584,9 @@ export class RedisWebhookStore implements WebhookStore {
       }
     });
     const lengths = await this.#lengths(lists);
-    await Promise.all(lists.map((source, i) => ((lengths[i] ?? 0) > 0 ? this.#index.add(source.app, source.room) : undefined)));
+    await Promise.all(
+      lists.map((source, i) => ((lengths[i] ?? 0) > 0 ? this.#index.add(source.app, source.room) : undefined)),
+    );
     const stale = this.#now() - CLAIM_STALE_MS;
     for (const source of claims) {
       const held = await this.#client.call((redis) => redis.hgetall(source.list));
