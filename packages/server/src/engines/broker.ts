@@ -136,10 +136,11 @@ export interface Broker {
   subscribe(topic: string, handler: PublicationHandler): MaybePromise<Unsubscribe>;
   /**
    * Calls the listener when publications may have been missed: the subscriber connection dropped
-   * and its subscriptions are in effect again (pages should resume from history). Brokers that
-   * cannot miss any (in memory) leave it out. Answers a function that removes the listener.
+   * and its subscriptions are in effect again (pages should resume from history): with the topics
+   * that were cut off when only some were (one shard of a cluster), without when any may have been.
+   * Brokers that cannot miss any (in memory) leave it out. Answers a function that removes the listener.
    */
-  onGap?(listener: () => void): () => void;
+  onGap?(listener: (topics?: readonly string[]) => void): () => void;
   close(): MaybePromise<void>;
 }
 

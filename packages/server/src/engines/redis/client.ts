@@ -331,7 +331,8 @@ export class RedisClient {
     this.#again = false;
     this.#checking = shardGenerations(cluster.nodes('master'))
       .then(async (entries) => {
-        if (this.#closed || entries.length === 0) return;
+        // Before 'ready' the cluster refuses commands: confirmed on its ready event.
+        if (this.#closed || entries.length === 0 || cluster.status !== 'ready') return;
         const before = this.#lastGen;
         const gen = `@ ${entries.join(' ')} `;
         if (before !== undefined && entries.some((entry) => !before.includes(` ${entry} `))) {
