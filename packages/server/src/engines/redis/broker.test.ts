@@ -198,4 +198,38 @@ describe('RedisBroker across nodes', () => {
       await cleanup();
     }
   });
+
+  it("keeps one publisher's order in a room while a reported step waits for its index step", async () => {
+    const { brokers, cleanup } = await twoNodes(uniquePrefix('turns'));
+    try {
+      const got: Publication[] = [];
+      await brokers[1].subscribe(roomTopic('app1', 'lobby'), (p) => got.push(p));
+      const report = { before: '{"id":"w","at":1,"event_id":"', after: '"}' };
+      const calls = [0, 1, 2, 3, 4, 5].map((n) =>
+        brokers[0].publish(
+          [
+            {
+              kind: 'room',
+              app: 'app1',
+              room: 'lobby',
+              event: `e${n}`,
+              data: `${n}`,
+              ...(n % 3 === 0 ? { report } : {}),
+            },
+          ],
+          T0,
+        ),
+      );
+      const ids = (await Promise.all(calls)).map(([id]) => id ?? '');
+      for (let i = 1; i < ids.length; i++) {
+        const before = parseEventId(ids[i - 1] ?? '');
+        const after = parseEventId(ids[i] ?? '');
+        expect(before && after && compareEventIds(before, after) < 0).toBe(true);
+      }
+      await waitFor('six events', () => got.length === 6);
+      expect(got.map(dataOf)).toEqual(['0', '1', '2', '3', '4', '5']);
+    } finally {
+      await cleanup();
+    }
+  });
 });

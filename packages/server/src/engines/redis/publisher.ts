@@ -76,6 +76,8 @@ export class RedisPublisher {
   readonly #client: RedisClient;
   readonly #publish: Script;
   readonly #index: ReportIndex;
+  /** Rooms whose step waits for its index step: resolved once that step was sent. */
+  readonly #sending = new Map<string, Promise<void>>();
 
   constructor(client: RedisClient) {
     this.#client = client;
@@ -118,12 +120,40 @@ export class RedisPublisher {
   }
 
   async #step(step: Step, nowMs: number, ids: (string | undefined)[]): Promise<void> {
+    const room = step.kind === 'room' ? step : step.event.kind === 'room' ? step.event : undefined;
+    const key = room === undefined ? undefined : `${room.app}\u0000${room.room}`;
+    const before = key === undefined ? undefined : this.#sending.get(key);
+    const reports = step.kind === 'room' && step.reports;
+    // The fast path: sent now, in call order (one connection per shard keeps a publisher's order).
+    if (before === undefined && !reports) {
+      await this.#send(step, nowMs, ids);
+      return;
+    }
+    // A room waiting for its index step: this publisher's later steps of the room wait their turn.
+    let sent = (): void => {};
+    const turn = new Promise<void>((resolve) => {
+      sent = resolve;
+    });
+    if (key !== undefined) this.#sending.set(key, turn);
+    let done: Promise<void>;
+    try {
+      if (before) await before;
+      // The index first: whoever sees the event finds its report (see report-index.ts).
+      if (step.kind === 'room' && step.reports) await this.#index.add(step.app, step.room);
+      done = this.#send(step, nowMs, ids);
+    } finally {
+      sent();
+      if (key !== undefined && this.#sending.get(key) === turn) this.#sending.delete(key);
+    }
+    await done;
+  }
+
+  /** Sends one step now; answers once it is done. */
+  async #send(step: Step, nowMs: number, ids: (string | undefined)[]): Promise<void> {
     if (step.kind === 'plain') {
       await this.#plain(step.event);
       return;
     }
-    // The index first: whoever sees the event finds its report (see report-index.ts).
-    if (step.reports) await this.#index.add(step.app, step.room);
     const [keys, args] = this.#arguments(step, nowMs);
     const reply = await this.#publish(keys, args);
     const answer = Array.isArray(reply) ? reply : [];

@@ -371,9 +371,11 @@ export class RedisWebhookStore implements WebhookStore {
     return room === '' ? waitingKey(this.#prefix, app) : reportKey(this.#prefix, app, room);
   }
 
-  /** The index first (whoever sees the event finds it), again when the list went from empty to not. */
+  /**
+   * The event, then the index entry when the list went from empty to not (a batcher drops an entry
+   * only after seeing the list empty, and looks again after: see #dropIfEmpty).
+   */
   async addEvent(app: string, json: string): Promise<void> {
-    await this.#index.add(app, '');
     const length = await this.#client.call((redis) => redis.rpush(waitingKey(this.#prefix, app), json));
     if (length === 1) await this.#index.add(app, '');
   }
@@ -422,9 +424,21 @@ export class RedisWebhookStore implements WebhookStore {
    * be read keeps its events for the next batch.
    */
   async formBatch(app: string, batchId: string, max: number, now: number): Promise<StoredBatch | undefined> {
-    const sources = await this.#sources(app);
-    if (sources.length === 0) return undefined;
-    const lengths = await this.#lengths(sources);
+    const found = await this.#sources(app);
+    if (found.length === 0) return undefined;
+    // Oldest first: the lists by the time of their first event.
+    const [counts, firsts] = await Promise.all([
+      this.#lengths(found),
+      Promise.all(found.map((source) => this.#client.call((redis) => redis.lindex(source.list, 0)))),
+    ]);
+    const order = found.map((_, i) => i);
+    const startOf = (i: number): number => {
+      const first = firsts[i];
+      return first ? atOf(first) : Number.POSITIVE_INFINITY;
+    };
+    order.sort((a, b) => startOf(a) - startOf(b) || a - b);
+    const sources = order.map((i) => found[i] as Source);
+    const lengths = order.map((i) => counts[i] ?? 0);
     let left = max;
     const quotas = lengths.map((length) => {
       const quota = Math.max(0, Math.min(left, length));
