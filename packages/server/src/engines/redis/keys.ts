@@ -6,11 +6,13 @@
  * - `{<app>:<room>}:w`: the room's webhook reports (page sends) waiting for a batch, oldest first,
  *   written by the room's publish script in the room's slot; `{<app>:<room>}:w:b`: reports taken for
  *   a batch not yet stored (batch id -> time and texts), so a crash between the two is repaired;
+ * - `wh:{<app>}:waiting` (and its claims `wh:{<app>}:waiting:b`): the app's other webhook events
+ *   (addEvent), oldest first (webhooks.ts);
  * - `wh:{ix<k>}:apps` and `wh:{ix<k>}:a:<app>` (k < REPORT_INDEX_KEYS): which apps and rooms have
- *   reports waiting, the room in index k by a hash of its name (report-index.ts);
- * - `wh:{<app>}:waiting` (and `wh:{<app>}:waiting:b`): the app's other webhook events (addEvent), oldest
- *   first; `wh:apps`: apps with such events waiting (webhooks.ts);
- * - `wh:{wh}:...`: the webhook batches, their schedule and counts (one tag: a few writes a second);
+ *   events waiting, the room in index k by a hash of its name, the app's own list as room ''
+ *   (report-index.ts); no global key is touched per emit;
+ * - `wh:{wh}:...`: the webhook batches, their schedule and counts (one tag: a few writes a second;
+ *   webhooks.ts names them);
  * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
  *   (nodes.ts; one hash tag, so its scripts work in one slot and touch no feature's keys);
  * - `pr:...`: presence (presence.ts names its own keys);
