@@ -277,6 +277,8 @@ const text = (value: number | string | null): string => (value === null ? '' : S
 
 /** Claims older than this were left by a node that died while storing their batch. */
 const CLAIM_STALE_MS = 60_000;
+/** How often prune walks the keyspace for lists a dead node left unindexed (a SCAN of every key). */
+const REPAIR_EVERY_MS = 5 * 60_000;
 const SCAN_COUNT = 500;
 
 /** A list of events waiting: a room's reports, or the app's other events (room ''). */
@@ -338,6 +340,8 @@ export class RedisWebhookStore implements WebhookStore {
   readonly #stats: Script;
   readonly #removeApp: Script;
   readonly #removeTries: Script;
+  /** When prune last ran the repair walk. */
+  #repaired: number | undefined;
 
   /** `now` tells only the repair walk how old a claim is (every other time is the caller's). */
   constructor(client: RedisClient, options: { now?: () => number } = {}) {
@@ -562,10 +566,14 @@ export class RedisWebhookStore implements WebhookStore {
     return minutes;
   }
 
-  /** Removes old batches, then walks the lists (see repair). */
+  /** Removes old batches; walks the lists (see repair) at the first prune and every REPAIR_EVERY_MS. */
   async prune(before: number): Promise<number> {
     const gone = Number(await this.#prune(this.#batches, [this.#prefix, before]));
-    await this.repair();
+    const now = this.#now();
+    if (this.#repaired === undefined || now - this.#repaired >= REPAIR_EVERY_MS) {
+      await this.repair();
+      this.#repaired = now;
+    }
     return gone;
   }
 
