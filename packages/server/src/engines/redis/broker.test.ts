@@ -190,10 +190,17 @@ describe('RedisBroker across nodes', () => {
       expect(ids[1]).toBeUndefined();
       expect(ids[2]).toBeUndefined();
       expect((await history.last('app1', 'a', 10, T0)).events.map((e) => e.id)).toEqual([ids[0], ids[3]]);
-      // Every step failed: a plain StoreError.
-      const none = await brokers[0].publish([events[1] as Outgoing], T0).catch((error: unknown) => error);
+      // No room took it: a plain StoreError, and the user's event was not sent either.
+      const ann: Publication[] = [];
+      await brokers[1].subscribe(userTopic('app1', 'ann'), (p) => ann.push(p));
+      const none = await brokers[0]
+        .publish([events[1] as Outgoing, { kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '5' }], T0)
+        .catch((error: unknown) => error);
       expect(none).toBeInstanceOf(StoreError);
       expect(none).not.toBeInstanceOf(PublishIncomplete);
+      await brokers[0].publish([{ kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '6' }], T0);
+      await waitFor("ann's next event", () => ann.length > 0);
+      expect(ann.map(dataOf)).toEqual(['6']);
     } finally {
       await cleanup();
     }

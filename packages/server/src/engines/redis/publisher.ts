@@ -69,14 +69,15 @@ type Step =
  * slot that gives ids, stores what is kept (history, webhook reports) and publishes, so every
  * subscriber on every node sees a room's ids strictly rising. Rooms of one publish are separate
  * steps (their slots may be on different shards), sent at once; publications that store nothing
- * (users, nodes, every node, a room's presence changes alone) are sent as they are. Steps to one
- * channel keep their order: one connection per shard.
+ * (users, nodes, every node, a room's presence changes alone) are sent as they are, after the rooms
+ * of their publish when it has any (none taken: none sent). Steps to one channel keep this
+ * publisher's order: one connection per shard, and a step that must wait holds the later ones.
  */
 export class RedisPublisher {
   readonly #client: RedisClient;
   readonly #publish: Script;
   readonly #index: ReportIndex;
-  /** Rooms whose step waits for its index step: resolved once that step was sent. */
+  /** Topics whose step waits its turn (see #step): resolved once that step was sent. */
   readonly #sending = new Map<string, Promise<void>>();
 
   constructor(client: RedisClient) {
@@ -99,8 +100,21 @@ export class RedisPublisher {
     } catch (error) {
       throw toStoreError(error);
     }
-    // Sent now, in call order: one connection per shard keeps the order of one publisher.
-    const done = await Promise.allSettled(steps.map((step) => this.#step(step, nowMs, ids)));
+    // Rooms' steps sent now, in call order: one connection per shard keeps the order of one publisher.
+    const running = new Map<Step, Promise<void>>();
+    for (const step of steps) if (step.kind === 'room') running.set(step, this.#step(step, nowMs, ids));
+    // Publications that store nothing go once some room took its events (at once when there are
+    // none): a publish the store refuses altogether delivers nothing, as on one script.
+    const gate =
+      running.size === 0
+        ? undefined
+        : Promise.allSettled(running.values()).then((results) => {
+            if (results.some((result) => result.status === 'fulfilled')) return undefined;
+            const first = results[0];
+            return first?.status === 'rejected' ? toStoreError(first.reason) : new StoreError('unavailable');
+          });
+    for (const step of steps) if (step.kind === 'plain') running.set(step, this.#step(step, nowMs, ids, gate));
+    const done = await Promise.allSettled(steps.map((step) => running.get(step) as Promise<void>));
     const failed: number[] = [];
     let cause: unknown;
     let full = false;
@@ -119,31 +133,36 @@ export class RedisPublisher {
     throw new PublishIncomplete(full ? 'full' : 'unavailable', ids, failed, { cause });
   }
 
-  async #step(step: Step, nowMs: number, ids: (string | undefined)[]): Promise<void> {
-    const room = step.kind === 'room' ? step : step.event.kind === 'room' ? step.event : undefined;
-    const key = room === undefined ? undefined : `${room.app}\u0000${room.room}`;
-    const before = key === undefined ? undefined : this.#sending.get(key);
+  /**
+   * Sends one step now, or, when it must wait (for its index step, for the rooms of its publish:
+   * `gate` answers the error to fail with when none took its events), in its turn: this publisher's
+   * later steps to the same topic wait for it to be sent.
+   */
+  async #step(step: Step, nowMs: number, ids: (string | undefined)[], gate?: Promise<unknown>): Promise<void> {
+    const key = topicOf(step.kind === 'room' ? (step.events[0] as OutgoingRoomEvent) : step.event);
+    const before = this.#sending.get(key);
     const reports = step.kind === 'room' && step.reports;
     // The fast path: sent now, in call order (one connection per shard keeps a publisher's order).
-    if (before === undefined && !reports) {
+    if (before === undefined && !reports && gate === undefined) {
       await this.#send(step, nowMs, ids);
       return;
     }
-    // A room waiting for its index step: this publisher's later steps of the room wait their turn.
     let sent = (): void => {};
     const turn = new Promise<void>((resolve) => {
       sent = resolve;
     });
-    if (key !== undefined) this.#sending.set(key, turn);
+    this.#sending.set(key, turn);
     let done: Promise<void>;
     try {
       if (before) await before;
       // The index first: whoever sees the event finds its report (see report-index.ts).
       if (step.kind === 'room' && step.reports) await this.#index.add(step.app, step.room);
+      const refused = gate === undefined ? undefined : await gate;
+      if (refused !== undefined) throw refused;
       done = this.#send(step, nowMs, ids);
     } finally {
       sent();
-      if (key !== undefined && this.#sending.get(key) === turn) this.#sending.delete(key);
+      if (this.#sending.get(key) === turn) this.#sending.delete(key);
     }
     await done;
   }
