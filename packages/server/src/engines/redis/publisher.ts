@@ -106,7 +106,7 @@ export class RedisPublisher {
     // Publications that store nothing go once some room took its events (at once when there are
     // none): a publish the store refuses altogether delivers nothing, as on one script.
     const gate =
-      running.size === 0
+      running.size === 0 || running.size === steps.length
         ? undefined
         : Promise.allSettled(running.values()).then((results) => {
             if (results.some((result) => result.status === 'fulfilled')) return undefined;
