@@ -150,9 +150,12 @@ describe('RedisBroker across nodes', () => {
     const { one, brokers, cleanup } = await twoNodes(uniquePrefix('shared'));
     try {
       const channel = `${one.prefix}${roomTopic('app1', 'lobby')}`;
+      // On a cluster the subscriptions are sharded: each primary counts those of its own slots.
       const count = async () => {
-        const reply = (await one.call((r) => r.pubsub('NUMSUB', channel))) as unknown[];
-        return Number(reply[1]);
+        const replies = await one.forEachPrimary(
+          (r) => r.call('PUBSUB', one.cluster ? 'SHARDNUMSUB' : 'NUMSUB', channel) as Promise<unknown[]>,
+        );
+        return replies.reduce((sum: number, reply) => sum + Number(reply[1]), 0);
       };
       const stops = await Promise.all(
         [0, 1, 2, 3].map((i) => (brokers[i % 2] as RedisBroker).subscribe(roomTopic('app1', 'lobby'), () => {})),
