@@ -127,6 +127,8 @@ export class RedisClient {
   #closed = false;
   /** A change of the slot map came while shards were being confirmed: confirm again after. */
   #again = false;
+  /** On a cluster: the last confirmation left out a primary that did not answer. */
+  #partial = false;
 
   private constructor(options: RedisClientOptions) {
     this.prefix = options.prefix ?? 'rt:';
@@ -329,7 +331,8 @@ export class RedisClient {
       return;
     }
     this.#again = false;
-    this.#checking = shardGenerations(cluster.nodes('master'))
+    const primaries = cluster.nodes('master');
+    this.#checking = shardGenerations(primaries)
       .then(async (entries) => {
         // Before 'ready' the cluster refuses commands: confirmed on its ready event.
         if (this.#closed || entries.length === 0 || cluster.status !== 'ready') return;
@@ -340,24 +343,33 @@ export class RedisClient {
         }
         this.#lastGen = gen;
         this.#gen = gen;
-        for (const wake of this.#waiting) wake();
+        // A primary that did not answer (a connection not up yet, a shard failing over) is asked
+        // again soon: until then its scripts answer UNCONFIRMED and its slots are unavailable.
+        this.#partial = entries.length < primaries.length;
+        if (this.#partial) this.#again = true;
+        else for (const wake of this.#waiting) wake();
       })
       .catch(() => {
         // Kept as it was: the next slot-map change, timer tick or UNCONFIRMED reply tries again.
       })
       .finally(() => {
         this.#checking = undefined;
-        if (this.#again) setTimeout(() => this.#confirm(), 50).unref();
+        if (this.#again && !this.#closed) setTimeout(() => this.#confirm(), this.#partial ? 100 : 50).unref();
       });
   }
 
-  /** Answers once the generation is confirmed on a connection (after a Redis restart: once reconnected). */
+  /**
+   * Answers once the generation is confirmed on a connection (after a Redis restart: once
+   * reconnected). On a cluster, once every primary answered; at the deadline, with those that did
+   * (the others' slots answer unavailable until they do), or an error when none did.
+   */
   async ready(timeoutMs = this.#options.startTimeoutMs): Promise<void> {
-    if (this.#gen !== undefined) return;
+    if (this.#gen !== undefined && !this.#partial) return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(wake);
-        reject(new StoreError('unavailable', { message: `Redis did not answer within ${timeoutMs} ms` }));
+        if (this.#gen !== undefined && !this.#closed) resolve();
+        else reject(new StoreError('unavailable', { message: `Redis did not answer within ${timeoutMs} ms` }));
       }, timeoutMs);
       const wake = (): void => {
         clearTimeout(timer);
