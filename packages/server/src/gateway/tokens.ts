@@ -12,7 +12,9 @@ import {
   streamGrantClaimsProblem,
 } from '@realtime/protocol';
 import { errors as joseErrors, jwtVerify } from 'jose';
+import { derivedKey } from '../apps/derived-keys.js';
 import { verificationKeys } from '../apps/verification-keys.js';
+import { quickHs256 } from './hs256.js';
 
 export class TokenError extends Error {
   readonly code: SocketErrorCode;
@@ -66,12 +68,19 @@ async function verify(
   }
   const now = Math.floor(nowMs / 1000);
   try {
-    const { payload } = await jwtVerify(token, await verificationKeys.get(secret, key), {
-      algorithms: ['HS256'],
-      clockTolerance: LEEWAY_SECONDS,
-      requiredClaims: ['exp'],
-      currentDate: new Date(nowMs),
-    });
+    // A token jose would take is taken without it (./hs256.ts); anything else gets jose's verdict and words.
+    const payload =
+      (parts.length === 3
+        ? quickHs256(parts as [string, string, string], derivedKey(secret, key), nowMs, LEEWAY_SECONDS)
+        : undefined) ??
+      (
+        await jwtVerify(token, await verificationKeys.get(secret, key), {
+          algorithms: ['HS256'],
+          clockTolerance: LEEWAY_SECONDS,
+          requiredClaims: ['exp'],
+          currentDate: new Date(nowMs),
+        })
+      ).payload;
     const problem = expiryProblem(payload.exp, now);
     if (problem) throw new TokenError('bad_token', `the ${what}: ${problem}`);
     return payload as Record<string, unknown>;
