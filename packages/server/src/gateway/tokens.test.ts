@@ -1,9 +1,17 @@
 import { createHmac } from 'node:crypto';
 import { Realtime } from '@realtime/node';
 import { deriveKey, type KeyName } from '@realtime/protocol';
+import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TokenError, verifyCallToken, verifyIdentity, verifyRoomToken, verifyStreamGrant } from './tokens.js';
+import {
+  isCanonicalBase64url,
+  TokenError,
+  verifyCallToken,
+  verifyIdentity,
+  verifyRoomToken,
+  verifyStreamGrant,
+} from './tokens.js';
 
 const SECRET = 'secret-for-token-checks-0123456789';
 const NOW_MS = 1_700_000_000_000;
@@ -286,5 +294,29 @@ describe('the answers to every kind of token, word for word (the HMAC fast path 
       (error: TokenError) => ({ code: error.code, message: error.message }),
     );
     expect(outcome).toEqual(answer);
+  });
+});
+
+describe('isCanonicalBase64url', () => {
+  /** What it stands for: the text decodes and encodes back to itself. */
+  const roundTrips = (part: string) =>
+    /^[A-Za-z0-9_-]*$/.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
+
+  it('answers as decoding and encoding again would, for every text of base64 characters', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_+/=-]{0,12}$/), (part) => {
+        expect(isCanonicalBase64url(part)).toBe(roundTrips(part));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('takes what base64url writes and refuses each other spelling', () => {
+    for (let length = 0; length < 40; length++) {
+      const written = Buffer.alloc(length, 0xa7).toString('base64url');
+      expect(isCanonicalBase64url(written)).toBe(true);
+      if (written.length % 4 !== 0) expect(isCanonicalBase64url(`${written.slice(0, -1)}_`)).toBe(false);
+      expect(isCanonicalBase64url(`${written}=`)).toBe(false);
+    }
   });
 });
