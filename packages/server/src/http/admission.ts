@@ -68,6 +68,14 @@ export class Admission {
     this.#waiting.delete(socket);
   }
 
+  /**
+   * An upgrade (or CONNECT) took the socket: it waits no more, and no response will end it, so it
+   * needs no count of requests in flight (a WeakMap entry per page costs a storm dearly).
+   */
+  handedOver(socket: Socket): void {
+    this.#waiting.delete(socket);
+  }
+
   /** A response was sent (or given up): with none left in flight, a kept-alive socket waits again. */
   requestEnded(socket: Socket): void {
     const left = (this.#inFlight.get(socket) ?? 1) - 1;
