@@ -150,7 +150,7 @@ export class Gateway {
       return;
     }
     const site = new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('site') ?? '';
-    socket.on('error', () => socket.destroy());
+    // No error listener of ours: ws has one on the socket from here on (it destroys the socket).
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       let app: ReturnType<GatewayDeps['apps']['get']>;
       try {
