@@ -1,9 +1,10 @@
 // npm run bench:join — a reconnect storm, side by side in one run: N pages (BENCH_PAGES, 5,000) each
 // connect, present an identity token and join a room with a room token (both HS256, 50 rooms),
 // BENCH_CONCURRENCY (200) at a time, against the service, Socket.IO 4 and a bare `ws` server. The
-// baselines check both tokens with jose, as the service does (./join/verify.mjs). Each server runs
-// in its own process; its CPU time (user + system, from /proc/<pid>/stat) over the storm, divided by
-// the pages joined, is its CPU per join. The pages run in this process (./fanout/light-client.mjs).
+// service checks the tokens with node:crypto's HMAC (jose only for what that path leaves to it); so
+// does the raw ws server, the bare minimum doing the same work; Socket.IO checks with jose
+// (./join/verify.mjs). Each server runs in its own process; its CPU time (user + system, from
+// /proc/<pid>/stat) over the storm, divided by the pages joined, is its CPU per join. The pages run in this process (./fanout/light-client.mjs).
 // Env: BENCH_PAGES, BENCH_CONCURRENCY, BENCH_ROUNDS (2: the best round of each counts), BENCH_ONLY,
 // BENCH_PROF (a folder: a CPU profile of each server over the storm alone), BENCH_PRESENCE=1.
 import { fork } from 'node:child_process';
@@ -184,6 +185,7 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(
   `bench:join  node ${process.version}, ${cpus().length} cores, ${PAGES} pages (connect + hello/identity + join/room token), ${CONCURRENCY} at a time, ${ROOMS} rooms, best of ${ROUNDS}`,
 );
+console.log('  token checks: service and raw ws with node:crypto HMAC-SHA256, socket.io with jose (WebCrypto)');
 for (const [name, r] of Object.entries(results)) {
   console.log(
     `  ${name.padEnd(10)} ${Math.round(r.joinsPerSecond).toString().padStart(7)} joins/s   server CPU ${Math.round(r.cpuPerJoin).toString().padStart(4)} µs/join`,
