@@ -103,6 +103,16 @@ export function clusterOptions(seeds: readonly string[], commandTimeoutMs: numbe
   };
 }
 
+/** How many primaries own slots in the cluster's slot map (some may have no connection yet). */
+function primariesInSlotMap(cluster: Cluster): number {
+  const owners = new Set<string>();
+  for (const slot of cluster.slots) {
+    const owner = slot?.[0];
+    if (owner !== undefined) owners.add(owner);
+  }
+  return owners.size;
+}
+
 export class RedisClient {
   readonly redis: RedisConnection;
   /** True on a Redis Cluster: scripts publish with SPUBLISH, SCAN runs per primary. */
@@ -345,7 +355,7 @@ export class RedisClient {
         this.#gen = gen;
         // A primary that did not answer (a connection not up yet, a shard failing over) is asked
         // again soon: until then its scripts answer UNCONFIRMED and its slots are unavailable.
-        this.#partial = entries.length < primaries.length;
+        this.#partial = entries.length < Math.max(primaries.length, primariesInSlotMap(cluster));
         if (this.#partial) this.#again = true;
         else for (const wake of this.#waiting) wake();
       })
