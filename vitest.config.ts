@@ -21,6 +21,22 @@ const ENGINE_SUITES = [
   'test/browser/engine-smoke.test.ts',
 ];
 
+/** The Redis engine's store suites (each runs its seam's contract) that also run on a Redis Cluster. */
+const CLUSTER_STORE_SUITES = [
+  'apps',
+  'broker',
+  'calls',
+  'dashboard-sessions',
+  'groups',
+  'history',
+  'limits',
+  'nodes',
+  'presence',
+  'streams',
+  'ttl',
+  'webhooks',
+].map((store) => `packages/server/src/engines/redis/${store}.test.ts`);
+
 export default defineConfig({
   resolve: {
     // Tests run against the sources, so a test never reads a stale build.
@@ -87,6 +103,18 @@ export default defineConfig({
             'packages/server/test/dashboard-console.test.ts',
           ],
           env: { REALTIME_TEST_ENGINE: 'redis' },
+        },
+      },
+      {
+        // And on a real Redis Cluster (3 primaries, 1 replica each; one for the whole project, shared
+        // by key prefix): every seam's contract suite and the page suites. Failovers and reshards
+        // start clusters of their own (main).
+        extends: true,
+        test: {
+          name: 'redis-cluster',
+          include: [...ENGINE_SUITES, ...CLUSTER_STORE_SUITES],
+          globalSetup: ['packages/server/test/cluster-setup.ts'],
+          env: { REALTIME_TEST_ENGINE: 'redis-cluster', REALTIME_TEST_REDIS: 'cluster' },
         },
       },
     ],

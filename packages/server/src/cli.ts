@@ -35,7 +35,8 @@ const USAGE = `Usage:
   realtime dashboard-password   (reads the password on stdin, prints its hash for --dashboard-password-hash-file)
 
 STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
-DIR, default ./data) or --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis).
+DIR, default ./data), --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis)
+or --redis-cluster redis://HOST1:PORT,redis://HOST2:PORT,... (the same on a Redis Cluster: its seed nodes).
 
 --stun and --turn (each repeatable or comma-separated: stun:HOST:PORT, turn:HOST:PORT?transport=udp,
 turns:HOST:PORT) are the servers call pages get; TURN credentials are signed with --turn-secret, the
@@ -50,10 +51,10 @@ realtime dashboard-password prints it). The hash is a secret too: prefer the fil
 REALTIME_DASHBOARD_PASSWORD_HASH to --dashboard-password-hash (ps shows flags).
 
 Every flag of serve may come from the environment instead (flags win): REALTIME_HOST, REALTIME_PORT,
-REALTIME_DATA, REALTIME_REDIS, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
+REALTIME_DATA, REALTIME_REDIS, REALTIME_REDIS_CLUSTER, REALTIME_CONFIG, REALTIME_ALLOW_PRIVATE_WEBHOOKS (1 or 0), REALTIME_LOG_LEVEL,
 REALTIME_STUN, REALTIME_TURN, REALTIME_TURN_SECRET, REALTIME_MEDIA_ADDRESS, REALTIME_MEDIA_PORTS,
 REALTIME_DASHBOARD_PASSWORD_HASH, REALTIME_DASHBOARD_PASSWORD_HASH_FILE.
-The apps commands read REALTIME_DATA and REALTIME_REDIS, and create and set-webhook
+The apps commands read REALTIME_DATA, REALTIME_REDIS and REALTIME_REDIS_CLUSTER, and create and set-webhook
 REALTIME_ALLOW_PRIVATE_WEBHOOKS.`;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -62,7 +63,7 @@ type Flags = FlagTypes;
 type Values = FlagValues;
 
 /** Flags that the apps commands also take from the environment, like serve does. */
-const SHARED_ENV = ['data', 'redis', 'allow-private-webhooks'];
+const SHARED_ENV = ['data', 'redis', 'redis-cluster', 'allow-private-webhooks'];
 
 /** The command could not do its work (port taken, data folder unusable): one line, exit 1. */
 class Failure extends Error {}
@@ -130,13 +131,19 @@ function parseFeatures(text: string | undefined): Feature[] | undefined {
  * On stderr, so that stdout holds only JSON log lines. The commands it shows name the store when it
  * is not the default: the data folder, or the Redis given by flag.
  */
-function printDevelopmentApp(app: App, url: string, store: { dir?: string; redis?: string | undefined }): void {
+function printDevelopmentApp(
+  app: App,
+  url: string,
+  store: { dir?: string; redis?: string | undefined; redisCluster?: string | undefined },
+): void {
   const options =
     store.redis !== undefined
       ? { redis: store.redis }
-      : store.dir !== undefined && store.dir !== resolve('./data')
-        ? { dataDir: store.dir }
-        : {};
+      : store.redisCluster !== undefined
+        ? { redisCluster: store.redisCluster }
+        : store.dir !== undefined && store.dir !== resolve('./data')
+          ? { dataDir: store.dir }
+          : {};
   process.stderr.write(developmentAppBanner(app, url, options));
 }
 
@@ -184,6 +191,7 @@ const SERVE_FLAGS: Flags = {
   config: { type: 'string' },
   'allow-private-webhooks': { type: 'boolean' },
   redis: { type: 'string' },
+  'redis-cluster': { type: 'string' },
   'log-level': { type: 'string' },
   stun: { type: 'string', multiple: true },
   turn: { type: 'string', multiple: true },
@@ -211,9 +219,7 @@ function readConfigFrom(path: string, where: string, allowPrivateWebhooks: boole
 
 async function serve(args: string[]): Promise<void> {
   const { values, source } = parse(args, SERVE_FLAGS, 0, Object.keys(SERVE_FLAGS));
-  const redis = str(values, 'redis');
-  const engine: EngineChoice =
-    redis === undefined ? { kind: 'embedded' } : { kind: 'redis', url: redisUrl(redis, source('redis')) };
+  const engine: EngineChoice = redisChoice(values, source) ?? { kind: 'embedded' };
   const logLevel = str(values, 'log-level') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new UsageError(
@@ -298,7 +304,10 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // The Redis address is not logged: it may hold a password.
-  server.log.info(engine.kind === 'redis' ? { engine: 'redis' } : { data: dir }, `listening on ${server.url}`);
+  server.log.info(
+    engine.kind === 'redis' ? { engine: engine.cluster ? 'redis-cluster' : 'redis' } : { data: dir },
+    `listening on ${server.url}`,
+  );
   const unreachable = unreachableStreamsWarning(host, streams, streamsInPlans);
   if (unreachable) server.log.warn(unreachable);
   if (given?.where === '--dashboard-password-hash') {
@@ -309,7 +318,12 @@ async function serve(args: string[]): Promise<void> {
   if (created) {
     server.log.info({ key: created.key }, 'created a development app');
     // The commands shown name the store as it was given: a variable is read again by the CLI.
-    const store = engine.kind === 'redis' ? { redis: source('redis') === '--redis' ? engine.url : undefined } : { dir };
+    const store =
+      engine.kind === 'redis'
+        ? engine.cluster
+          ? { redisCluster: source('redis-cluster') === '--redis-cluster' ? engine.cluster.join(',') : undefined }
+          : { redis: source('redis') === '--redis' ? engine.url : undefined }
+        : { dir };
     printDevelopmentApp(created, server.url, store);
   }
 }
@@ -365,6 +379,29 @@ function redisUrl(text: string, where: string): string {
   return text;
 }
 
+/**
+ * The Redis the flags (or their variables) name: one Redis (`--redis`) or a Redis Cluster's seed
+ * nodes (`--redis-cluster`, comma-separated); both at once is a usage error. Undefined: neither.
+ */
+function redisChoice(
+  values: Values,
+  source: (flag: string) => string,
+): Extract<EngineChoice, { kind: 'redis' }> | undefined {
+  const redis = str(values, 'redis');
+  const cluster = str(values, 'redis-cluster');
+  if (redis !== undefined && cluster !== undefined) {
+    throw new UsageError(`${source('redis')} and ${source('redis-cluster')} name two stores: give one`);
+  }
+  if (redis !== undefined) return { kind: 'redis', url: redisUrl(redis, source('redis')) };
+  if (cluster === undefined) return undefined;
+  const seeds = cluster
+    .split(',')
+    .map((seed) => seed.trim())
+    .filter((seed) => seed !== '');
+  if (seeds.length === 0) throw new UsageError(`${source('redis-cluster')} must list at least one redis:// URL`);
+  return { kind: 'redis', cluster: seeds.map((seed) => redisUrl(seed, source('redis-cluster'))) };
+}
+
 /** The app store of the engine; one that cannot be opened is a Failure of one line. */
 async function openApps(engine: AppStoreChoice, dir: string): Promise<OpenedApps> {
   try {
@@ -386,12 +423,12 @@ async function withStore<T>(
   source: (flag: string) => string,
   use: (store: AppStore) => Promise<T>,
 ): Promise<T> {
-  const redis = str(values, 'redis');
+  const redis = redisChoice(values, source);
   const choice: AppStoreChoice =
     redis === undefined
       ? { kind: 'embedded' }
       : // Someone waits at the terminal: a Redis that is down is said in seconds.
-        { kind: 'redis', url: redisUrl(redis, source('redis')), startTimeoutMs: REDIS_WAIT_MS };
+        { ...redis, startTimeoutMs: REDIS_WAIT_MS };
   const opened = await openApps(choice, dataDir(values));
   try {
     return await use(opened.apps);
@@ -415,7 +452,7 @@ function describeApp(app: App, showSecret: boolean): string {
 
 async function apps(args: string[]): Promise<void> {
   const [command, ...rest] = args;
-  const common: Flags = { data: { type: 'string' }, redis: { type: 'string' } };
+  const common: Flags = { data: { type: 'string' }, redis: { type: 'string' }, 'redis-cluster': { type: 'string' } };
   const noApp = (key: string) => new UsageError(`no app has the key ${JSON.stringify(key)}`);
   switch (command) {
     case 'create': {

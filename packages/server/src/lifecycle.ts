@@ -446,7 +446,10 @@ function wire(
     serviceComponent('calls', calls),
     departuresComponent(departures),
     gateway,
-    gapListener(broker, log, () => gateway.current?.reconnectAll()),
+    gapListener(broker, log, {
+      all: () => gateway.current?.reconnectAll(),
+      topics: (topics) => gateway.current?.reconnectTopics(topics) ?? 0,
+    }),
     dashboardSampler(dashboard?.stats),
     listener.listen,
     webhookDelivery(webhooks),

@@ -13,15 +13,19 @@ import {
   startServer,
 } from '../src/index.js';
 import { startRedis, type TestRedis } from './redis-server.js';
+import { startTestRedis } from './test-redis.js';
 
 /** One redis-server per test process for REALTIME_TEST_ENGINE=redis, started on first use. */
 let sharedRedis: Promise<TestRedis> | undefined;
+/** The Redis Cluster for REALTIME_TEST_ENGINE=redis-cluster (the project's, else one for this file). */
+let sharedCluster: Promise<TestRedis> | undefined;
 
 /**
  * The engine the tests run on. REALTIME_TEST_ENGINE=embedded-async makes every store call answer on
  * a later turn (the `async-stores` vitest project), so the networked paths run without Redis;
  * `redis` runs on a real redis-server (the `redis` project), one key prefix per data folder, so a
- * server restarted on the same folder finds its data again.
+ * server restarted on the same folder finds its data again; `redis-cluster` the same on a real Redis
+ * Cluster (the `redis-cluster` project).
  */
 export async function testEngine(dataDir: string): Promise<ServerOptions['engine']> {
   const chosen = process.env.REALTIME_TEST_ENGINE ?? 'embedded';
@@ -33,6 +37,16 @@ export async function testEngine(dataDir: string): Promise<ServerOptions['engine
     return {
       kind: 'redis',
       url: redis.url,
+      prefix: `t${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}:`,
+    };
+  }
+  if (chosen === 'redis-cluster') {
+    sharedCluster ??= startTestRedis();
+    const redis = await sharedCluster;
+    if (!redis.cluster) throw new Error('REALTIME_TEST_ENGINE=redis-cluster needs REALTIME_TEST_REDIS=cluster');
+    return {
+      kind: 'redis',
+      cluster: redis.cluster,
       prefix: `t${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}:`,
     };
   }

@@ -20,6 +20,8 @@ export interface RedisServerOptions {
 
 export interface TestRedis {
   url: string;
+  /** A Redis Cluster's seed URLs when the tests run on one (REALTIME_TEST_REDIS=cluster). */
+  cluster?: string[];
   port: number;
   /** The data folder (RDB/AOF files live here). */
   dir: string;
@@ -210,4 +212,9 @@ export async function untilItWorks<T>(attempt: () => Promise<T>, deadlineMs = 10
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
+}
+
+/** Where a test's clients connect: the cluster when the tests run on one, else the one redis-server. */
+export function redisTarget(redis: Pick<TestRedis, 'url' | 'cluster'>): { url: string } | { cluster: string[] } {
+  return redis.cluster ? { cluster: redis.cluster } : { url: redis.url };
 }

@@ -10,19 +10,21 @@ function shellWord(text: string): string {
 /**
  * The lines printed when a development app was created: its credentials, a command that emits, and
  * how to show the secret again. The commands name the store when it is not the default `./data`:
- * `dataDir`, or `redis` (the Redis URL).
+ * `dataDir`, `redis` (the Redis URL) or `redisCluster` (the cluster's seed URLs, comma-separated).
  */
 export function developmentAppBanner(
   app: App,
   url: string,
-  options: { dataDir?: string; redis?: string } = {},
+  options: { dataDir?: string; redis?: string; redisCluster?: string } = {},
 ): string {
   const data =
     options.redis !== undefined
       ? ` --redis ${shellWord(options.redis)}`
-      : options.dataDir === undefined
-        ? ''
-        : ` --data ${shellWord(options.dataDir)}`;
+      : options.redisCluster !== undefined
+        ? ` --redis-cluster ${shellWord(options.redisCluster)}`
+        : options.dataDir === undefined
+          ? ''
+          : ` --data ${shellWord(options.dataDir)}`;
   return [
     '',
     'No app was configured, so a development app was created:',

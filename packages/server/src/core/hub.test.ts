@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { roomTopic, userTopic } from '../engines/broker.js';
 import type { AskQuestion, Broker, Publication, PublicationHandler, RoomEvent, UserEvent } from '../engines/types.js';
 import type { FrameEncoder } from './frame-encoder.js';
 import { Hub, type Page, type Seat } from './hub.js';
@@ -76,8 +77,8 @@ function seatOf(page: Page): Seat {
 }
 
 const APP = 'app1';
-const ROOM_TOPIC = `r:${APP}:lobby`;
-const USER_TOPIC = `u:${APP}:ann`;
+const ROOM_TOPIC = roomTopic(APP, 'lobby');
+const USER_TOPIC = userTopic(APP, 'ann');
 
 function roomEvent(id: string, extra: Partial<RoomEvent> = {}): RoomEvent {
   return { kind: 'room', app: APP, room: 'lobby', id, event: 'chat', data: `"${id}"`, ...extra };

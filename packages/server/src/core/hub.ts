@@ -220,6 +220,16 @@ export class Hub<P extends Page = Page> {
   }
 
   /** The open pages of a user in this process. */
+  /** The pages here that hear any of these topics (as rooms or as users): those a gap in them cut off. */
+  pagesOn(topics: readonly string[]): Set<P> {
+    const pages = new Set<P>();
+    for (const topic of topics) {
+      for (const seat of this.#rooms.get(topic)?.members ?? []) pages.add(seat.page as P);
+      for (const page of this.#users.get(topic)?.members ?? []) pages.add(page);
+    }
+    return pages;
+  }
+
   pagesOf(app: string, user: string): P[] {
     const entry = this.#users.get(userTopic(app, user));
     return entry ? [...entry.members] : [];

@@ -136,26 +136,31 @@ export interface Broker {
   subscribe(topic: string, handler: PublicationHandler): MaybePromise<Unsubscribe>;
   /**
    * Calls the listener when publications may have been missed: the subscriber connection dropped
-   * and its subscriptions are in effect again (pages should resume from history). Brokers that
-   * cannot miss any (in memory) leave it out. Answers a function that removes the listener.
+   * and its subscriptions are in effect again (pages should resume from history): with the topics
+   * that were cut off when only some were (one shard of a cluster), without when any may have been.
+   * Brokers that cannot miss any (in memory) leave it out. Answers a function that removes the listener.
    */
-  onGap?(listener: () => void): () => void;
+  onGap?(listener: (topics?: readonly string[]) => void): () => void;
   close(): MaybePromise<void>;
 }
 
-/** The topic of a room's events. App keys hold no ':'. */
+/**
+ * The topic of a room's events. App keys hold no ':'. The braces are a Redis Cluster hash tag: the
+ * room's channel lives in the slot of the room's keys (`{<app>:<room>}`), so the room's script can
+ * publish it with SPUBLISH; other engines take them as any other character.
+ */
 export function roomTopic(app: string, room: string): string {
-  return `r:${app}:${room}`;
+  return `r:{${app}:${room}}`;
 }
 
-/** The topic of a user's events, page frames and asks' questions. */
+/** The topic of a user's events, page frames and asks' questions (in the user's slot, `{<app>:<user>}`). */
 export function userTopic(app: string, user: string): string {
-  return `u:${app}:${user}`;
+  return `u:{${app}:${user}}`;
 }
 
-/** The topic of one node's messages. */
+/** The topic of one node's messages (in the node's slot, `{<node>}`). */
 export function nodeTopic(node: string): string {
-  return `n:${node}`;
+  return `n:{${node}}`;
 }
 
 /** The one topic of messages to every node (each subscribes once). */

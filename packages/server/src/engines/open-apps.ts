@@ -1,4 +1,5 @@
 import type { EngineChoice } from './open-engine.js';
+import type { RedisTarget } from './redis/client.js';
 import { SqliteAppStore } from './sqlite/apps.js';
 import { openDb } from './sqlite/db.js';
 import type { AppStore } from './types.js';
@@ -6,13 +7,12 @@ import type { AppStore } from './types.js';
 /** Where the apps are: an engine choice, or the Redis a Redis engine keeps them in. */
 export type AppStoreChoice =
   | EngineChoice
-  | {
+  | ({
       kind: 'redis';
-      url: string;
       prefix?: string;
       /** How long to wait for Redis to answer at first (the client's default when left out). */
       startTimeoutMs?: number;
-    };
+    } & RedisTarget);
 
 /** An app store opened alone, and how to let it go. */
 export interface OpenedApps {
@@ -49,7 +49,7 @@ export async function openAppStore(choice: AppStoreChoice, settings: { dataDir: 
       const prefix = 'prefix' in choice ? choice.prefix : undefined;
       const startTimeoutMs = 'startTimeoutMs' in choice ? choice.startTimeoutMs : undefined;
       const client = await RedisClient.open({
-        url: choice.url,
+        ...(choice.cluster === undefined ? { url: choice.url } : { cluster: choice.cluster }),
         ...(prefix === undefined ? {} : { prefix }),
         ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
       });

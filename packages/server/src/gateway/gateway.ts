@@ -430,6 +430,17 @@ export class Gateway {
   }
 
   /**
+   * Closes with 4100 the open pages in these rooms or of these users (topics), spread like
+   * reconnectAll: one shard's gap sends back only the pages it cut off. Answers how many.
+   */
+  reconnectTopics(topics: readonly string[]): number {
+    const pages = this.#deps.hub.pagesOn(topics);
+    const open = [...this.#connections].filter((conn) => conn.state !== 'closed' && pages.has(conn));
+    this.#closeSpread(open, 'the service lost events for this page; resume');
+    return open.length;
+  }
+
+  /**
    * This node's lease lapsed and its pages were taken out of presence by another node: every page
    * is closed with 4100, and comes back (here or elsewhere) to be counted again. Their clean-ups
    * end what is left (calls, seats), and report nothing twice: the sweep reported the departures.
@@ -443,7 +454,13 @@ export class Gateway {
    * over a window sized by how many close now: they do not all come back in the same second.
    */
   #closeAllSpread(reason: string): void {
-    const open = [...this.#connections].filter((conn) => conn.state !== 'closed');
+    this.#closeSpread(
+      [...this.#connections].filter((conn) => conn.state !== 'closed'),
+      reason,
+    );
+  }
+
+  #closeSpread(open: readonly Connection[], reason: string): void {
     const delay = reconnectDelays(open.length, this.#options.reconnect, this.#options.random);
     for (const conn of open) conn.close(CLOSE.shutdown, withReconnectHint(reason, delay()));
   }

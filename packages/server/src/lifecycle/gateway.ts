@@ -34,14 +34,25 @@ export class GatewayComponent implements Component {
  * Publications lost while the subscriber connection was down: pages resume from history (or learn
  * of the gap from `truncated`) by reconnecting.
  */
-export function gapListener(broker: Broker, log: Logger, reconnectAll: () => void): Component {
+export function gapListener(
+  broker: Broker,
+  log: Logger,
+  reconnect: { all(): void; topics(topics: readonly string[]): number },
+): Component {
   let stopGapListener: (() => void) | undefined;
   return {
     name: 'gap listener',
     start: () => {
-      stopGapListener = broker.onGap?.(() => {
-        log.warn('publications may have been missed while the broker was disconnected: pages reconnect to resume');
-        reconnectAll();
+      stopGapListener = broker.onGap?.((topics) => {
+        if (topics === undefined) {
+          log.warn('publications may have been missed while the broker was disconnected: pages reconnect to resume');
+          reconnect.all();
+          return;
+        }
+        // One shard: only its rooms' and users' pages resume. A node's own channel (asks' answers,
+        // page signals) is not history: what it missed is told by the asks' and calls' own timeouts.
+        const pages = reconnect.topics(topics);
+        log.warn({ topics: topics.length, pages }, 'a Redis shard dropped: the pages of its rooms and users resume');
       });
     },
     stop: () => stopGapListener?.(),

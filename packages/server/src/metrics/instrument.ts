@@ -61,7 +61,9 @@ export function countedBroker(broker: Broker, metrics: Metrics): Broker {
       );
     },
     subscribe: (topic, handler) => broker.subscribe(topic, handler),
-    ...(broker.onGap ? { onGap: (listener: () => void) => broker.onGap?.(listener) ?? (() => {}) } : {}),
+    ...(broker.onGap
+      ? { onGap: (listener: (topics?: readonly string[]) => void) => broker.onGap?.(listener) ?? (() => {}) }
+      : {}),
     close: () => broker.close(),
   };
 }

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { asyncEngine } from '../async-engine.js';
 import { openEmbeddedEngine } from '../embedded.js';
 import { RedisClient } from '../redis/client.js';
@@ -131,7 +132,7 @@ export const answeringLater =
 export function useRedis(): () => TestRedis {
   let redis: TestRedis | undefined;
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
   });
   afterAll(async () => {
     await redis?.close();
@@ -148,8 +149,8 @@ export const redisNodes =
   async () => {
     const prefix = uniquePrefix(name);
     const clients = [
-      await RedisClient.open({ url: redis().url, prefix, checkSlots: true }),
-      await RedisClient.open({ url: redis().url, prefix, checkSlots: true }),
+      await RedisClient.open({ ...redisTarget(redis()), prefix, checkSlots: true }),
+      await RedisClient.open({ ...redisTarget(redis()), prefix, checkSlots: true }),
     ] as const;
     return {
       store: make(clients[0]),
@@ -171,7 +172,7 @@ export function redisKeys<S>(redis: () => TestRedis, name: string, make: (client
   });
   return {
     async open(): Promise<{ client: RedisClient; store: S }> {
-      const client = await RedisClient.open({ url: redis().url, prefix: uniquePrefix(name), checkSlots: true });
+      const client = await RedisClient.open({ ...redisTarget(redis()), prefix: uniquePrefix(name), checkSlots: true });
       clients.push(client);
       return { client, store: make(client) };
     },

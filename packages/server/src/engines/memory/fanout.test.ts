@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { type Publication, type RoomEvent, roomTopic, userTopic } from '../types.js';
 import { MemoryFanout } from './fanout.js';
 
+const LOBBY = roomTopic('app1', 'lobby');
+
 // The embedded broker delivers through MemoryFanout; the broker contract covers it through the engine
 // (embedded-broker.test.ts). These are the fan-out's own promises: inline, in subscription order.
 /** The data of a room or user event. */
@@ -31,14 +33,14 @@ describe('MemoryFanout', () => {
     const fanout = new MemoryFanout();
     const seen: string[] = [];
     const handler = (p: Publication) => seen.push(dataOf(p));
-    const first = fanout.subscribe('r:app1:lobby', handler);
-    const second = fanout.subscribe('r:app1:lobby', handler);
+    const first = fanout.subscribe(LOBBY, handler);
+    const second = fanout.subscribe(LOBBY, handler);
     fanout.publish({ ...lobby, data: 'a' });
     first();
     first();
     fanout.publish({ ...lobby, data: 'b' });
     second();
-    const third = fanout.subscribe('r:app1:lobby', handler);
+    const third = fanout.subscribe(LOBBY, handler);
     second();
     first();
     fanout.publish({ ...lobby, data: 'c' });
@@ -52,13 +54,13 @@ describe('MemoryFanout', () => {
     const seen: string[] = [];
     let stopSelf = () => {};
     let stopLater = () => {};
-    stopSelf = fanout.subscribe('r:app1:lobby', (p) => {
+    stopSelf = fanout.subscribe(LOBBY, (p) => {
       seen.push(`self ${dataOf(p)}`);
       stopSelf();
       stopLater();
     });
-    stopLater = fanout.subscribe('r:app1:lobby', (p) => seen.push(`later ${dataOf(p)}`));
-    const witness = fanout.subscribe('r:app1:lobby', (p) => seen.push(`witness ${dataOf(p)}`));
+    stopLater = fanout.subscribe(LOBBY, (p) => seen.push(`later ${dataOf(p)}`));
+    const witness = fanout.subscribe(LOBBY, (p) => seen.push(`witness ${dataOf(p)}`));
     fanout.publish({ ...lobby, data: '1' });
     fanout.publish({ ...lobby, data: '2' });
     witness();
@@ -68,11 +70,11 @@ describe('MemoryFanout', () => {
   it('delivers nothing once closed, and takes new subscriptions after', () => {
     const fanout = new MemoryFanout();
     const seen: string[] = [];
-    const stop = fanout.subscribe('r:app1:lobby', (p) => seen.push(dataOf(p)));
+    const stop = fanout.subscribe(LOBBY, (p) => seen.push(dataOf(p)));
     fanout.close();
     fanout.publish({ ...lobby, data: 'gone' });
     stop();
-    fanout.subscribe('r:app1:lobby', (p) => seen.push(dataOf(p)));
+    fanout.subscribe(LOBBY, (p) => seen.push(dataOf(p)));
     fanout.publish({ ...lobby, data: 'new' });
     expect(seen).toEqual(['new']);
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { appStoreContract } from '../contract/apps.contract.js';
 import { RedisAppStore } from './apps.js';
 import { RedisClient } from './client.js';
@@ -7,7 +8,7 @@ import { RedisClient } from './client.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -16,12 +17,12 @@ afterAll(async () => {
 
 appStoreContract('RedisAppStore', async () => {
   const prefix = uniquePrefix('apps');
-  const clients: RedisClient[] = [await RedisClient.open({ url: redis.url, prefix })];
+  const clients: RedisClient[] = [await RedisClient.open({ ...redisTarget(redis), prefix })];
   return {
     store: new RedisAppStore(clients[0] as RedisClient),
     // The CLI's own connection to the same Redis.
     other: async () => {
-      const client = await RedisClient.open({ url: redis.url, prefix });
+      const client = await RedisClient.open({ ...redisTarget(redis), prefix });
       clients.push(client);
       return new RedisAppStore(client);
     },

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { brokerContract, waitFor } from '../contract/broker.contract.js';
 import { compareEventIds, parseEventId } from '../event-id.js';
 import { nodeTopic, type Outgoing, type Publication, roomTopic, userTopic } from '../types.js';
@@ -16,7 +17,7 @@ const dataOf = (p: Publication): string => (p.kind === 'room' || p.kind === 'use
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -25,8 +26,8 @@ afterAll(async () => {
 
 /** Two nodes on one Redis: each its own client and broker. */
 async function twoNodes(prefix: string) {
-  const one = await RedisClient.open({ url: redis.url, prefix });
-  const two = await RedisClient.open({ url: redis.url, prefix });
+  const one = await RedisClient.open({ ...redisTarget(redis), prefix });
+  const two = await RedisClient.open({ ...redisTarget(redis), prefix });
   const brokers = [new RedisBroker(one), new RedisBroker(two)] as const;
   const cleanup = async () => {
     for (const broker of brokers) await broker.close();
@@ -50,7 +51,7 @@ brokerContract('RedisBroker, two nodes', async () => {
 describe('RedisBroker across nodes', () => {
   it('orders each room the same way at every subscriber of three nodes publishing batches at once', async () => {
     const prefix = uniquePrefix('three');
-    const clients = await Promise.all([0, 1, 2].map(() => RedisClient.open({ url: redis.url, prefix })));
+    const clients = await Promise.all([0, 1, 2].map(() => RedisClient.open({ ...redisTarget(redis), prefix })));
     const brokers = clients.map((client) => new RedisBroker(client));
     try {
       const rooms = ['r0', 'r1', 'r2'];

@@ -1,6 +1,7 @@
 import type { Broker, Outgoing, PublicationHandler, Unsubscribe } from '../types.js';
 import type { RedisClient } from './client.js';
 import { RedisPublisher } from './publisher.js';
+import { RedisShardedSubscriber } from './sharded-subscriber.js';
 import { RedisSubscriber } from './subscriber.js';
 
 /**
@@ -9,11 +10,12 @@ import { RedisSubscriber } from './subscriber.js';
  */
 export class RedisBroker implements Broker {
   readonly #publisher: RedisPublisher;
-  readonly #subscriber: RedisSubscriber;
+  readonly #subscriber: RedisSubscriber | RedisShardedSubscriber;
 
   constructor(client: RedisClient) {
     this.#publisher = new RedisPublisher(client);
-    this.#subscriber = new RedisSubscriber(client);
+    // On a cluster, sharded pub/sub: classic SUBSCRIBE would hear every shard's PUBLISH (broadcast to all).
+    this.#subscriber = client.cluster ? new RedisShardedSubscriber(client) : new RedisSubscriber(client);
   }
 
   publish(events: readonly Outgoing[], nowMs: number): Promise<(string | undefined)[]> {
@@ -24,12 +26,12 @@ export class RedisBroker implements Broker {
     return this.#subscriber.subscribe(topic, handler);
   }
 
-  /** See RedisSubscriber.onResubscribed. */
-  onResubscribed(listener: () => void): () => void {
+  /** See RedisSubscriber.onResubscribed (one Redis: every topic) and RedisShardedSubscriber's (the topics of a shard). */
+  onResubscribed(listener: (topics?: readonly string[]) => void): () => void {
     return this.#subscriber.onResubscribed(listener);
   }
 
-  onGap(listener: () => void): () => void {
+  onGap(listener: (topics?: readonly string[]) => void): () => void {
     return this.#subscriber.onResubscribed(listener);
   }
 

@@ -9,13 +9,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { generateMulti } from 'cluster-key-slot';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { StoreError } from '../store-error.js';
-import { checkGeneration } from './generation.js';
+import { checkGeneration, shardGenerations } from './generation.js';
 
-export interface RedisClientOptions {
-  /** `redis://[user:pass@]host:port[/db]`. */
-  url: string;
+/** One Redis (`url`), or a Redis Cluster by its seed nodes (`cluster`): exactly one of them. */
+export type RedisTarget = { url: string; cluster?: undefined } | { cluster: readonly string[]; url?: undefined };
+
+export type RedisClientOptions = RedisTarget & {
   /** Put before every key and channel, so several services (or tests) share one Redis. Default `rt:`. */
   prefix?: string;
   /** How long one command may take before it fails as unavailable. Default 2000 ms. */
@@ -29,9 +30,12 @@ export interface RedisClientOptions {
    * so single-Redis tests catch a script that a Redis Cluster would refuse with CROSSSLOT.
    */
   checkSlots?: boolean;
-}
+};
 
 export type RedisArg = string | number | Buffer;
+
+/** The connection commands go through: one Redis, or a Redis Cluster routing each command by its key's slot. */
+export type RedisConnection = Redis | Cluster;
 
 /** A Lua script: EVALSHA, loaded by EVAL the first time on each connection (ioredis' defineCommand). */
 export type Script = (keys: readonly string[], args: readonly RedisArg[]) => Promise<unknown>;
@@ -60,10 +64,53 @@ export function connectionOptions(commandTimeoutMs: number): RedisOptions {
   };
 }
 
+/** `host`, `port` and credentials of a `redis://` URL, for the cluster's seed list. */
+function seedOf(url: string): { host: string; port: number; username?: string; password?: string; tls: boolean } {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname.replace(/^\[|\]$/g, ''),
+    port: parsed.port ? Number(parsed.port) : 6379,
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    tls: parsed.protocol === 'rediss:',
+  };
+}
+
+export function clusterOptions(seeds: readonly string[], commandTimeoutMs: number): ClusterOptions {
+  const first = seedOf(seeds[0] ?? 'redis://127.0.0.1:6379');
+  const { lazyConnect: _lazy, retryStrategy: _retry, ...perNode } = connectionOptions(commandTimeoutMs);
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    // Writes and reads on primaries only: a replica may be behind, and ids must rise.
+    scaleReads: 'master',
+    // A command during a failover is retried on the refreshed slot map a few times, then fails as
+    // unavailable (about a second), so callers answer 503 rather than hang.
+    maxRedirections: 8,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    retryDelayOnMoved: 0,
+    slotsRefreshTimeout: Math.max(commandTimeoutMs, 1000),
+    slotsRefreshInterval: 2000,
+    clusterRetryStrategy: retryStrategy,
+    redisOptions: {
+      ...perNode,
+      ...(first.username ? { username: first.username } : {}),
+      ...(first.password ? { password: first.password } : {}),
+      ...(first.tls ? { tls: {} } : {}),
+    },
+  };
+}
+
 export class RedisClient {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
+  /** True on a Redis Cluster: scripts publish with SPUBLISH, SCAN runs per primary. */
+  readonly cluster: boolean;
+  /** The URLs connected to: the one Redis, or the cluster's seed nodes. */
+  readonly seeds: readonly string[];
   readonly prefix: string;
-  readonly #options: Required<Omit<RedisClientOptions, 'url' | 'prefix'>> & { url: string };
+  readonly #options: Required<Omit<RedisClientOptions, 'url' | 'cluster' | 'prefix'>>;
   /** The generation confirmed on the current connection; undefined until then. */
   #gen: string | undefined;
   /** Counts connections, so a check that finishes after its connection dropped is not used. */
@@ -78,24 +125,42 @@ export class RedisClient {
   readonly #epochBase = randomBytes(6).toString('base64url');
   #epochs = 0;
   #closed = false;
+  /** A change of the slot map came while shards were being confirmed: confirm again after. */
+  #again = false;
 
   private constructor(options: RedisClientOptions) {
     this.prefix = options.prefix ?? 'rt:';
+    if (this.prefix.includes('{') || this.prefix.includes('}')) {
+      throw new Error('the Redis key prefix must not hold { or }: they decide cluster slots');
+    }
     this.#options = {
-      url: options.url,
       commandTimeoutMs: options.commandTimeoutMs ?? 2000,
       startTimeoutMs: options.startTimeoutMs ?? 10_000,
       generationCheckMs: options.generationCheckMs ?? 5000,
       checkSlots: options.checkSlots ?? false,
     };
-    this.redis = new Redis(options.url, connectionOptions(this.#options.commandTimeoutMs));
+    if (options.cluster !== undefined) {
+      if (options.cluster.length === 0) throw new Error('a Redis Cluster needs at least one seed URL');
+      this.cluster = true;
+      this.seeds = [...options.cluster];
+      const nodes = this.seeds.map((url) => ({ host: seedOf(url).host, port: seedOf(url).port }));
+      this.redis = new Cluster(nodes, clusterOptions(this.seeds, this.#options.commandTimeoutMs));
+      // Shards fail and come back one by one: their generations are confirmed again on every change
+      // of the slot map, and a shard not confirmed answers unavailable alone (see generation.ts).
+      for (const event of ['ready', 'refresh', '+node', '-node']) this.redis.on(event, () => this.#confirm());
+    } else {
+      this.cluster = false;
+      this.seeds = [options.url];
+      this.redis = new Redis(options.url, connectionOptions(this.#options.commandTimeoutMs));
+      this.redis.on('close', () => {
+        this.#connection++;
+        this.#gen = undefined;
+      });
+      this.redis.on('ready', () => this.#confirm());
+    }
     // Errors also reach the commands that failed; the event must have a listener or it throws.
     this.redis.on('error', () => {});
-    this.redis.on('close', () => {
-      this.#connection++;
-      this.#gen = undefined;
-    });
-    this.redis.on('ready', () => this.#confirm());
+    this.redis.on('node error', () => {});
   }
 
   /** Connects and confirms the generation; rejects with a StoreError when Redis does not answer in time. */
@@ -111,15 +176,18 @@ export class RedisClient {
       throw error;
     }
     client.#timer = setInterval(() => {
-      if (client.#gen !== undefined) client.#confirm();
+      if (client.#gen !== undefined || client.cluster) client.#confirm();
     }, client.#options.generationCheckMs);
     client.#timer.unref();
     return client;
   }
 
-  /** A new connection with the same bounds (the broker's subscriber). */
+  /** A new connection to the one Redis with the same bounds (the broker's subscriber). */
   duplicate(): Redis {
-    const copy = new Redis(this.#options.url, connectionOptions(this.#options.commandTimeoutMs));
+    const [url] = this.seeds;
+    if (this.cluster || url === undefined)
+      throw new Error('duplicate() is for one Redis: a cluster subscribes per shard');
+    const copy = new Redis(url, connectionOptions(this.#options.commandTimeoutMs));
     copy.on('error', () => {});
     return copy;
   }
@@ -154,6 +222,8 @@ export class RedisClient {
         );
       }
       return command.call(this.redis, keys.length, ...keys, ...args).catch((error: unknown) => {
+        // A shard whose generation this node has not confirmed (a new primary): confirm, answer unavailable.
+        if (this.cluster && error instanceof Error && error.message.includes('UNCONFIRMED')) this.#confirm();
         throw toStoreError(error);
       });
     };
@@ -162,7 +232,7 @@ export class RedisClient {
   }
 
   /** Runs plain commands, their errors mapped to StoreErrors. */
-  async call<T>(run: (redis: Redis) => Promise<T>): Promise<T> {
+  async call<T>(run: (redis: RedisConnection) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StoreError('unavailable');
     try {
       return await run(this.redis);
@@ -179,6 +249,22 @@ export class RedisClient {
   onNewGeneration(repair: () => Promise<void>): () => void {
     this.#onNewGeneration.add(repair);
     return () => this.#onNewGeneration.delete(repair);
+  }
+
+  /**
+   * Runs `run` on every primary (on one Redis: once, on the one connection): SCAN and other
+   * commands that see one node's keys only. Errors mapped to StoreErrors.
+   */
+  async forEachPrimary<T>(run: (redis: Redis) => Promise<T>): Promise<T[]> {
+    if (this.#closed) throw new StoreError('unavailable');
+    try {
+      if (!(this.redis instanceof Cluster)) return [await run(this.redis)];
+      const primaries = this.redis.nodes('master');
+      if (primaries.length === 0) throw new StoreError('unavailable', { message: 'no Redis Cluster primary is known' });
+      return await Promise.all(primaries.map(run));
+    } catch (error) {
+      throw toStoreError(error);
+    }
   }
 
   /** A round trip, and the generation confirmed: the readiness probe. */
@@ -200,6 +286,10 @@ export class RedisClient {
   }
 
   #confirm(): void {
+    if (this.redis instanceof Cluster) {
+      this.#confirmShards(this.redis);
+      return;
+    }
     if (this.#checking || this.#closed) return;
     const connection = this.#connection;
     this.#checking = checkGeneration(this.redis, this.key('gen'), randomBytes(9).toString('base64url'))
@@ -224,6 +314,40 @@ export class RedisClient {
         this.#checking = undefined;
         // A reconnect during the check: confirm the new connection too.
         if (connection !== this.#connection && this.redis.status === 'ready') this.#confirm();
+      });
+  }
+
+  /**
+   * On a cluster the generation lists every primary that answered, with its incarnation
+   * (generation.ts); a shard that did not answer is left out, so only its slots answer unavailable.
+   * A primary new to the list (failover, restart) runs the repairs, as a new generation does.
+   */
+  #confirmShards(cluster: Cluster): void {
+    if (this.#closed) return;
+    if (this.#checking) {
+      this.#again = true;
+      return;
+    }
+    this.#again = false;
+    this.#checking = shardGenerations(cluster.nodes('master'))
+      .then(async (entries) => {
+        // Before 'ready' the cluster refuses commands: confirmed on its ready event.
+        if (this.#closed || entries.length === 0 || cluster.status !== 'ready') return;
+        const before = this.#lastGen;
+        const gen = `@ ${entries.join(' ')} `;
+        if (before !== undefined && entries.some((entry) => !before.includes(` ${entry} `))) {
+          for (const repair of this.#onNewGeneration) await repair();
+        }
+        this.#lastGen = gen;
+        this.#gen = gen;
+        for (const wake of this.#waiting) wake();
+      })
+      .catch(() => {
+        // Kept as it was: the next slot-map change, timer tick or UNCONFIRMED reply tries again.
+      })
+      .finally(() => {
+        this.#checking = undefined;
+        if (this.#again) setTimeout(() => this.#confirm(), 50).unref();
       });
   }
 

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../../../test/redis-server.js';
+import { redisTarget, startRedis, type TestRedis } from '../../../test/redis-server.js';
 import { RedisClient } from './client.js';
 import { checkRedisConfig, RedisConfigRefused } from './config-check.js';
 
@@ -21,7 +21,7 @@ describe('the Redis configuration check at start', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    client = await RedisClient.open({ url: redis.url });
+    client = await RedisClient.open({ ...redisTarget(redis) });
   });
   afterAll(async () => {
     await client.close();

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisClient } from './client.js';
 
@@ -5,9 +6,9 @@ import type { RedisClient } from './client.js';
 export class RedisConfigRefused extends Error {}
 
 /** Reads one CONFIG value; undefined when CONFIG is not allowed (managed Redis often disables it). */
-async function configValue(client: RedisClient, name: string): Promise<string | undefined> {
+async function configValue(redis: Redis, name: string): Promise<string | undefined> {
   try {
-    const reply = (await client.redis.config('GET', name)) as unknown;
+    const reply = (await redis.config('GET', name)) as unknown;
     return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
   } catch {
     return undefined;
@@ -21,8 +22,34 @@ async function configValue(client: RedisClient, name: string): Promise<string | 
  * answers 503 `storage_full` for them, losing nothing already accepted.
  */
 export async function checkRedisConfig(client: RedisClient, log: Logger): Promise<void> {
-  const policy = await configValue(client, 'maxmemory-policy');
-  const maxmemory = await configValue(client, 'maxmemory');
+  // On a cluster every primary is checked; each warning is said once, however many primaries earn it.
+  const said = new Set<string>();
+  const once: Pick<Logger, 'warn'> = {
+    warn: ((first: unknown, second?: unknown) => {
+      const key = JSON.stringify([first, second]);
+      if (said.has(key)) return;
+      said.add(key);
+      if (second === undefined) log.warn(first as string);
+      else log.warn(first as object, second as string);
+    }) as Logger['warn'],
+  };
+  // A refusal comes back as a value: forEachPrimary would make any error an unavailable store.
+  const refusals = await client.forEachPrimary((redis) =>
+    checkOne(redis, once).then(
+      () => undefined,
+      (error: unknown) => {
+        if (error instanceof RedisConfigRefused) return error;
+        throw error;
+      },
+    ),
+  );
+  const refused = refusals.find((refusal) => refusal !== undefined);
+  if (refused) throw refused;
+}
+
+async function checkOne(redis: Redis, log: Pick<Logger, 'warn'>): Promise<void> {
+  const policy = await configValue(redis, 'maxmemory-policy');
+  const maxmemory = await configValue(redis, 'maxmemory');
   if (policy === undefined) {
     log.warn(
       'could not read the Redis configuration (CONFIG GET is not allowed): make sure maxmemory-policy is noeviction',
@@ -38,9 +65,9 @@ export async function checkRedisConfig(client: RedisClient, log: Logger): Promis
       'Redis maxmemory-policy is not noeviction: harmless while maxmemory is 0 (no limit), but setting a limit later would evict room history and webhook batches',
     );
   }
-  const appendonly = await configValue(client, 'appendonly');
-  const appendfsync = await configValue(client, 'appendfsync');
-  const save = await configValue(client, 'save');
+  const appendonly = await configValue(redis, 'appendonly');
+  const appendfsync = await configValue(redis, 'appendfsync');
+  const save = await configValue(redis, 'save');
   if (appendonly === 'yes' && appendfsync === 'always') return;
   if (appendonly === 'yes') {
     log.warn(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { dashboardSessionsContract } from '../contract/dashboard-sessions.contract.js';
 import { RedisClient } from './client.js';
 import { RedisDashboardSessionStore } from './dashboard-sessions.js';
@@ -7,7 +8,7 @@ import { RedisDashboardSessionStore } from './dashboard-sessions.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -17,8 +18,8 @@ afterAll(async () => {
 dashboardSessionsContract('RedisDashboardSessionStore, two nodes', async () => {
   const prefix = uniquePrefix('dashboard-sessions');
   const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
   ];
   return {
     store: new RedisDashboardSessionStore(clients[0] as RedisClient),
@@ -26,7 +27,7 @@ dashboardSessionsContract('RedisDashboardSessionStore, two nodes', async () => {
     peer: new RedisDashboardSessionStore(clients[1] as RedisClient),
     // A node restarted: a new connection to the Redis that kept everything.
     reopen: async () => {
-      const client = await RedisClient.open({ url: redis.url, prefix });
+      const client = await RedisClient.open({ ...redisTarget(redis), prefix });
       clients.push(client);
       return new RedisDashboardSessionStore(client);
     },

@@ -4,7 +4,7 @@ import type { Engine } from '../types.js';
 import { RedisAppStore } from './apps.js';
 import { RedisBroker } from './broker.js';
 import { RedisCallStore } from './calls.js';
-import { RedisClient } from './client.js';
+import { RedisClient, type RedisTarget } from './client.js';
 import { checkRedisConfig } from './config-check.js';
 import { RedisDashboardSessionStore } from './dashboard-sessions.js';
 import { RedisGroupStore } from './groups.js';
@@ -15,24 +15,23 @@ import { RedisPresenceStore } from './presence.js';
 import { RedisStreamStore } from './streams.js';
 import { RedisWebhookStore } from './webhooks.js';
 
-export interface RedisEngineOptions {
-  /** `redis://[user:pass@]host:port[/db]`. */
-  url: string;
+export type RedisEngineOptions = RedisTarget & {
   /** Put before every key and channel; several services (or tests) may share one Redis. */
   prefix?: string;
   log: Logger;
   offlineDelayMs?: number;
-}
+};
 
 /**
- * The Redis engine: every node of a cluster on one Redis. History on streams, fan-out on pub/sub,
+ * The Redis engine: every node of a cluster on one Redis, or on a Redis Cluster (rooms, users and
+ * nodes spread over its shards by hash tag; docs/scaling.md). History on streams, fan-out on pub/sub,
  * presence, calls, group calls and live streams with node leases, the webhook queue with leased
  * batches, apps; one client per node (plus the broker's subscriber connection). Refuses a Redis that
  * would evict what it keeps.
  */
 export async function openRedisEngine(options: RedisEngineOptions): Promise<Engine> {
   const client = await RedisClient.open({
-    url: options.url,
+    ...(options.cluster === undefined ? { url: options.url } : { cluster: options.cluster }),
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
   });
   try {

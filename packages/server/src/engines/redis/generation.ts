@@ -11,6 +11,16 @@
  *   (append-only file fsynced on every write), what it loaded may be older than what was
  *   acknowledged: a new generation.
  * The check is one script, so nodes reconnecting at once agree on one generation.
+ *
+ * On a Redis Cluster the generation is per shard, and no key can pin it to a shard (keys move with
+ * their slots). It is the list of current primaries, each as `<node id>:<incarnation>` (12 characters
+ * of CLUSTER MYID, 8 of the process's run_id): `@ <entry> <entry> ... `. A room script finds its own
+ * entry with CLUSTER MYID (room-lua.ts): a room written under an entry that is no longer in the list
+ * was written on a primary that failed over (its replica may have missed writes) or restarted (it may
+ * have loaded older data), so it starts a new epoch; a room moved by a reshard keeps its epoch (its
+ * entry is still a live primary's). A restart with appendfsync always also counts as new on a cluster
+ * (a spurious `truncated`, never a missed one). A script on a primary not in this node's list yet
+ * answers UNCONFIRMED: the client confirms again and the caller answers unavailable meanwhile.
  */
 import type { Redis } from 'ioredis';
 
@@ -52,4 +62,25 @@ export async function checkGeneration(redis: Redis, key: string, candidate: stri
   const gen = await redis.eval(CHECK_LUA, 1, key, runId, durable ? '1' : '0', candidate);
   if (typeof gen !== 'string') throw new Error('the generation script answered no generation');
   return gen;
+}
+
+/** Each primary that answers as one: `<id>:<incarnation>`; a node that fails or is no primary is left out. */
+export async function shardGenerations(primaries: readonly Redis[]): Promise<string[]> {
+  const entries = await Promise.all(
+    primaries.map(async (node) => {
+      try {
+        const [id, info, role] = await Promise.all([
+          node.call('CLUSTER', 'MYID') as Promise<unknown>,
+          node.info('server'),
+          node.call('ROLE') as Promise<unknown>,
+        ]);
+        const run = infoField(info, 'run_id');
+        if (typeof id !== 'string' || !run || !Array.isArray(role) || role[0] !== 'master') return undefined;
+        return `${id.slice(0, 12)}:${run.slice(0, 8)}`;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return entries.filter((entry): entry is string => entry !== undefined).sort();
 }

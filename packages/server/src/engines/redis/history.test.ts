@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix, untilItWorks } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix, untilItWorks } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { historyContract } from '../contract/history.contract.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
@@ -7,7 +8,7 @@ import { RedisHistoryStore } from './history.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -16,14 +17,14 @@ afterAll(async () => {
 
 historyContract('RedisHistoryStore', async () => {
   const prefix = uniquePrefix('history');
-  const clients: RedisClient[] = [await RedisClient.open({ url: redis.url, prefix })];
+  const clients: RedisClient[] = [await RedisClient.open({ ...redisTarget(redis), prefix })];
   const first = clients[0] as RedisClient;
   return {
     store: new RedisHistoryStore(first),
     // Another node (or this one restarted) on the same Redis.
     reopen: async () => {
       await clients.at(-1)?.close();
-      const client = await RedisClient.open({ url: redis.url, prefix });
+      const client = await RedisClient.open({ ...redisTarget(redis), prefix });
       clients.push(client);
       return new RedisHistoryStore(client);
     },

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { limitsContract } from '../contract/limits.contract.js';
 import { StoreError } from '../store-error.js';
 import { RedisClient } from './client.js';
@@ -8,7 +9,7 @@ import { RedisLimitStore } from './limits.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -18,8 +19,8 @@ afterAll(async () => {
 limitsContract('RedisLimitStore, two nodes', async () => {
   const prefix = uniquePrefix('limits');
   const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
   ];
   return {
     store: new RedisLimitStore(clients[0] as RedisClient),
@@ -41,7 +42,7 @@ describe('RedisLimitStore keys', () => {
   });
 
   async function open(): Promise<{ client: RedisClient; store: RedisLimitStore }> {
-    const client = await RedisClient.open({ url: redis.url, prefix: uniquePrefix('limit-keys') });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix: uniquePrefix('limit-keys') });
     clients.push(client);
     return { client, store: new RedisLimitStore(client) };
   }

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { nodeStoreContract } from '../contract/nodes.contract.js';
 import { StoreError } from '../store-error.js';
 import { RedisClient } from './client.js';
@@ -8,7 +9,7 @@ import { type RedisNodeOptions, RedisNodeStore } from './nodes.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -18,8 +19,8 @@ afterAll(async () => {
 nodeStoreContract('RedisNodeStore, two nodes', async () => {
   const prefix = uniquePrefix('nodes');
   const clients = [
-    await RedisClient.open({ url: redis.url, prefix }),
-    await RedisClient.open({ url: redis.url, prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix }),
   ];
   return {
     // The suite moves time by hand: leases are timed by the callers' (one) clock.
@@ -45,7 +46,7 @@ describe('RedisNodeStore', () => {
     prefix: string,
     options: RedisNodeOptions = {},
   ): Promise<{ client: RedisClient; store: RedisNodeStore }> {
-    const client = await RedisClient.open({ url: redis.url, prefix });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix });
     clients.push(client);
     return { client, store: new RedisNodeStore(client, options) };
   }

@@ -2,7 +2,8 @@ import type { Member } from '@realtime/protocol';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { presenceContract } from '../contract/presence.contract.js';
 import { StoreError } from '../store-error.js';
 import type { Departure, NodeClaim, PresenceStore } from '../types.js';
@@ -12,7 +13,7 @@ import { type RedisPresenceOptions, RedisPresenceStore } from './presence.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -22,8 +23,8 @@ afterAll(async () => {
 presenceContract('RedisPresenceStore, two nodes', async ({ offlineDelayMs }) => {
   const prefix = uniquePrefix('presence');
   const clients = [
-    await RedisClient.open({ url: redis.url, prefix, checkSlots: true }),
-    await RedisClient.open({ url: redis.url, prefix, checkSlots: true }),
+    await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true }),
+    await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true }),
   ];
   return {
     store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs }),
@@ -36,6 +37,12 @@ presenceContract('RedisPresenceStore, two nodes', async ({ offlineDelayMs }) => 
 });
 
 const T0 = 1_700_000_000_000;
+
+/** One command a MONITOR showed: its arguments, and who sent it (`lua`: a script). */
+interface Seen {
+  args: string[];
+  source: string;
+}
 const DELAY = 10_000;
 const LEASE = 15_000;
 
@@ -47,7 +54,7 @@ describe('RedisPresenceStore sweeps', () => {
   });
 
   async function open(prefix: string, options: RedisPresenceOptions = {}): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ url: redis.url, prefix, checkSlots: true });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true });
     clients.push(client);
     return new RedisPresenceStore(client, { offlineDelayMs: DELAY, ...options });
   }
@@ -57,7 +64,7 @@ describe('RedisPresenceStore sweeps', () => {
    * dies between two steps: a real disconnect, so its next script fails as with any lost Redis.
    */
   async function openDying(prefix: string, after: string, nth = 1): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ url: redis.url, prefix, checkSlots: true });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true });
     clients.push(client);
     let calls = 0;
     const dying = new Proxy(client, {
@@ -221,11 +228,17 @@ describe('RedisPresenceStore sweeps', () => {
     const store = await open(prefix);
     // A node registers before it writes, at most every 30 s (the one low-rate key): a first page did.
     await store.pageOpened('app1', 'first', 'na.0', T0);
-    const admin = new Redis(redis.url);
-    const monitor = await new Redis(redis.url).monitor();
+    // Every primary's MONITOR (one Redis: the one), which shows the commands scripts run too.
+    const client = clients.at(-1) as RedisClient;
+    const addresses = await client.forEachPrimary(async (r) => `redis://${r.options.host}:${r.options.port}`);
+    const watches = await Promise.all(
+      addresses.map(async (url) => {
+        const watch = { admin: new Redis(url), monitor: await new Redis(url).monitor(), seen: [] as Seen[] };
+        watch.monitor.on('monitor', (_time: string, args: string[], source: string) => watch.seen.push({ args, source }));
+        return watch;
+      }),
+    );
     try {
-      const seen: { args: string[]; source: string }[] = [];
-      monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
       const ann: Member = { user: 'ann', info: { n: 1 } };
       await store.pageOpened('app1', 'ann', 'na.1', T0);
       await store.enterRoom('app1', 'lobby', 'na.1');
@@ -237,17 +250,20 @@ describe('RedisPresenceStore sweeps', () => {
       await store.leaveRoom('app1', 'lobby', 'ann', 'na.1');
       await store.exitRoom('app1', 'lobby', 'na.1');
       await store.pageClosed('app1', 'ann', 'na.1', T0);
+      // What the calls above sent, and no more (the monitors would see the key look-ups below too).
       const marker = `${prefix}end`;
-      await admin.ping(marker);
-      for (let i = 0; i < 200 && !seen.some(({ args }) => args.includes(marker)); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      const sent: Seen[] = [];
+      for (const { admin, monitor, seen } of watches) {
+        await admin.ping(marker);
+        for (let i = 0; i < 200 && !seen.some(({ args }) => args.includes(marker)); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const end = seen.findIndex(({ args }) => args.includes(marker));
+        expect(end).toBeGreaterThanOrEqual(0);
+        sent.push(...seen.slice(0, end));
+        monitor.disconnect();
       }
-      const end = seen.findIndex(({ args }) => args.includes(marker));
-      expect(end).toBeGreaterThan(0);
-      // What the calls above sent, and no more (the monitor would see the key look-ups below too).
-      const sent = seen.slice(0, end);
-      monitor.disconnect();
-
+      const admin = (watches[0] as (typeof watches)[number]).admin;
       const keysOf = async (args: string[]): Promise<string[]> => {
         try {
           return ((await admin.call('COMMAND', 'GETKEYS', ...args)) as string[]).filter((k) => k.startsWith(prefix));
@@ -263,6 +279,7 @@ describe('RedisPresenceStore sweeps', () => {
         else for (const key of keys) given.add(key);
       }
       // Every key a script touched was given to it (none named in Lua)...
+      expect(inside.size).toBeGreaterThan(0);
       expect([...inside].filter((key) => !given.has(key))).toEqual([]);
       // ... and all of them are the room's, the user's or the node's.
       const slots = new Map([
@@ -275,8 +292,10 @@ describe('RedisPresenceStore sweeps', () => {
       expect(new Set(touched.map((key) => slots.get(calculateSlot(key))))).toEqual(new Set(['room', 'user', 'node']));
       expect(touched).not.toContain(`${prefix}pr:nodes`);
     } finally {
-      monitor.disconnect();
-      admin.disconnect();
+      for (const { admin, monitor } of watches) {
+        monitor.disconnect();
+        admin.disconnect();
+      }
     }
   });
 

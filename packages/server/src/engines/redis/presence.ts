@@ -506,7 +506,7 @@ export class RedisPresenceStore implements PresenceStore {
     return Number(await this.#scripts.finish([keys.n, keys.s, keys.c, keys.l, keys.f, ...records], args));
   }
 
-  async pageOpened(app: string, user: string, page: string): Promise<boolean> {
+  async pageOpened(app: string, user: string, page: string, _nowMs?: number): Promise<boolean> {
     await this.#hold(page, { kind: 'u', app, user });
     return (await this.#scripts.opened(this.#userKeys(app, user), [page])) === 1;
   }

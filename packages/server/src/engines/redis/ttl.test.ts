@@ -1,6 +1,7 @@
 /** Key lifetimes: a room's events go with their newest event; its meta a day later. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
 import { META_IDLE_MS } from './room-lua.js';
@@ -13,9 +14,9 @@ let client: RedisClient;
 let prefix: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
   prefix = uniquePrefix('ttl');
-  client = await RedisClient.open({ url: redis.url, prefix });
+  client = await RedisClient.open({ ...redisTarget(redis), prefix });
 });
 
 afterAll(async () => {

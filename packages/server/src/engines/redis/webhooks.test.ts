@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
-import { startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
+import { startTestRedis } from '../../../test/test-redis.js';
 import { webhookContract } from '../contract/webhooks.contract.js';
 import { RedisClient } from './client.js';
 import { RedisWebhookStore } from './webhooks.js';
@@ -7,7 +8,7 @@ import { RedisWebhookStore } from './webhooks.js';
 let redis: TestRedis;
 
 beforeAll(async () => {
-  redis = await startRedis();
+  redis = await startTestRedis();
 });
 
 afterAll(async () => {
@@ -16,7 +17,7 @@ afterAll(async () => {
 
 webhookContract('RedisWebhookStore', async () => {
   const prefix = uniquePrefix('webhooks');
-  const open = () => RedisClient.open({ url: redis.url, prefix });
+  const open = () => RedisClient.open({ ...redisTarget(redis), prefix });
   const clients: RedisClient[] = [await open(), await open()];
   return {
     store: new RedisWebhookStore(clients[0] as RedisClient),

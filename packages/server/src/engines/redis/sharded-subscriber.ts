@@ -1,0 +1,252 @@
+/**
+ * A node's side of fan-out on a Redis Cluster: sharded pub/sub (SSUBSCRIBE), one subscriber
+ * connection per shard, through @redis/client: the one client that kept a sharded subscriber hearing
+ * through a primary failover and a slot move without being recreated (docs/scaling.md, "Redis
+ * Cluster: client and what Redis 7.0 allows"). Commands stay on ioredis (client.ts).
+ *
+ * Loss is told per shard: when the connection to a shard drops, or a slot moves to another primary
+ * (a reshard: publications made on the new owner before the subscription followed were not heard),
+ * the topics it carried are named to the gap listeners once they are heard again, so only the pages
+ * of those rooms and users resume.
+ */
+
+import { createCluster } from '@redis/client';
+import calculateSlot from 'cluster-key-slot';
+import type { PublicationHandler, Unsubscribe } from '../types.js';
+import { type RedisClient, toStoreError } from './client.js';
+import { decodePublication } from './publication-codec.js';
+
+interface Subscription {
+  handler: PublicationHandler;
+  active: boolean;
+}
+
+interface Topic {
+  channel: string;
+  slot: number;
+  subscriptions: Set<Subscription>;
+  /** Settles when the shard confirmed the SSUBSCRIBE (or refused it). */
+  confirmed: Promise<void>;
+}
+
+/** The topics of one slot, and the primary (`host:port`) they were last heard through. */
+interface Slot {
+  topics: Set<string>;
+  address: string | undefined;
+}
+
+/** How often topics cut off by a dropped shard are checked for being heard again. */
+const HEAL_CHECK_MS = 200;
+/** How often the slots with topics are checked for having moved to another primary. */
+const MOVE_CHECK_MS = 500;
+
+type ClusterClient = ReturnType<typeof createCluster>;
+
+export class RedisShardedSubscriber {
+  readonly #prefix: string;
+  readonly #cluster: ClusterClient;
+  readonly #connected: Promise<void>;
+  readonly #topics = new Map<string, Topic>();
+  readonly #slots = new Map<number, Slot>();
+  readonly #gapped = new Set<string>();
+  readonly #listeners = new Set<(topics: readonly string[]) => void>();
+  #healTimer: NodeJS.Timeout | undefined;
+  readonly #moveTimer: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(client: RedisClient, commandTimeoutMs = 2000) {
+    this.#prefix = client.prefix;
+    this.#cluster = createCluster({
+      rootNodes: client.seeds.map((url) => ({ url })),
+      defaults: {
+        socket: {
+          connectTimeout: Math.max(commandTimeoutMs, 1000),
+          reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), 1000),
+        },
+      },
+    });
+    this.#cluster.on('error', () => {});
+    this.#cluster.on('node-error', () => {});
+    const dropped = (info: { host?: string; port?: number }) => this.#dropped(`${info.host}:${info.port}`);
+    this.#cluster.on('node-reconnecting', dropped);
+    this.#cluster.on('node-disconnect', dropped);
+    this.#moveTimer = setInterval(() => this.#checkMoved(), MOVE_CHECK_MS);
+    this.#moveTimer.unref();
+    this.#connected = this.#cluster.connect().then(
+      () => {},
+      () => {
+        // Not reached at start: subscribe fails until it is.
+      },
+    );
+  }
+
+  async subscribe(topic: string, handler: PublicationHandler): Promise<Unsubscribe> {
+    if (this.#closed) throw toStoreError(new Error('the broker is closed'));
+    const subscription: Subscription = { handler, active: true };
+    let entry = this.#topics.get(topic);
+    if (!entry) {
+      const channel = this.#prefix + topic;
+      const slot = calculateSlot(channel);
+      const created: Topic = {
+        channel,
+        slot,
+        subscriptions: new Set(),
+        confirmed: this.#connected
+          .then(() => this.#cluster.sSubscribe(channel, this.#hear))
+          .then(() => {
+            if (this.#topics.get(topic) !== created) return;
+            let entry = this.#slots.get(slot);
+            if (!entry) {
+              entry = { topics: new Set(), address: this.#addressOf(slot) };
+              this.#slots.set(slot, entry);
+            }
+            entry.topics.add(topic);
+          }),
+      };
+      created.confirmed.catch(() => {
+        if (this.#topics.get(topic) === created) this.#topics.delete(topic);
+      });
+      this.#topics.set(topic, created);
+      entry = created;
+    }
+    const topicEntry = entry;
+    topicEntry.subscriptions.add(subscription);
+    try {
+      await topicEntry.confirmed;
+    } catch (error) {
+      subscription.active = false;
+      topicEntry.subscriptions.delete(subscription);
+      throw toStoreError(error);
+    }
+    return () => this.#unsubscribe(topic, topicEntry, subscription);
+  }
+
+  /**
+   * Calls `listener` with the topics a dropped shard carried, once they are heard again: what was
+   * published to them meanwhile was not received. Answers a function that removes the listener.
+   */
+  onResubscribed(listener: (topics: readonly string[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#healTimer) clearInterval(this.#healTimer);
+    clearInterval(this.#moveTimer);
+    this.#topics.clear();
+    this.#slots.clear();
+    try {
+      await this.#cluster.close();
+    } catch {
+      this.#cluster.destroy();
+    }
+  }
+
+  readonly #hear = (message: string, channel: string): void => {
+    if (!channel.startsWith(this.#prefix)) return;
+    const entry = this.#topics.get(channel.slice(this.#prefix.length));
+    if (!entry) return;
+    const publication = decodePublication(message);
+    if (!publication) return;
+    for (const subscription of [...entry.subscriptions]) {
+      if (!subscription.active) continue;
+      try {
+        subscription.handler(publication);
+      } catch {
+        // One failing handler does not keep the publication from the others.
+      }
+    }
+  };
+
+  #addressOf(slot: number): string | undefined {
+    try {
+      return this.#cluster.getSlotMaster(slot).address;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #dropped(address: string): void {
+    if (this.#closed) return;
+    for (const slot of this.#slots.values()) if (slot.address === address) this.#gap(slot);
+  }
+
+  /** Slots whose primary changed without a drop seen (a reshard moved them) cut their topics off too. */
+  #checkMoved(): void {
+    if (this.#closed || !this.#cluster.isReady) return;
+    for (const slot of this.#slots.values()) {
+      const [first] = slot.topics;
+      const topic = first === undefined ? undefined : this.#topics.get(first);
+      if (!topic) continue;
+      const now = this.#addressOf(topic.slot);
+      if (now !== undefined && slot.address !== undefined && now !== slot.address) this.#gap(slot);
+    }
+  }
+
+  #gap(slot: Slot): void {
+    slot.address = undefined;
+    for (const topic of slot.topics) this.#gapped.add(topic);
+    if (this.#gapped.size > 0 && !this.#healTimer) {
+      this.#healTimer = setInterval(() => this.#checkHealed(), HEAL_CHECK_MS);
+      this.#healTimer.unref();
+    }
+  }
+
+  /** Topics whose shard has a ready subscriber connection again are told to the listeners. */
+  #checkHealed(): void {
+    const healed: string[] = [];
+    for (const topic of this.#gapped) {
+      const entry = this.#topics.get(topic);
+      if (!entry) {
+        this.#gapped.delete(topic);
+        continue;
+      }
+      let ready = false;
+      try {
+        const primary = this.#cluster.getSlotMaster(entry.slot);
+        ready = this.#cluster.isReady && primary.pubSub?.client?.isReady === true;
+        const slot = this.#slots.get(entry.slot);
+        if (ready && slot) slot.address = primary.address;
+      } catch {
+        ready = false;
+      }
+      if (ready) {
+        healed.push(topic);
+        this.#gapped.delete(topic);
+      }
+    }
+    if (this.#gapped.size === 0 && this.#healTimer) {
+      clearInterval(this.#healTimer);
+      this.#healTimer = undefined;
+    }
+    if (healed.length === 0) return;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(healed);
+      } catch {
+        // A failing listener does not keep the others from hearing.
+      }
+    }
+  }
+
+  #unsubscribe(topic: string, entry: Topic, subscription: Subscription): Promise<void> {
+    if (!subscription.active) return Promise.resolve();
+    subscription.active = false;
+    entry.subscriptions.delete(subscription);
+    if (entry.subscriptions.size > 0 || this.#topics.get(topic) !== entry) return Promise.resolve();
+    this.#topics.delete(topic);
+    this.#gapped.delete(topic);
+    const slot = this.#slots.get(entry.slot);
+    slot?.topics.delete(topic);
+    if (slot?.topics.size === 0) this.#slots.delete(entry.slot);
+    if (this.#closed) return Promise.resolve();
+    return this.#cluster.sUnsubscribe(entry.channel, this.#hear).then(
+      () => {},
+      () => {
+        // Disconnected: nothing to end.
+      },
+    );
+  }
+}
