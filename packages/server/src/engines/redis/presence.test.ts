@@ -234,7 +234,9 @@ describe('RedisPresenceStore sweeps', () => {
     const watches = await Promise.all(
       addresses.map(async (url) => {
         const watch = { admin: new Redis(url), monitor: await new Redis(url).monitor(), seen: [] as Seen[] };
-        watch.monitor.on('monitor', (_time: string, args: string[], source: string) => watch.seen.push({ args, source }));
+        watch.monitor.on('monitor', (_time: string, args: string[], source: string) =>
+          watch.seen.push({ args, source }),
+        );
         return watch;
       }),
     );

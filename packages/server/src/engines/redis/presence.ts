@@ -788,7 +788,11 @@ export class RedisPresenceStore implements PresenceStore {
    * rooms, then the user), each in its own slot, then clears their records; answers the departures
    * (members left before rooms were vacated) and how many pages of the node are still to sweep.
    */
-  async #closeHeld(node: string, pages: readonly string[], nowMs: number): Promise<{ departures: Departure[]; left: number }> {
+  async #closeHeld(
+    node: string,
+    pages: readonly string[],
+    nowMs: number,
+  ): Promise<{ departures: Departure[]; left: number }> {
     const records = pages.map((page) => this.#record(node, page));
     const read = await this.#scripts.read(records, []);
     const closing: Closing[] = pages.map((page, i) => ({
@@ -814,7 +818,9 @@ export class RedisPresenceStore implements PresenceStore {
         }
         const ended = await Promise.all(
           [...rooms.values()].map(async ({ app, room, user, seat }) => {
-            const reply = strings(await this.#scripts.closeRoom(this.#roomKeys(app, room), [page, user, seat ? '1' : '0']));
+            const reply = strings(
+              await this.#scripts.closeRoom(this.#roomKeys(app, room), [page, user, seat ? '1' : '0']),
+            );
             const out: Departure[] = [];
             if (reply[0]) out.push({ type: 'member.left', app, room, member: toMember(reply[0]) });
             if (reply[1] === '1') out.push({ type: 'room.vacated', app, room });
