@@ -37,6 +37,11 @@ const CLUSTER_STORE_SUITES = [
   'webhooks',
 ].map((store) => `packages/server/src/engines/redis/${store}.test.ts`);
 
+/** Suites of 3 service nodes (test/cluster) that also run on a Redis Cluster; outages and restarts stay on one Redis. */
+const CLUSTER_NODE_SUITES = ['calls', 'delivery', 'node-death', 'presence', 'streams'].map(
+  (suite) => `packages/server/test/cluster/${suite}.test.ts`,
+);
+
 export default defineConfig({
   resolve: {
     // Tests run against the sources, so a test never reads a stale build.
@@ -112,7 +117,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'redis-cluster',
-          include: [...ENGINE_SUITES, ...CLUSTER_STORE_SUITES],
+          include: [...ENGINE_SUITES, ...CLUSTER_STORE_SUITES, ...CLUSTER_NODE_SUITES],
           globalSetup: ['packages/server/test/cluster-setup.ts'],
           env: { REALTIME_TEST_ENGINE: 'redis-cluster', REALTIME_TEST_REDIS: 'cluster' },
         },

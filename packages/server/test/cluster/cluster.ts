@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
+import type { EngineChoice } from '../../src/engines/open-engine.js';
 import type { App, ServerOptions } from '../../src/index.js';
 import { type RawAnswer, send } from '../helpers.js';
 import type { RawPage } from '../pages.js';
@@ -27,7 +28,7 @@ export type NodeOptions = Pick<
   | 'limits'
   | 'calls'
   | 'streams'
-> & { engine: { kind: 'redis'; url: string; prefix: string } | { kind: 'embedded' } };
+> & { engine: (Extract<EngineChoice, { kind: 'redis' }> & { prefix: string }) | { kind: 'embedded' } };
 
 export interface ClusterNode {
   name: string;

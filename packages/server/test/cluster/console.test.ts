@@ -5,7 +5,8 @@ import { CONSOLE_PASSWORD, type ConsoleStream, openConsole, signIn } from '../co
 import { waitFor } from '../gateway-tools.js';
 import { API, post, startTestServer, type TestServer } from '../helpers.js';
 import { helloPage, type RawPage } from '../pages.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 
 /**
  * The live console across two nodes sharing one Redis: a console open on node A shows the traffic
@@ -21,8 +22,8 @@ describe('cluster: the live console', () => {
   const consoles: ConsoleStream[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
-    const engine = { kind: 'redis' as const, url: redis.url, prefix: uniquePrefix('console') };
+    redis = await startTestRedis();
+    const engine = { kind: 'redis' as const, ...redisTarget(redis), prefix: uniquePrefix('console') };
     const dashboard = { passwordHash: await hashDashboardPassword(CONSOLE_PASSWORD) };
     [a, b] = await Promise.all([
       startTestServer({ app, engine, dashboard }),

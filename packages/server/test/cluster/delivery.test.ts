@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 import {
   type Cluster,
   compareIds,
@@ -36,11 +37,11 @@ describe('cluster: delivery across nodes', () => {
   };
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     cluster = await startCluster({
       app,
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('delivery') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('delivery') },
       offlineDelayMs: 500,
       gateway: { framesPerSecond: 5000, frameBurst: 5000 },
     });

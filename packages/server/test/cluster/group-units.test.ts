@@ -4,8 +4,9 @@ import { newApp } from '../../src/index.js';
 import { nowSeconds, signToken } from '../gateway-tools.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
 import { MediaPeer } from '../stream-peers.js';
+import { startTestRedis } from '../test-redis.js';
 import { type Cluster, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
@@ -111,12 +112,12 @@ describe('cluster: a group call in unit mode across nodes', () => {
   };
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster-group-units', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     receiver = await startReceiver(app);
     cluster = await startCluster({
       app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('group-units') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('group-units') },
       nodeLeaseMs: LEASE_MS,
       allowPrivateWebhooks: true,
       webhooks: { windowMs: 100 },

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, newApp } from '../../src/index.js';
 import type { RawAnswer } from '../helpers.js';
 import { helloPage, type RawPage } from '../pages.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 import { bounded, type ClusterNode, nodeRequest, opsGet, startNode, tally, until } from './cluster.js';
 
 const API = '/service/realtime';
@@ -23,13 +24,13 @@ describe('cluster: limits over all nodes', () => {
   const pages: RawPage[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const prefix = uniquePrefix('limits');
     nodes = await Promise.all(
       [0, 1, 2].map((i) =>
         startNode(`node${i}`, {
           apps: [limited, asking],
-          engine: { kind: 'redis', url: redis.url, prefix },
+          engine: { kind: 'redis', ...redisTarget(redis), prefix },
           limits: { maxAsksPerUser: MAX_ASKS },
           nodeLeaseMs: 3000,
         }),

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { API } from '../helpers.js';
 import { helloPage, isEvent, type RawPage } from '../pages.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 import { bounded, type Cluster, joinRoom, nodeRequest, startCluster, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
@@ -30,12 +31,12 @@ describe('cluster: a node paused past its lease', () => {
     (await nodeRequest(cluster.nodeOf(i), cluster.app, { path: `${API}/online?ids=alice,bob` })).json.online;
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster-pause', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     cluster = await startCluster({
       app,
       count: 2,
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('pause') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('pause') },
       nodeLeaseMs: LEASE_MS,
       offlineDelayMs: 200,
     });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { presenceView, walkMembers } from '../presence-view.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 import { type Cluster, joinRoom, startCluster, until } from './cluster.js';
 
 const THRESHOLD = 20;
@@ -18,11 +19,11 @@ describe('cluster: large presence rooms', () => {
   const pages: RawPage[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster-presence-scale', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     cluster = await startCluster({
       app,
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('presence-scale') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('presence-scale') },
       nodeLeaseMs: 1500,
       gateway: { members: { threshold: THRESHOLD, pageSize: 40, minWindowMs: 150, maxWindowMs: 300, msPerMember: 1 } },
     });

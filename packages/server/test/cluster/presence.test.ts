@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { startTestRedis } from '../test-redis.js';
 import { type Cluster, type ClusterNode, eventsOf, joinRoom, pagesOpen, startCluster, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
@@ -49,12 +50,12 @@ describe('cluster: presence and webhooks across nodes', () => {
       );
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster-presence', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     receiver = await startReceiver(app);
     cluster = await startCluster({
       app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('presence') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('presence') },
       offlineDelayMs: 400,
       allowPrivateWebhooks: true,
       webhooks: { windowMs: 100 },

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { helloPage, type RawPage } from '../pages.js';
 import { type Receiver, startReceiver } from '../receiver.js';
-import { startRedis, type TestRedis, uniquePrefix } from '../redis-server.js';
+import { redisTarget, type TestRedis, uniquePrefix } from '../redis-server.js';
 import { StreamPeer } from '../stream-peers.js';
+import { startTestRedis } from '../test-redis.js';
 import { type Cluster, startCluster, sweepRounds, until } from './cluster.js';
 
 type Frame = Record<string, unknown>;
@@ -48,12 +49,12 @@ describe('cluster: a live stream across nodes', () => {
   };
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startTestRedis();
     const app = newApp({ name: 'cluster-streams', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     receiver = await startReceiver(app);
     cluster = await startCluster({
       app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', url: redis.url, prefix: uniquePrefix('streams') },
+      engine: { kind: 'redis', ...redisTarget(redis), prefix: uniquePrefix('streams') },
       nodeLeaseMs: LEASE_MS,
       allowPrivateWebhooks: true,
       webhooks: { windowMs: 100 },

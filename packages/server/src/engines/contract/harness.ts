@@ -176,8 +176,8 @@ export function redisKeys<S>(redis: () => TestRedis, name: string, make: (client
       clients.push(client);
       return { client, store: make(client) };
     },
-    /** Every key under the client's prefix, unsorted. */
-    keys: (client: RedisClient) => client.call((r) => r.keys(`${client.prefix}*`)),
+    /** Every key under the client's prefix (on every primary of a cluster), unsorted. */
+    keys: async (client: RedisClient) => (await client.forEachPrimary((r) => r.keys(`${client.prefix}*`))).flat(),
     /** Milliseconds left of key `name` (-1: none set, -2: no such key). */
     pttl: (client: RedisClient, key: string) => client.call((r) => r.pttl(client.key(key))),
   };

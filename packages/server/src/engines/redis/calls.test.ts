@@ -1,4 +1,6 @@
+import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
+import { touchedKeys } from '../../../test/touched-keys.js';
 import { callStoreContract } from '../contract/calls.contract.js';
 import { DAY, redisKeys, redisNodes, T0, useRedis } from '../contract/harness.js';
 import { StoreError } from '../store-error.js';
@@ -61,6 +63,7 @@ describe('RedisCallStore keys', () => {
 
   it('counts a user whose call expired as free, and sweeps what the call left in its indexes', async () => {
     const { client, store } = await open();
+    const before = (await keys(client)).sort();
     await store.place(call());
     // The safety net fired (as if the call outlived its keys).
     await client.call((r) => r.del(client.key('call:{app1}:c:c1')));
@@ -68,11 +71,43 @@ describe('RedisCallStore keys', () => {
     expect(await store.place(call({ id: 'c2', from: 'bob', to: 'ann' }))).toBe('placed');
     expect(await store.end('app1', 'c1')).toBeUndefined();
     expect((await store.takeMissed(T0 + 60_000, 10)).map((c) => c.id)).toEqual(['c2']);
-    expect(await client.call((r) => r.zcard(client.key('call:ring')))).toBe(0);
+    expect(await keys(client)).not.toContainEqual(expect.stringContaining('call:ring:'));
     // A live node keeps the dead call's name in its set until the node itself dies.
     expect(await client.call((r) => r.smembers(client.key('call:n:{na}')))).toEqual(['app1:c1']);
     expect(await store.takeNode('na', 10)).toEqual([]);
-    expect(await keys(client)).toEqual([client.key('gen')]);
+    expect((await keys(client)).sort()).toEqual(before);
+  });
+
+  it("keeps a call's decisions in its app's slot, and its indexes on the node's and a ring's own", async () => {
+    const { client, store } = await open();
+    const touched = await touchedKeys(client, async () => {
+      await store.place(call());
+      await store.answer('app1', 'c1', 'nb.1', T0 + 1000);
+      await store.end('app1', 'c1');
+      await store.place(call({ id: 'c2' }));
+      await store.takeMissed(T0 + 60_000, 10);
+    });
+    const slots = new Set(touched.map((key) => calculateSlot(key)));
+    const app = calculateSlot(client.key('call:{app1}:c:c1'));
+    expect(touched.filter((key) => calculateSlot(key) === app).every((key) => key.includes('call:{app1}:'))).toBe(true);
+    const others = touched.filter((key) => calculateSlot(key) !== app).map((key) => key.slice(client.prefix.length));
+    // Besides the app's slot: the two pages' nodes and the rings (a fixed few), never a global key.
+    expect(new Set(others.filter((key) => !key.startsWith('call:ring:{call-ring-')))).toEqual(
+      new Set(['call:n:{na}', 'call:n:{nb}']),
+    );
+    expect(slots.size).toBeLessThanOrEqual(1 + 2 + 8);
+  });
+
+  it('leaves what a node that died between steps recorded to the sweeps, which drop it', async () => {
+    const { client, store } = await open();
+    const before = (await keys(client)).sort();
+    // Recorded on the node and in its ring, then the node died before the place script ran.
+    await client.call((r) => r.sadd(client.key('call:n:{nx}'), 'app1:c9'));
+    const ring = client.key(`call:ring:{call-ring-${calculateSlot('app1:c9') % 8}}`);
+    await client.call((r) => r.zadd(ring, T0 + 30_000, 'app1:c9'));
+    expect(await store.takeMissed(T0 + 60_000, 10)).toEqual([]);
+    expect(await store.takeNode('nx', 10)).toEqual([]);
+    expect((await keys(client)).sort()).toEqual(before);
   });
 
   it('fails with a StoreError, never hangs, when Redis cannot be reached', async () => {

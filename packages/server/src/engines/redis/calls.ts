@@ -1,165 +1,89 @@
+import calculateSlot from 'cluster-key-slot';
+import { nodeOfPage } from '../node-id.js';
+import { StoreError } from '../store-error.js';
 import type { CallRecord, CallStore } from '../types.js';
-import type { RedisClient, Script } from './client.js';
+import { type RedisClient, type Script, toStoreError } from './client.js';
 
 /**
- * Lua shared by the call scripts. ARGV[1] is always the key prefix: the sweep names keys from what it
- * finds, so every call key is named here and nowhere else. Like presence, calls live on one Redis;
- * hash tags still keep each app's keys together.
- *
- * Keys (after the prefix):
+ * The call scripts. Each works in one slot, the app's (`{<app>}`), on the keys it is given: a call's
+ * hash and the index keys of its two users, so whether a user is in a call is decided in one place.
+ * A call's keys (after the prefix):
  * - `call:{<app>}:c:<id>` hash of the CallRecord's fields (numbers as their shortest decimal text,
  *   `media` as JSON; `toPage` and `answeredAt` absent while it rings);
  * - `call:{<app>}:u:<user>` the id of the call the user is in; one whose call hash is gone counts
- *   as free, so the user index can never keep anyone busy longer than the call;
- * - `call:ring` zset of ringing calls (`<app>:<id>`; app keys hold no ':') by ringUntil;
- * - `call:n:{<node>}` set of the calls (`<app>:<id>`) with a page on the node: what `takeNode` takes
- *   once the node died (the node leases are NodeStore's).
+ *   as free, so the user index can never keep anyone busy longer than the call.
  * A call's keys expire a day after its ring ends, or a week after it was answered: a safety net only,
  * since every call leaves by `end`, by ringing out, or with its page's node.
- * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  */
-const CALLS_LUA = `
-local P = ARGV[1]
-local RING = P .. 'call:ring'
-local RING_KEEP_MS, ANSWERED_KEEP_MS = 86400000, 604800000
-local function ckey(app, id) return P .. 'call:{' .. app .. '}:c:' .. id end
-local function ukey(app, user) return P .. 'call:{' .. app .. '}:u:' .. user end
-local function nkey(node) return P .. 'call:n:{' .. node .. '}' end
-local function node_of(page)
-  local dot = string.find(page, '.', 1, true)
-  if dot then return string.sub(page, 1, dot - 1) end
-  return page
-end
 
--- The flat HGETALL reply as a table; nil when the call is gone.
-local function load(app, id)
-  local flat = redis.call('hgetall', ckey(app, id))
-  if #flat == 0 then return nil, flat end
-  local call = {}
-  for i = 1, #flat, 2 do call[flat[i]] = flat[i + 1] end
-  return call, flat
+// KEYS: the call, its caller's and callee's index, then the call each of them held when the caller
+// read their index (the new call's key when none). ARGV: id, keep ms, the ids read ('' for none),
+// then field, value pairs. 'retry' when an index changed since it was read.
+const PLACE_LUA = `
+local c = KEYS[1]
+local function held(u, read, k)
+  local id = redis.call('get', u) or ''
+  if id ~= read then return 'retry' end
+  if id ~= '' and redis.call('exists', k) == 1 then return 'yes' end
+  return 'no'
 end
-
--- The call the user is in, if its hash is still there.
-local function call_of(app, user)
-  local id = redis.call('get', ukey(app, user))
-  if not id then return nil end
-  if redis.call('exists', ckey(app, id)) == 0 then return nil end
-  return id
-end
-
--- Counts the call among those of the page's node, so it ends with the node.
-local function hold(page, m)
-  redis.call('sadd', nkey(node_of(page)), m)
-end
-
-local function remove(app, id, call)
-  redis.call('del', ckey(app, id))
-  for _, user in ipairs({call['from'], call['to']}) do
-    local k = ukey(app, user)
-    if redis.call('get', k) == id then redis.call('del', k) end
-  end
-  local m = app .. ':' .. id
-  redis.call('zrem', RING, m)
-  redis.call('srem', nkey(node_of(call['fromPage'])), m)
-  if call['toPage'] then redis.call('srem', nkey(node_of(call['toPage'])), m) end
-end
-
-local function split(m)
-  local colon = string.find(m, ':', 1, true)
-  return string.sub(m, 1, colon - 1), string.sub(m, colon + 1)
-end
-`;
-
-// ARGV: prefix, app, id, from, to, fromPage, keep ms, then field, value pairs. Answers the outcome.
-const PLACE_LUA = `${CALLS_LUA}
-local app, id, from, to = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if call_of(app, from) then return 'in_call' end
-if call_of(app, to) then return 'busy' end
-local c = ckey(app, id)
+local from = held(KEYS[2], ARGV[3], KEYS[4])
+if from ~= 'no' then return from == 'yes' and 'in_call' or from end
+local to = held(KEYS[3], ARGV[4], KEYS[5])
+if to ~= 'no' then return to == 'yes' and 'busy' or to end
 redis.call('del', c)
-redis.call('hset', c, unpack(ARGV, 8))
-local keep = RING_KEEP_MS + math.max(0, tonumber(ARGV[7]))
-local m = app .. ':' .. id
-for _, k in ipairs({c, ukey(app, from), ukey(app, to)}) do
-  if k ~= c then redis.call('set', k, id) end
-  redis.call('pexpire', k, keep)
-end
-redis.call('zadd', RING, redis.call('hget', c, 'ringUntil'), m)
-hold(ARGV[6], m)
+redis.call('hset', c, unpack(ARGV, 5))
+local keep = 86400000 + math.max(0, tonumber(ARGV[2]))
+for _, k in ipairs({KEYS[2], KEYS[3]}) do redis.call('set', k, ARGV[1], 'PX', keep) end
+redis.call('pexpire', c, keep)
 return 'placed'`;
 
-// ARGV: prefix, app, id, page, now. Answers the record, or false when it no longer rings.
-const ANSWER_LUA = `${CALLS_LUA}
-local app, id, page = ARGV[2], ARGV[3], ARGV[4]
-local call = load(app, id)
-if not call or call['toPage'] then return false end
-local c = ckey(app, id)
-redis.call('hset', c, 'toPage', page, 'answeredAt', ARGV[5])
-local m = app .. ':' .. id
-redis.call('zrem', RING, m)
-hold(page, m)
-for _, k in ipairs({c, ukey(app, call['from']), ukey(app, call['to'])}) do
-  if k == c or redis.call('get', k) == id then redis.call('pexpire', k, ANSWERED_KEEP_MS) end
+// KEYS: the call, its users' indexes. ARGV: id, page, now. Answers { 1, the record } once answered,
+// else { 0, the page that answered it ('' when it is gone) }.
+const ANSWER_LUA = `
+local c = KEYS[1]
+if redis.call('exists', c) == 0 then return { 0, '' } end
+local answered = redis.call('hget', c, 'toPage')
+if answered then return { 0, answered } end
+redis.call('hset', c, 'toPage', ARGV[2], 'answeredAt', ARGV[3])
+redis.call('pexpire', c, 604800000)
+for _, k in ipairs({KEYS[2], KEYS[3]}) do
+  if redis.call('get', k) == ARGV[1] then redis.call('pexpire', k, 604800000) end
 end
-return redis.call('hgetall', c)`;
+return { 1, redis.call('hgetall', c) }`;
 
-// ARGV: prefix, app, id. Answers the record to the one caller that removed it, else false.
-const END_LUA = `${CALLS_LUA}
-local app, id = ARGV[2], ARGV[3]
-local call, flat = load(app, id)
-if not call then return false end
-remove(app, id, call)
+// KEYS: the call, its users' indexes. ARGV: id, 'any' or 'missed', now. Removes the call and answers
+// its record, to the one caller that removed it, else false; 'missed' only while it rings past now.
+const END_LUA = `
+local c = KEYS[1]
+local flat = redis.call('hgetall', c)
+if #flat == 0 then return false end
+if ARGV[2] == 'missed' then
+  local call = {}
+  for i = 1, #flat, 2 do call[flat[i]] = flat[i + 1] end
+  if call['toPage'] or tonumber(call['ringUntil']) > tonumber(ARGV[3]) then return false end
+end
+redis.call('del', c)
+for _, k in ipairs({KEYS[2], KEYS[3]}) do
+  if redis.call('get', k) == ARGV[1] then redis.call('del', k) end
+end
 return flat`;
 
-// ARGV: prefix, app, user. The record of the call the user is in, else false.
-const CALL_OF_LUA = `${CALLS_LUA}
-local app = ARGV[2]
-local id = call_of(app, ARGV[3])
-if not id then return false end
-return redis.call('hgetall', ckey(app, id))`;
+/**
+ * Index keys outside the calls' slots, each a set or zset of `<app>:<id>` (app keys hold no ':'):
+ * - `call:n:{<node>}` the calls with a page on the node: what `takeNode` takes once the node died
+ *   (the node leases are NodeStore's);
+ * - `call:ring:{call-ring-<n>}` (n < RINGS) the ringing calls by ringUntil, each call in the zset of
+ *   its name's hash: a few zsets on as many slots, so no one key takes every call, and a ring sweep
+ *   reads RINGS keys.
+ * A call is recorded in them before the script that places or answers it, and cleared after the one
+ * that ends it: a crash in between leaves a name whose call is gone (the sweeps drop it) or ends
+ * later (the sweeps take it), never a call no sweep finds.
+ */
+const RINGS = 8;
 
-// ARGV: prefix, now, limit. Answers the records (flat) of calls still ringing past their time.
-// Removes each call it answers, so each reaches one caller.
-const MISSED_LUA = `${CALLS_LUA}
-local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out = {}
-while #out < limit do
-  local due = redis.call('zrangebyscore', RING, '-inf', now, 'LIMIT', 0, limit - #out)
-  if #due == 0 then break end
-  for _, m in ipairs(due) do
-    -- Out of the ring either way: an answered call or a gone hash never rings again.
-    redis.call('zrem', RING, m)
-    local app, id = split(m)
-    local call, flat = load(app, id)
-    if call and not call['toPage'] and tonumber(call['ringUntil']) <= now then
-      remove(app, id, call)
-      out[#out + 1] = flat
-    end
-  end
-end
-return out`;
-
-// ARGV: prefix, node, limit. Answers the records (flat) of calls with a page on the (dead) node.
-// Removes each call it answers, so each reaches one caller.
-const NODE_LUA = `${CALLS_LUA}
-local n, limit = nkey(ARGV[2]), tonumber(ARGV[3])
-local out = {}
-while #out < limit do
-  local found = redis.call('srandmember', n, limit - #out)
-  if #found == 0 then break end
-  for _, m in ipairs(found) do
-    -- A member whose call is gone (expired) goes too; a taken call left every set already.
-    redis.call('srem', n, m)
-    local app, id = split(m)
-    local call, flat = load(app, id)
-    if call then
-      remove(app, id, call)
-      out[#out + 1] = flat
-    end
-  end
-end
-return out`;
+/** Rounds of a sweep that finds names of calls already gone; bounded so a sweep always answers. */
+const MAX_ROUNDS = 1000;
 
 const strings = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map((item) => String(item ?? '')) : []);
 
@@ -197,12 +121,6 @@ function toRecord(fields: Record<string, string>): CallRecord | undefined {
   return call;
 }
 
-/** The records of a reply of flat HGETALL replies. */
-function recordsOf(reply: unknown): CallRecord[] {
-  if (!Array.isArray(reply)) return [];
-  return reply.map((flat) => toRecord(fieldsOfReply(flat))).filter((call): call is CallRecord => call !== undefined);
-}
-
 /** The hash fields of a record, as place stores them. */
 function fieldsOf(call: CallRecord): (string | number)[] {
   const fields: (string | number)[] = [
@@ -230,71 +148,217 @@ function fieldsOf(call: CallRecord): (string | number)[] {
   return fields;
 }
 
+/** Runs every step: what succeeded, and the first failure if one failed. */
+async function settled<T>(steps: Promise<T>[]): Promise<{ done: T[]; failure?: unknown }> {
+  const results = await Promise.allSettled(steps);
+  const done = results.filter((r): r is PromiseFulfilledResult<Awaited<T>> => r.status === 'fulfilled');
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  return failed ? { done: done.map((r) => r.value), failure: failed.reason } : { done: done.map((r) => r.value) };
+}
+
 /**
- * Calls on Redis, shared by every node: each change is one script, so a user is in one call however
- * many nodes place at once, and a call that ends (by `end`, ringing out, or with its page's node)
- * reaches one caller.
+ * After a sweep's round: a failure is thrown when nothing was taken yet, else the sweep answers what
+ * it took (each must reach its caller) and leaves the rest for a later one.
+ */
+function stopAt(failure: unknown, taken: readonly unknown[]): boolean {
+  if (failure === undefined) return false;
+  if (taken.length === 0) throw toStoreError(failure);
+  return true;
+}
+
+/** `<app>:<id>` as app and id (app keys hold no ':'); undefined for a name nothing of ours wrote. */
+function splitName(name: string): [string, string] | undefined {
+  const colon = name.indexOf(':');
+  return colon > 0 ? [name.slice(0, colon), name.slice(colon + 1)] : undefined;
+}
+
+/**
+ * Calls on Redis, shared by every node: each decision is one script in the app's slot, so a user is
+ * in one call however many nodes place at once, and a call that ends (by `end`, ringing out, or with
+ * its page's node) reaches one caller. The node and ring indexes live in other slots, written in
+ * steps around those scripts (see RINGS).
  */
 export class RedisCallStore implements CallStore {
   readonly #client: RedisClient;
   readonly #place: Script;
   readonly #answer: Script;
   readonly #end: Script;
-  readonly #callOf: Script;
-  readonly #missed: Script;
-  readonly #node: Script;
+  readonly #rings: string[];
 
   constructor(client: RedisClient) {
     this.#client = client;
     this.#place = client.script('rtCallPlace', PLACE_LUA);
     this.#answer = client.script('rtCallAnswer', ANSWER_LUA);
     this.#end = client.script('rtCallEnd', END_LUA);
-    this.#callOf = client.script('rtCallOf', CALL_OF_LUA);
-    this.#missed = client.script('rtCallMissed', MISSED_LUA);
-    this.#node = client.script('rtCallNode', NODE_LUA);
+    this.#rings = Array.from({ length: RINGS }, (_, n) => client.key(`call:ring:{call-ring-${n}}`));
   }
 
-  get #prefix(): string {
-    return this.#client.prefix;
+  #call(app: string, id: string): string {
+    return this.#client.key(`call:{${app}}:c:${id}`);
+  }
+
+  #user(app: string, user: string): string {
+    return this.#client.key(`call:{${app}}:u:${user}`);
+  }
+
+  #node(page: string): string {
+    return this.#client.key(`call:n:{${nodeOfPage(page)}}`);
+  }
+
+  #ring(app: string, id: string): string {
+    return this.#rings[calculateSlot(`${app}:${id}`) % RINGS] ?? '';
   }
 
   async place(call: CallRecord): Promise<'placed' | 'busy' | 'in_call'> {
+    const { app, id } = call;
+    const name = `${app}:${id}`;
+    const c = this.#call(app, id);
+    const users = [this.#user(app, call.from), this.#user(app, call.to)];
     const ringMs = Math.ceil(Math.max(0, call.ringUntil - call.startedAt));
-    const outcome = await this.#place(
-      [],
-      [this.#prefix, call.app, call.id, call.from, call.to, call.fromPage, ringMs, ...fieldsOf(call)],
-    );
-    return outcome === 'busy' || outcome === 'in_call' ? outcome : 'placed';
+    const node = this.#node(call.fromPage);
+    const ring = this.#ring(app, id);
+    const readUsers = () => this.#client.call((redis) => redis.mget(...users));
+    // Recorded first, so a sweep finds the call whatever happens next (the users' read meanwhile).
+    const [, , first] = await Promise.all([
+      this.#client.call((redis) => redis.sadd(node, name)),
+      this.#client.call((redis) => redis.zadd(ring, call.ringUntil, name)),
+      readUsers(),
+    ]);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const held = attempt === 0 ? first : await readUsers();
+      const read = [held[0] ?? '', held[1] ?? ''];
+      const outcome = await this.#place(
+        [c, ...users, ...read.map((held) => (held === '' ? c : this.#call(app, held)))],
+        [id, ringMs, ...read, ...fieldsOf(call)],
+      );
+      if (outcome === 'retry') continue;
+      if (outcome === 'busy' || outcome === 'in_call') {
+        await this.#clear(name, [node], ring);
+        return outcome;
+      }
+      return 'placed';
+    }
+    // The users' indexes kept changing under it: nothing was placed.
+    await this.#clear(name, [node], ring);
+    throw new StoreError('unavailable', { message: `placing call ${id} kept racing other calls` });
   }
 
   async answer(app: string, id: string, page: string, nowMs: number): Promise<CallRecord | undefined> {
-    return toRecord(fieldsOfReply(await this.#answer([], [this.#prefix, app, id, page, nowMs])));
+    const [from, to, fromPage] = await this.#client.call((redis) =>
+      redis.hmget(this.#call(app, id), 'from', 'to', 'fromPage'),
+    );
+    if (typeof from !== 'string' || typeof to !== 'string' || typeof fromPage !== 'string') return undefined;
+    const name = `${app}:${id}`;
+    const node = this.#node(page);
+    // On the answering page's node first, so that node's death ends the call once it is answered.
+    await this.#client.call((redis) => redis.sadd(node, name));
+    const reply = await this.#answer(
+      [this.#call(app, id), this.#user(app, from), this.#user(app, to)],
+      [id, page, nowMs],
+    );
+    const [answered, detail] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (answered === 1) {
+      await this.#clear(name, [], this.#ring(app, id));
+      return toRecord(fieldsOfReply(detail));
+    }
+    // Not answered here: the name stays only where a page of the call still is.
+    const other = typeof detail === 'string' && detail !== '' ? this.#node(detail) : undefined;
+    if (node !== this.#node(fromPage) && node !== other) await this.#clear(name, [node]);
+    return undefined;
   }
 
   async end(app: string, id: string): Promise<CallRecord | undefined> {
-    return toRecord(fieldsOfReply(await this.#end([], [this.#prefix, app, id])));
+    return this.#take(app, id, 'any', 0);
   }
 
   async get(app: string, id: string): Promise<CallRecord | undefined> {
-    const key = this.#client.key(`call:{${app}}:c:${id}`);
+    const key = this.#call(app, id);
     return toRecord(await this.#client.call((redis) => redis.hgetall(key)));
   }
 
   async callOf(app: string, user: string): Promise<CallRecord | undefined> {
-    return toRecord(fieldsOfReply(await this.#callOf([], [this.#prefix, app, user])));
+    const id = await this.#client.call((redis) => redis.get(this.#user(app, user)));
+    return id === null ? undefined : this.get(app, id);
   }
 
   async takeMissed(nowMs: number, limit: number): Promise<CallRecord[]> {
-    if (limit < 1) return [];
-    return recordsOf(await this.#missed([], [this.#prefix, nowMs, Math.floor(limit)]));
+    const taken: CallRecord[] = [];
+    const cap = Number.isFinite(limit) ? Math.floor(limit) : 1_000_000;
+    let rings = cap >= 1 ? this.#rings : [];
+    for (let round = 0; round < MAX_ROUNDS && rings.length > 0 && taken.length < cap; round++) {
+      const want = cap - taken.length;
+      const { done: due, failure } = await settled(
+        rings.map(async (ring) => ({
+          ring,
+          names: await this.#client.call((redis) => redis.zrangebyscore(ring, '-inf', nowMs, 'LIMIT', 0, want)),
+        })),
+      );
+      if (due.length === 0) stopAt(failure, taken);
+      rings = due.filter((d) => d.names.length > 0).map((d) => d.ring);
+      const names = due.flatMap((d) => d.names.map((name) => ({ ring: d.ring, name }))).slice(0, want);
+      const calls = await settled(
+        names.map(async ({ ring, name }) => {
+          const [app, id] = splitName(name) ?? ['', ''];
+          const call = app === '' ? undefined : await this.#take(app, id, 'missed', nowMs);
+          // Out of the ring either way: an answered call or a gone one never rings again.
+          await this.#clear(name, [], ring);
+          return call;
+        }),
+      );
+      for (const call of calls.done) if (call) taken.push(call);
+      if (stopAt(calls.failure, taken)) break;
+    }
+    return taken;
   }
 
   async takeNode(node: string, limit: number): Promise<CallRecord[]> {
-    if (limit < 1) return [];
-    return recordsOf(await this.#node([], [this.#prefix, node, Math.floor(limit)]));
+    const set = this.#client.key(`call:n:{${node}}`);
+    const cap = Number.isFinite(limit) ? Math.floor(limit) : 1_000_000;
+    const taken: CallRecord[] = [];
+    for (let round = 0; round < MAX_ROUNDS && taken.length < cap; round++) {
+      const names = await this.#client.call((redis) => redis.srandmember(set, cap - taken.length));
+      if (names.length === 0) break;
+      const calls = await settled(
+        names.map(async (name) => {
+          const [app, id] = splitName(name) ?? ['', ''];
+          const call = app === '' ? undefined : await this.#take(app, id, 'any', 0);
+          // Out of the node's set either way: a taken call left every index, a gone one has nothing left.
+          await this.#clear(name, [set]);
+          return call;
+        }),
+      );
+      for (const call of calls.done) if (call) taken.push(call);
+      if (stopAt(calls.failure, taken)) break;
+    }
+    return taken;
   }
 
   close(): void {
     // The client is shared by the engine's stores and closed by whoever opened it.
+  }
+
+  /**
+   * Ends the call (`missed`: only while it rings past `nowMs`) and answers its record to the one
+   * caller that ended it, then takes its name out of the indexes.
+   */
+  async #take(app: string, id: string, mode: 'any' | 'missed', nowMs: number): Promise<CallRecord | undefined> {
+    // A call's users never change: read once, they name the index keys the script is given.
+    const [from, to] = await this.#client.call((redis) => redis.hmget(this.#call(app, id), 'from', 'to'));
+    if (typeof from !== 'string' || typeof to !== 'string') return undefined;
+    const reply = await this.#end([this.#call(app, id), this.#user(app, from), this.#user(app, to)], [id, mode, nowMs]);
+    const call = toRecord(fieldsOfReply(reply));
+    if (!call) return undefined;
+    const nodes = [this.#node(call.fromPage)];
+    if (call.toPage !== undefined) nodes.push(this.#node(call.toPage));
+    await this.#clear(`${app}:${id}`, nodes, call.toPage === undefined ? this.#ring(app, id) : undefined);
+    return call;
+  }
+
+  /** Takes a call's name out of index keys, after the decision: a failure leaves it to the sweeps. */
+  async #clear(name: string, sets: string[], ring?: string): Promise<void> {
+    await Promise.allSettled([
+      ...[...new Set(sets)].map((key) => this.#client.call((redis) => redis.srem(key, name))),
+      ...(ring === undefined ? [] : [this.#client.call((redis) => redis.zrem(ring, name))]),
+    ]);
   }
 }

@@ -2,7 +2,8 @@
  * Every key and channel the Redis engine uses, after the client's prefix (default `rt:`):
  * - `gen`: the generation hash (generation.ts);
  * - `{<app>:<room>}:m|s|i|x`: a room's meta, stream, id list and expiry stack (room-lua.ts);
- * - `apps`: set of app keys; `app:<key>`: one app's hash (apps.ts);
+ * - `apps:{apps}`: set of app keys; `app:{apps}:<key>`: one app's hash (apps.ts; one tag, so an
+ *   upsert is one slot; the names before, `apps` and `app:<key>`, are adopted at a store's first call);
  * - `wh:{<app>}:waiting`: webhook events waiting for a batch, oldest first; `wh:apps`: apps with
  *   events waiting (webhooks.ts);
  * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
@@ -10,12 +11,10 @@
  * - `pr:...`: presence (presence.ts names its own keys): a user's `pr:u|o:{<app>:<user>}`, a room's
  *   `pr:r:{<app>:<room>}` and `pr:m:{<app>:<room>}:...`, a node's `pr:n|s|e|f|l|c:{<node>}` and
  *   `pr:g:{<node>}:<page>`, and `pr:nodes` (nodes with presence keys, written at most every 30 s each);
- * - `call:...`: calls between two people (calls.ts names its own keys: `call:{<app>}:c|u:...`,
- *   `call:ring`, `call:n:{<node>}`);
- * - `group:...`: group calls (groups.ts names its own keys: `group:{<app>}:m|o|u:<group>`,
- *   `group:n:{<node>}`);
- * - `stream:...`: live streams (streams.ts names its own keys: `stream:{<app>}:m|o|s|w:<stream>`,
- *   `stream:n:{<node>}`);
+ * - `call:...`: calls between two people (calls.ts: `call:{<app>}:c|u:...` in the app's slot,
+ *   `call:ring:{call-ring-<n>}` a few ring zsets, `call:n:{<node>}`);
+ * - `group:...`: group calls (groups.ts: `group:{<app>:<group>}:m|o|u`, `group:n:{<node>}`);
+ * - `stream:...`: live streams (streams.ts: `stream:{<app>:<stream>}:m|o|s|w`, `stream:n:{<node>}`);
  * - `<feature>:n:{<node>}` (and presence's `pr:n:{<node>}`, `pr:s:{<node>}`): what a node's pages
  *   hold in a feature, kept under the node's hash tag, so the sweep of a dead node (claimed from
  *   `{nodes}`) takes it per node and never reads the lease keys in the same script;

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { startTestRedis } from '../../../test/test-redis.js';
+import { touchedKeys } from '../../../test/touched-keys.js';
 import { limitsContract } from '../contract/limits.contract.js';
 import { StoreError } from '../store-error.js';
 import { RedisClient } from './client.js';
@@ -48,6 +49,19 @@ describe('RedisLimitStore keys', () => {
   }
 
   const pttl = (client: RedisClient, name: string) => client.call((r) => r.pttl(client.key(name)));
+
+  it('touches one key per call: the bucket, or the slots, of the key given', async () => {
+    const { client, store } = await open();
+    const touched = await touchedKeys(client, async () => {
+      await store.take('app1', 10, 5, T0);
+      await store.peek('app1', 10, 5, T0);
+      await store.acquire('app1:room', 'a', 2, 1000, T0);
+      await store.release('app1:room', 'a');
+    });
+    expect(touched).toEqual(
+      ['lim:t:app1', 'lim:t:app1', 'lim:s:app1:room', 'lim:s:app1:room'].map((k) => client.key(k)),
+    );
+  });
 
   it('lets an idle bucket vanish once it would be full again (a missing bucket starts full)', async () => {
     const { client, store } = await open();

@@ -1,6 +1,8 @@
+import calculateSlot from 'cluster-key-slot';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { startTestRedis } from '../../../test/test-redis.js';
+import { touchedKeys } from '../../../test/touched-keys.js';
 import { nodeStoreContract } from '../contract/nodes.contract.js';
 import { StoreError } from '../store-error.js';
 import { RedisClient } from './client.js';
@@ -50,6 +52,20 @@ describe('RedisNodeStore', () => {
     clients.push(client);
     return { client, store: new RedisNodeStore(client, options) };
   }
+
+  it('keeps every step in the one slot of {nodes}', async () => {
+    const { client, store } = await open(uniquePrefix('node-keys'), { leaseClock: 'caller' });
+    const touched = await touchedKeys(client, async () => {
+      await store.renew('na', 1000, LEASE);
+      const claim = await store.claim(1000 + 2 * LEASE, 'nb', LEASE);
+      if (claim) {
+        await store.extend(claim, 1000 + 2 * LEASE, LEASE);
+        await store.swept(claim);
+      }
+    });
+    expect(touched.length).toBeGreaterThan(8);
+    expect(new Set(touched.map((key) => calculateSlot(key)))).toEqual(new Set([calculateSlot('{nodes}')]));
+  });
 
   it("times leases by Redis's clock: a node whose clock is behind by more than a lease is not claimed", async () => {
     const prefix = uniquePrefix('clocks');

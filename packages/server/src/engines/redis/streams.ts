@@ -1,3 +1,4 @@
+import { nodeOfPage } from '../node-id.js';
 import type {
   LapsedStreamMember,
   StreamChange,
@@ -6,220 +7,144 @@ import type {
   StreamStore,
   StreamWatch,
 } from '../types.js';
-import type { RedisClient, Script } from './client.js';
+import { type RedisClient, type Script, toStoreError } from './client.js';
 
 /**
- * Lua shared by the stream scripts. ARGV[1] is always the key prefix: the sweep names keys from what
- * it finds, so every stream key is named here and nowhere else. Like groups, streams live on one
- * Redis; hash tags still keep each app's keys together. Times pass through as the caller's strings
- * (Lua's numbers would round them); only the watch counter is counted here.
- *
- * Keys (after the prefix):
- * - `stream:{<app>}:m:<stream>` hash of page -> the member's JSON (page, user, role); it decides who
- *   is on and how many;
- * - `stream:{<app>}:o:<stream>` list of the same pages in join order;
- * - `stream:{<app>}:s:<stream>` hash: `presenter` (page), and while live `run`, `since`, `n` (the
+ * The stream scripts. Each works in one slot, the stream's (`{<app>:<stream>}`), on the keys it is
+ * given (KEYS: m, o, s, w), so its presenter, its size, its live run and its watches are decided in
+ * one place. Times pass through as the caller's strings (Lua's numbers would round them); only the
+ * watch counter is counted here. A stream's keys (after the prefix):
+ * - `stream:{<app>:<stream>}:m` hash of page -> the member's JSON (page, user, role); it decides
+ *   who is on and how many;
+ * - `stream:{<app>:<stream>}:o` list of the same pages in join order;
+ * - `stream:{<app>:<stream>}:s` hash: `presenter` (page), and while live `run`, `since`, `n` (the
  *   last watch number of the run);
- * - `stream:{<app>}:w:<stream>` hash of page -> `<joinedAt>|<watch id>`: the open watches, while live;
- * - `stream:n:{<node>}` set of the streams (`<app>:<stream>`; app keys hold no ':') with a page on the
- *   node: where `takeNode` finds them once the node died (the node leases are NodeStore's).
+ * - `stream:{<app>:<stream>}:w` hash of page -> `<joinedAt>|<watch id>`: the open watches, while live.
  * A stream's keys go with its last member, and expire a week after its last change: a safety net
  * only, since every member leaves by `leave` or with its page's node.
- * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
  *
  * A change goes back as { live, ended start, ended end, joined, left } ('' for none), each watch as
  * { member JSON, watch id, joinedAt[, leftAt] }, in join order.
  */
 const STREAMS_LUA = `
-local P = ARGV[1]
+local M, O, S, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local KEEP_MS = 604800000
-local function key(kind, app, stream) return P .. 'stream:{' .. app .. '}:' .. kind .. ':' .. stream end
-local function nkey(node) return P .. 'stream:n:{' .. node .. '}' end
-local function node_of(page)
-  local dot = string.find(page, '.', 1, true)
-  if dot then return string.sub(page, 1, dot - 1) end
-  return page
-end
-
-local function split(entry)
-  local colon = string.find(entry, ':', 1, true)
-  return string.sub(entry, 1, colon - 1), string.sub(entry, colon + 1)
-end
 
 local function new_change() return { '', '', '', {}, {} } end
 
--- Whether another page of the node is on the stream still.
-local function node_in(m, node)
-  for _, page in ipairs(redis.call('hkeys', m)) do
-    if node_of(page) == node then return true end
-  end
-  return false
-end
-
-local function keep(app, stream)
-  for _, kind in ipairs({ 'm', 'o', 's', 'w' }) do redis.call('pexpire', key(kind, app, stream), KEEP_MS) end
+local function keep()
+  for _, k in ipairs({ M, O, S, W }) do redis.call('pexpire', k, KEEP_MS) end
 end
 
 -- Opens the member's watch in the live run (none for a visitor) and reports it.
-local function open_watch(app, stream, page, json, now, change)
+local function open_watch(page, json, now, change)
   if cjson.decode(json).user == nil then return end
-  local s = key('s', app, stream)
-  local id = redis.call('hget', s, 'run') .. '.' .. redis.call('hincrby', s, 'n', 1)
-  redis.call('hset', key('w', app, stream), page, now .. '|' .. id)
+  local id = redis.call('hget', S, 'run') .. '.' .. redis.call('hincrby', S, 'n', 1)
+  redis.call('hset', W, page, now .. '|' .. id)
   table.insert(change[4], { json, id, now })
 end
 
 -- Closes the page's open watch, if any, and reports it.
-local function close_watch(app, stream, page, now, change)
-  local w = key('w', app, stream)
-  local open = redis.call('hget', w, page)
+local function close_watch(page, now, change)
+  local open = redis.call('hget', W, page)
   if not open then return end
   local bar = string.find(open, '|', 1, true)
-  local json = redis.call('hget', key('m', app, stream), page)
+  local json = redis.call('hget', M, page)
   table.insert(change[5], { json, string.sub(open, bar + 1), string.sub(open, 1, bar - 1), now })
-  redis.call('hdel', w, page)
+  redis.call('hdel', W, page)
 end
 
 -- Ends the live run: every open watch closes, in join order.
-local function end_run(app, stream, now, change)
-  local s = key('s', app, stream)
-  for _, page in ipairs(redis.call('lrange', key('o', app, stream), 0, -1)) do
-    close_watch(app, stream, page, now, change)
-  end
-  change[2] = redis.call('hget', s, 'since') or ''
+local function end_run(now, change)
+  for _, page in ipairs(redis.call('lrange', O, 0, -1)) do close_watch(page, now, change) end
+  change[2] = redis.call('hget', S, 'since') or ''
   change[3] = now
-  redis.call('hdel', s, 'run', 'since', 'n')
-  redis.call('del', key('w', app, stream))
-end
-
--- Takes the page off (it must be on), as leave does; the stream's keys go with its last member.
-local function remove(app, stream, page, now, change)
-  local m, o, s = key('m', app, stream), key('o', app, stream), key('s', app, stream)
-  if redis.call('hget', s, 'presenter') == page then
-    if redis.call('hexists', s, 'run') == 1 then end_run(app, stream, now, change) end
-    redis.call('hdel', s, 'presenter')
-  else
-    close_watch(app, stream, page, now, change)
-  end
-  redis.call('hdel', m, page)
-  redis.call('lrem', o, 1, page)
-  local node = node_of(page)
-  if not node_in(m, node) then redis.call('srem', nkey(node), app .. ':' .. stream) end
-  if redis.call('hlen', m) == 0 then
-    redis.call('del', m, o, s, key('w', app, stream))
-  else
-    keep(app, stream)
-  end
+  redis.call('hdel', S, 'run', 'since', 'n')
+  redis.call('del', W)
 end
 `;
 
-// ARGV: prefix, app, stream, page, max, member JSON, role, now. Answers 'already', 'taken', 'full',
-// or { presenter, since, change } ('' for none).
+// ARGV: page, max, member JSON, role, now. Answers 'already', 'taken', 'full', or
+// { presenter, since, change } ('' for none).
 const JOIN_LUA = `${STREAMS_LUA}
-local app, stream, page, now = ARGV[2], ARGV[3], ARGV[4], ARGV[8]
-local m, s = key('m', app, stream), key('s', app, stream)
-if redis.call('hexists', m, page) == 1 then return 'already' end
-if ARGV[7] == 'presenter' and redis.call('hexists', s, 'presenter') == 1 then return 'taken' end
-if redis.call('hlen', m) >= tonumber(ARGV[5]) then return 'full' end
-redis.call('hset', m, page, ARGV[6])
-redis.call('rpush', key('o', app, stream), page)
-if ARGV[7] == 'presenter' then redis.call('hset', s, 'presenter', page) end
+local page, now = ARGV[1], ARGV[5]
+if redis.call('hexists', M, page) == 1 then return 'already' end
+if ARGV[4] == 'presenter' and redis.call('hexists', S, 'presenter') == 1 then return 'taken' end
+if redis.call('hlen', M) >= tonumber(ARGV[2]) then return 'full' end
+redis.call('hset', M, page, ARGV[3])
+redis.call('rpush', O, page)
+if ARGV[4] == 'presenter' then redis.call('hset', S, 'presenter', page) end
 local change = new_change()
-if redis.call('hexists', s, 'run') == 1 then open_watch(app, stream, page, ARGV[6], now, change) end
-keep(app, stream)
-redis.call('sadd', nkey(node_of(page)), app .. ':' .. stream)
-return { redis.call('hget', s, 'presenter') or '', redis.call('hget', s, 'since') or '', change }`;
+if redis.call('hexists', S, 'run') == 1 then open_watch(page, ARGV[3], now, change) end
+keep()
+return { redis.call('hget', S, 'presenter') or '', redis.call('hget', S, 'since') or '', change }`;
 
-// ARGV: prefix, app, stream, page, now. Answers { member JSON, change } to the one caller that took
-// the page off, else false.
+// ARGV: page, now. Takes the page off: answers { member JSON, change } to the one caller that took
+// it off, else false. The stream's keys go with its last member.
 const LEAVE_LUA = `${STREAMS_LUA}
-local app, stream, page = ARGV[2], ARGV[3], ARGV[4]
-local m = key('m', app, stream)
-local json = redis.call('hget', m, page)
-if not json then
-  -- A stream that expired leaves its name in the node's set: it goes once no page of the node is there.
-  local node = node_of(page)
-  if not node_in(m, node) then redis.call('srem', nkey(node), app .. ':' .. stream) end
-  return false
-end
+local page, now = ARGV[1], ARGV[2]
+local json = redis.call('hget', M, page)
+if not json then return false end
 local change = new_change()
-remove(app, stream, page, ARGV[5], change)
+if redis.call('hget', S, 'presenter') == page then
+  if redis.call('hexists', S, 'run') == 1 then end_run(now, change) end
+  redis.call('hdel', S, 'presenter')
+else
+  close_watch(page, now, change)
+end
+redis.call('hdel', M, page)
+redis.call('lrem', O, 1, page)
+if redis.call('hlen', M) == 0 then
+  redis.call('del', M, O, S, W)
+else
+  keep()
+end
 return { json, change }`;
 
-// ARGV: prefix, app, stream, page, run, now. Answers the change, or false unless the page presents
-// a stream not live.
+// ARGV: page, run, now. Answers the change, or false unless the page presents a stream not live.
 const GO_LIVE_LUA = `${STREAMS_LUA}
-local app, stream, page, now = ARGV[2], ARGV[3], ARGV[4], ARGV[6]
-local m, s = key('m', app, stream), key('s', app, stream)
-if redis.call('hget', s, 'presenter') ~= page or redis.call('hexists', s, 'run') == 1 then return false end
-redis.call('hset', s, 'run', ARGV[5], 'since', now, 'n', 0)
+local page, now = ARGV[1], ARGV[3]
+if redis.call('hget', S, 'presenter') ~= page or redis.call('hexists', S, 'run') == 1 then return false end
+redis.call('hset', S, 'run', ARGV[2], 'since', now, 'n', 0)
 local change = new_change()
 change[1] = now
-for _, p in ipairs(redis.call('lrange', key('o', app, stream), 0, -1)) do
-  local json = redis.call('hget', m, p)
-  if json then open_watch(app, stream, p, json, now, change) end
+for _, p in ipairs(redis.call('lrange', O, 0, -1)) do
+  local json = redis.call('hget', M, p)
+  if json then open_watch(p, json, now, change) end
 end
-keep(app, stream)
+keep()
 return change`;
 
-// ARGV: prefix, app, stream, page, now. Answers the change, or false unless the page presents a live stream.
+// ARGV: page, now. Answers the change, or false unless the page presents a live stream.
 const STOP_LIVE_LUA = `${STREAMS_LUA}
-local app, stream, page, now = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local s = key('s', app, stream)
-if redis.call('hget', s, 'presenter') ~= page or redis.call('hexists', s, 'run') == 0 then return false end
+local page, now = ARGV[1], ARGV[2]
+if redis.call('hget', S, 'presenter') ~= page or redis.call('hexists', S, 'run') == 0 then return false end
 local change = new_change()
-end_run(app, stream, now, change)
-keep(app, stream)
+end_run(now, change)
+keep()
 return change`;
 
-// ARGV: prefix, app, stream. Answers { presenter, since } ('' for none).
+// Answers { presenter, since } ('' for none).
 const STATE_LUA = `${STREAMS_LUA}
-local s = key('s', ARGV[2], ARGV[3])
-return { redis.call('hget', s, 'presenter') or '', redis.call('hget', s, 'since') or '' }`;
+return { redis.call('hget', S, 'presenter') or '', redis.call('hget', S, 'since') or '' }`;
 
-// ARGV: prefix, app, stream. The members' JSON in join order (the hash decides who is on).
+// The members' JSON in join order (the hash decides who is on).
 const MEMBERS_LUA = `${STREAMS_LUA}
-local m, out = key('m', ARGV[2], ARGV[3]), {}
-for _, page in ipairs(redis.call('lrange', key('o', ARGV[2], ARGV[3]), 0, -1)) do
-  local json = redis.call('hget', m, page)
+local out = {}
+for _, page in ipairs(redis.call('lrange', O, 0, -1)) do
+  local json = redis.call('hget', M, page)
   if json then out[#out + 1] = json end
 end
 return out`;
 
-// ARGV: prefix, node, now, limit. Answers { app, stream, member JSON, change } for the members of
-// the (dead) node, in each stream's join order. Takes each off as it answers it, so each reaches one
-// caller.
-const TAKE_LUA = `${STREAMS_LUA}
-local node, now, limit = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local n = nkey(node)
-local out = {}
-while #out < limit do
-  local found = redis.call('srandmember', n, limit - #out)
-  if #found == 0 then break end
-  for _, entry in ipairs(found) do
-    if #out >= limit then break end
-    local app, stream = split(entry)
-    local m = key('m', app, stream)
-    local full = false
-    for _, page in ipairs(redis.call('lrange', key('o', app, stream), 0, -1)) do
-      if node_of(page) == node then
-        if #out >= limit then
-          full = true
-          break
-        end
-        local json = redis.call('hget', m, page)
-        if json then
-          local change = new_change()
-          remove(app, stream, page, now, change)
-          out[#out + 1] = { app, stream, json, change }
-        end
-      end
-    end
-    -- Every page of the node is off this stream (or it expired): the name goes either way.
-    if not full then redis.call('srem', n, entry) end
-  end
-end
-return out`;
+/**
+ * `stream:n:{<node>}` (in the node's slot): a set of the node's pages on streams, each as the JSON
+ * `[app, stream, page]`: where `takeNode` finds them once the node died (the node leases are
+ * NodeStore's). A page is recorded there before the join script and cleared after it left, so a
+ * crash in between leaves a name the sweep drops (the page is not on) or takes (it is), never a
+ * member no sweep finds.
+ */
+const MAX_ROUNDS = 1000;
 
 /** A member from its stored JSON; undefined when it cannot be read (nothing of ours wrote it). */
 function toMember(json: unknown): StreamMember | undefined {
@@ -280,11 +205,36 @@ function capOf(max: number): number {
   return Number.isFinite(max) ? Math.ceil(max) : max > 0 ? Number.MAX_SAFE_INTEGER : 0;
 }
 
+/** A node's record of one page on one stream. */
+function nameOf(app: string, stream: string, page: string): string {
+  return JSON.stringify([app, stream, page]);
+}
+
+function fromName(name: string): [string, string, string] | undefined {
+  try {
+    const parsed = JSON.parse(name) as unknown;
+    if (Array.isArray(parsed) && parsed.length === 3 && parsed.every((part) => typeof part === 'string')) {
+      return parsed as [string, string, string];
+    }
+  } catch {
+    // Not one of ours: dropped.
+  }
+  return undefined;
+}
+
+/** `{ member JSON, change }` (the leave script's answer) as a member and its change. */
+function toLeft(reply: unknown): { member: StreamMember; change: StreamChange } | undefined {
+  if (!Array.isArray(reply)) return undefined;
+  const member = toMember(reply[0]);
+  return member && { member, change: toChange(reply[1]) };
+}
+
 /**
- * Live streams on Redis, shared by every node: each change is one script, so a stream never has two
- * presenters nor more than `max` pages however many nodes join at once, and each change (its watches
- * opened and closed, its run started or ended) reaches one caller, by `leave` or with its page's node
- * (`takeNode`).
+ * Live streams on Redis, shared by every node: each decision is one script in the stream's slot, so
+ * a stream never has two presenters nor more than `max` pages however many nodes join at once, and
+ * each change (its watches opened and closed, its run started or ended) reaches one caller, by
+ * `leave` or with its page's node (`takeNode`). What a node's pages hold is recorded under the
+ * node's tag, in steps around them.
  */
 export class RedisStreamStore implements StreamStore {
   readonly #client: RedisClient;
@@ -294,7 +244,6 @@ export class RedisStreamStore implements StreamStore {
   readonly #stopLive: Script;
   readonly #state: Script;
   readonly #members: Script;
-  readonly #take: Script;
 
   constructor(client: RedisClient) {
     this.#client = client;
@@ -304,11 +253,16 @@ export class RedisStreamStore implements StreamStore {
     this.#stopLive = client.script('rtStreamStopLive', STOP_LIVE_LUA);
     this.#state = client.script('rtStreamState', STATE_LUA);
     this.#members = client.script('rtStreamMembers', MEMBERS_LUA);
-    this.#take = client.script('rtStreamTake', TAKE_LUA);
   }
 
-  get #prefix(): string {
-    return this.#client.prefix;
+  /** The stream's keys: m, o, s, w. */
+  #keys(app: string, stream: string): string[] {
+    const base = this.#client.key(`stream:{${app}:${stream}}`);
+    return [`${base}:m`, `${base}:o`, `${base}:s`, `${base}:w`];
+  }
+
+  #node(node: string): string {
+    return this.#client.key(`stream:n:{${node}}`);
   }
 
   async join(
@@ -320,10 +274,18 @@ export class RedisStreamStore implements StreamStore {
   ): Promise<{ state: StreamState; change: StreamChange } | 'taken' | 'full' | 'already'> {
     // Only the member's own fields, so what comes back is what was given.
     const json = JSON.stringify({ page: member.page, user: member.user, role: member.role });
-    const reply = await this.#join(
-      [],
-      [this.#prefix, app, stream, member.page, capOf(max), json, member.role, String(nowMs)],
-    );
+    const node = this.#node(nodeOfPage(member.page));
+    const name = nameOf(app, stream, member.page);
+    // Recorded first, so the node's sweep finds the page whatever happens next.
+    await this.#client.call((redis) => redis.sadd(node, name));
+    const reply = await this.#join(this.#keys(app, stream), [
+      member.page,
+      capOf(max),
+      json,
+      member.role,
+      String(nowMs),
+    ]);
+    if (reply === 'taken' || reply === 'full') await this.#clear(node, name);
     if (reply === 'taken' || reply === 'full' || reply === 'already') return reply;
     const [presenter, since, change] = Array.isArray(reply) ? (reply as unknown[]) : [];
     return { state: toState(presenter, since), change: toChange(change) };
@@ -335,10 +297,9 @@ export class RedisStreamStore implements StreamStore {
     page: string,
     nowMs: number,
   ): Promise<{ member: StreamMember; change: StreamChange } | undefined> {
-    const reply = await this.#leave([], [this.#prefix, app, stream, page, String(nowMs)]);
-    if (!Array.isArray(reply)) return undefined;
-    const member = toMember(reply[0]);
-    return member && { member, change: toChange(reply[1]) };
+    const left = toLeft(await this.#leave(this.#keys(app, stream), [page, String(nowMs)]));
+    await this.#clear(this.#node(nodeOfPage(page)), nameOf(app, stream, page));
+    return left;
   }
 
   async goLive(
@@ -348,43 +309,64 @@ export class RedisStreamStore implements StreamStore {
     run: string,
     nowMs: number,
   ): Promise<StreamChange | undefined> {
-    const reply = await this.#goLive([], [this.#prefix, app, stream, page, run, String(nowMs)]);
+    const reply = await this.#goLive(this.#keys(app, stream), [page, run, String(nowMs)]);
     return Array.isArray(reply) ? toChange(reply) : undefined;
   }
 
   async stopLive(app: string, stream: string, page: string, nowMs: number): Promise<StreamChange | undefined> {
-    const reply = await this.#stopLive([], [this.#prefix, app, stream, page, String(nowMs)]);
+    const reply = await this.#stopLive(this.#keys(app, stream), [page, String(nowMs)]);
     return Array.isArray(reply) ? toChange(reply) : undefined;
   }
 
   async state(app: string, stream: string): Promise<StreamState> {
-    const reply = await this.#state([], [this.#prefix, app, stream]);
+    const reply = await this.#state(this.#keys(app, stream), []);
     const [presenter, since] = Array.isArray(reply) ? (reply as unknown[]) : [];
     return toState(presenter, since);
   }
 
   async members(app: string, stream: string): Promise<StreamMember[]> {
-    const reply = await this.#members([], [this.#prefix, app, stream]);
+    const reply = await this.#members(this.#keys(app, stream), []);
     return Array.isArray(reply) ? reply.map(toMember).filter((m): m is StreamMember => m !== undefined) : [];
   }
 
   async takeNode(node: string, nowMs: number, limit: number): Promise<LapsedStreamMember[]> {
-    if (!(limit > 0)) return [];
-    const reply = await this.#take(
-      [],
-      [this.#prefix, node, String(nowMs), Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000],
-    );
-    const lapsed: LapsedStreamMember[] = [];
-    if (!Array.isArray(reply)) return lapsed;
-    for (const row of reply) {
-      if (!Array.isArray(row)) continue;
-      const member = toMember(row[2]);
-      if (member) lapsed.push({ app: String(row[0]), stream: String(row[1]), member, change: toChange(row[3]) });
+    const cap = Number.isFinite(limit) ? Math.ceil(limit) : 1_000_000;
+    const set = this.#node(node);
+    const taken: LapsedStreamMember[] = [];
+    for (let round = 0; round < MAX_ROUNDS && taken.length < cap; round++) {
+      const names = await this.#client.call((redis) => redis.srandmember(set, cap - taken.length));
+      if (names.length === 0) break;
+      const results = await Promise.allSettled(
+        names.map(async (name): Promise<LapsedStreamMember | undefined> => {
+          const [app, stream, page] = fromName(name) ?? [];
+          const left =
+            app === undefined || stream === undefined || page === undefined
+              ? undefined
+              : toLeft(await this.#leave(this.#keys(app, stream), [page, String(nowMs)]));
+          // Out of the node's set either way: the page is off the stream now.
+          await this.#clear(set, name);
+          return left && app !== undefined && stream !== undefined ? { app, stream, ...left } : undefined;
+        }),
+      );
+      for (const result of results) if (result.status === 'fulfilled' && result.value) taken.push(result.value);
+      const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+      // Some failed: answer what was taken, so each is reported; the rest stay for a later sweep.
+      if (failed && taken.length === 0) throw toStoreError(failed.reason);
+      if (failed) break;
     }
-    return lapsed;
+    return taken;
   }
 
   close(): void {
     // The client is shared by the engine's stores and closed by whoever opened it.
+  }
+
+  /** Takes a name out of a node's set, after the decision: a failure leaves it to the sweep. */
+  async #clear(node: string, name: string): Promise<void> {
+    try {
+      await this.#client.call((redis) => redis.srem(node, name));
+    } catch {
+      // The node's sweep drops what no page of it holds.
+    }
   }
 }
