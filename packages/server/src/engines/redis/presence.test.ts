@@ -365,6 +365,28 @@ describe('RedisPresenceStore sweeps', () => {
     }
   });
 
+  it('forgets a node in its registry once it registered long ago and keeps nothing, and keeps one that holds pages', async () => {
+    const prefix = uniquePrefix('registry');
+    const store = await open(prefix);
+    await store.enterRoom('app1', 'lobby', 'na.1');
+    await store.enterRoom('app1', 'lobby', 'nb.1');
+    await store.exitRoom('app1', 'lobby', 'nb.1');
+    const client = clients.at(-1) as RedisClient;
+    const registry = client.key('pr:nodes');
+    expect((await client.call((r) => r.zrange(registry, 0, -1))).sort()).toEqual(['na', 'nb']);
+    // Both registered an hour ago (Redis's clock), as nodes that wrote nothing since.
+    const hourAgo = Number((await client.call((r) => r.time()))[0]) * 1000 - 3_600_000;
+    await client.call((r) => r.zadd(registry, hourAgo, 'na', hourAgo, 'nb'));
+    // The offline poll of another node reads the registry: nb keeps nothing and goes, na stays.
+    const peer = await open(prefix);
+    expect(await peer.takeOffline(T0, 10)).toEqual([]);
+    expect(await client.call((r) => r.zrange(registry, 0, -1))).toEqual(['na']);
+    expect(await peer.occupiedRooms('app1', { limit: 10 })).toEqual({
+      rooms: [{ room: 'lobby', pages: 1, members: 0 }],
+      more: false,
+    });
+  });
+
   it("lists a node's pages in bounded SSCAN steps, each page once, never one SMEMBERS of them all", async () => {
     const prefix = uniquePrefix('node-pages');
     const store = await open(prefix);
