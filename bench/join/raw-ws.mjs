@@ -1,10 +1,13 @@
 // The bare baseline of bench:join: a `ws` server where a page sends its identity token, then a room
-// token, each checked with node:crypto's HMAC as the service checks them (./verify.mjs) and answered
-// with one small frame; rooms are Sets.
+// token, each checked with node:crypto's HMAC as the service checks them (./verify.mjs), or with jose
+// when BENCH_VERIFY=jose (the baseline as the issue first measured it), and answered with one small
+// frame; rooms are Sets.
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import { ready } from '../fanout/child.mjs';
-import { verifyTokenHmac as verifyToken } from './verify.mjs';
+import { verifyTokenHmac, verifyToken as verifyTokenJose } from './verify.mjs';
+
+const verifyToken = process.env.BENCH_VERIFY === 'jose' ? verifyTokenJose : verifyTokenHmac;
 
 const rooms = new Map();
 const server = createServer();
