@@ -8,7 +8,7 @@
  * pub/sub channels need the prefix too, and one rule for all is easier to check.
  */
 import { randomBytes } from 'node:crypto';
-import { generateMulti } from 'cluster-key-slot';
+import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { StoreError } from '../store-error.js';
 import { checkGeneration, shardGenerations } from './generation.js';
@@ -276,6 +276,26 @@ export class RedisClient {
       return await Promise.all(primaries.map(run));
     } catch (error) {
       throw toStoreError(error);
+    }
+  }
+
+  /**
+   * On a cluster whose primary for `key` has a replica: waits, at most `timeoutMs`, until a replica
+   * has every write this node sent that primary (WAIT on the connection the writes went through), so
+   * a failover right after loses none of them. Answers whether one did; true at once elsewhere (one
+   * Redis, a shard without replicas: nothing to wait for).
+   */
+  async replicated(key: string, timeoutMs = 1000): Promise<boolean> {
+    if (!(this.redis instanceof Cluster)) return true;
+    const owners = this.redis.slots[calculateSlot(key)];
+    const [primary] = owners ?? [];
+    if (primary === undefined || (owners?.length ?? 0) < 2) return true;
+    const node = this.redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === primary);
+    if (!node) return false;
+    try {
+      return Number(await node.call('WAIT', 1, timeoutMs)) >= 1;
+    } catch {
+      return false;
     }
   }
 
