@@ -1,9 +1,12 @@
 import { FEATURES, LIMITS } from '@realtime/protocol';
 import { afterEach, describe, expect, it } from 'vitest';
+import { PublishIncomplete } from '../engines/publish-incomplete.js';
+import { StoreError } from '../engines/store-error.js';
 import type { App, Outgoing, Report } from '../engines/types.js';
 import { diagnostics, type EventSent } from './diagnostics.js';
-import { Emitter, type PageSend, SendRefused } from './emit.js';
+import { EmitIncomplete, Emitter, type PageSend, SendRefused } from './emit.js';
 import type { SendEvent } from './events.js';
+import type { ValidEvent } from './validate.js';
 
 const app: App = {
   key: 'app1',
@@ -142,5 +145,96 @@ describe('Emitter.send: a page send goes the emit path', () => {
     expect(refusal({ keep: [1, 1], app: { ...app, features: ['presence'] } })).toBe('not_included');
     expect(refusal({ app: { ...app, features: ['presence'] } })).toBeUndefined();
     expect(published).toHaveLength(1);
+  });
+});
+
+/**
+ * An emitter over a sharded broker (a Redis Cluster: a step per room) whose steps to the rooms in
+ * `down` fail as many times as given (Infinity: always); every other step takes its events.
+ */
+function shards(down: Map<string, number>) {
+  const published: string[][] = [];
+  let next = 0;
+  const emitter = new Emitter({
+    node: 'n1',
+    broker: {
+      publish: async (events) => {
+        published.push(events.map((event) => (event.kind === 'room' ? event.room : `@${event.kind}`)));
+        const failed: number[] = [];
+        const ids = events.map((event, i) => {
+          const left = event.kind === 'room' ? (down.get(event.room) ?? 0) : 0;
+          if (left > 0) {
+            failed.push(i);
+            return undefined;
+          }
+          return event.kind === 'room' ? `1700000000000-${next++}` : undefined;
+        });
+        for (const [room, left] of down) down.set(room, left - 1);
+        if (failed.length === 0) return ids;
+        if (failed.length === events.length) throw new StoreError('unavailable');
+        throw new PublishIncomplete('unavailable', ids, failed);
+      },
+      subscribe: () => () => {},
+      close: () => {},
+    },
+    now: () => 1_700_000_000_000,
+  });
+  return { emitter, published };
+}
+
+const valid = (rooms: string[], users: string[] = []): ValidEvent => ({
+  rooms,
+  users,
+  event: 'e',
+  data: '1',
+  history: new Map(rooms.map((room) => [room, [10, 1] as const])),
+});
+
+describe('Emitter.emitAll on a sharded store: rooms taken one by one', () => {
+  it("publishes the rooms whose shard failed once more, and answers every room's id when that works", async () => {
+    const { emitter, published } = shards(new Map([['b', 1]]));
+    const answer = await emitter.emitAll('app1', [valid(['a', 'b', 'c'])]);
+    expect(published).toEqual([['a', 'b', 'c'], ['b']]);
+    expect(answer).toEqual([{ a: '1700000000000-0', b: '1700000000000-2', c: '1700000000000-1' }]);
+  });
+
+  it('answers 503 unavailable naming the rooms and users still not reached, after one more try of those only', async () => {
+    const { emitter, published } = shards(
+      new Map([
+        ['b', Number.POSITIVE_INFINITY],
+        ['d', Number.POSITIVE_INFINITY],
+      ]),
+    );
+    const failure = await Promise.resolve(emitter.emitAll('app1', [valid(['a', 'b']), valid(['c', 'd'])])).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(EmitIncomplete);
+    const error = failure as EmitIncomplete;
+    expect(error.code).toBe('unavailable');
+    expect(error.message).toBe(
+      'the service could not store part of this: not delivered to events[0] room "b", events[1] room "d"; the other rooms and users have it',
+    );
+    // Rooms a and c took it once; b and d were tried twice, the second time alone.
+    expect(published).toEqual([
+      ['a', 'b', 'c', 'd'],
+      ['b', 'd'],
+    ]);
+  });
+
+  it('names the rooms of a single emit without an index, and answers as is when no room took it', async () => {
+    const one = shards(new Map([['b', Number.POSITIVE_INFINITY]]));
+    const partly = await Promise.resolve(one.emitter.emit('app1', valid(['a', 'b'], ['ann']))).catch(
+      (error: unknown) => error,
+    );
+    expect((partly as Error).message).toBe(
+      'the service could not store part of this: not delivered to room "b"; the other rooms and users have it',
+    );
+    const none = shards(new Map([['a', Number.POSITIVE_INFINITY]]));
+    const failure = await Promise.resolve(none.emitter.emit('app1', valid(['a']))).catch((error: unknown) => error);
+    // Nothing was stored: the plain answer, no second try.
+    expect(failure).toBeInstanceOf(StoreError);
+    expect(failure).not.toBeInstanceOf(EmitIncomplete);
+    expect(none.published).toEqual([['a']]);
   });
 });

@@ -1,7 +1,10 @@
 import { type EventIds, type HistoryRule, LIMITS } from '@realtime/protocol';
+import { PublishIncomplete } from '../engines/publish-incomplete.js';
+import { StoreError } from '../engines/store-error.js';
 import type { App, Broker, MaybePromise, Outgoing, OutgoingRoomEvent } from '../engines/types.js';
 import { diagnostics } from './diagnostics.js';
 import type { EventSink, SendEvent } from './events.js';
+import { quote } from './quote.js';
 import type { ValidEvent } from './validate.js';
 
 /** Characters of data above which one encoding is shared by the rooms of an emit. */
@@ -36,10 +39,45 @@ export class SendRefused extends Error {
   }
 }
 
+/** Names shown of the rooms and users an emit did not reach; the rest are counted. */
+const NAMES_SHOWN = 10;
+
+/** Where one outgoing publication of an emit goes: the event's index, and its room or user. */
+interface Target {
+  event: number;
+  room?: string;
+  user?: string;
+}
+
+/**
+ * An emit reached some of its rooms (and users) and not others, even after the failed ones were
+ * tried again: a StoreError (503 `unavailable`) whose message names what was not reached, so the
+ * caller may send the event again to those only. What was reached keeps it.
+ */
+export class EmitIncomplete extends StoreError {
+  constructor(kind: StoreError['kind'], missed: readonly Target[], events: number, cause: unknown) {
+    const names = missed
+      .slice(0, NAMES_SHOWN)
+      .map(
+        (target) =>
+          `${events > 1 ? `events[${target.event}] ` : ''}${target.room === undefined ? `user ${quote(target.user)}` : `room ${quote(target.room)}`}`,
+      );
+    if (missed.length > NAMES_SHOWN) names.push(`${missed.length - NAMES_SHOWN} more`);
+    super(kind, {
+      cause,
+      message: `the service could not store part of this: not delivered to ${names.join(', ')}; the other rooms and users have it`,
+    });
+    this.name = 'EmitIncomplete';
+  }
+}
+
 /**
  * emit and batch, and a page's send (one publish path): every event of a call goes to the broker in
- * one publish, which stores what the rooms keep and publishes it as one step (all or nothing: a
- * failed emit delivered nothing, so a retry cannot deliver twice), giving each room event its id.
+ * one publish, which stores what the rooms keep and publishes it, giving each room event its id.
+ * On one store it is one step (all or nothing: a failed emit delivered nothing, so a retry cannot
+ * deliver twice). A sharded store (Redis Cluster) takes each room in a step of its own: when some
+ * failed (PublishIncomplete), their events are published once more, and if some still fail the
+ * emit answers EmitIncomplete naming them (the rooms that took it keep it).
  * The data's JSON text is shared by every publication of the event.
  */
 export class Emitter {
@@ -70,7 +108,8 @@ export class Emitter {
 
   emitAll(app: string, events: readonly ValidEvent[]): MaybePromise<EventIds[]> {
     const outgoing: Outgoing[] = [];
-    for (const event of events) {
+    const targets: Target[] = [];
+    for (const [index, event] of events.entries()) {
       // Large data to several rooms: encoded once here, shared by every room's frame.
       const dataBytes =
         event.data.length > SHARE_DATA_ABOVE && event.rooms.length > 1 ? Buffer.from(event.data) : undefined;
@@ -80,18 +119,65 @@ export class Emitter {
         const keep = event.history.get(room);
         if (keep) one.keep = keep;
         outgoing.push(one);
+        targets.push({ event: index, room });
       }
-      for (const user of event.users) outgoing.push({ kind: 'user', app, user, event: event.event, data: event.data });
+      for (const user of event.users) {
+        outgoing.push({ kind: 'user', app, user, event: event.event, data: event.data });
+        targets.push({ event: index, user });
+      }
     }
     const ids = this.#broker.publish(outgoing, this.#now());
     if (ids instanceof Promise) {
-      return ids.then((known) => {
-        if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
-        return answersOf(events, known);
-      });
+      return ids
+        .catch((error: unknown) => this.#again(outgoing, targets, events.length, error))
+        .then((known) => {
+          if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
+          return answersOf(events, known);
+        });
     }
     if (diagnostics.emitted.hasSubscribers) diagnostics.emitted.publish({ node: this.#node, app, events });
     return answersOf(events, ids);
+  }
+
+  /**
+   * Publishes once more the events a sharded store did not take (their steps stored nothing), and
+   * answers every id; throws EmitIncomplete when some are still not taken, any other error as is.
+   */
+  async #again(
+    outgoing: readonly Outgoing[],
+    targets: readonly Target[],
+    events: number,
+    error: unknown,
+  ): Promise<(string | undefined)[]> {
+    if (!(error instanceof PublishIncomplete)) throw error;
+    const ids = [...error.ids];
+    let missed = [...error.failed];
+    let failure: StoreError = error;
+    try {
+      const again = await this.#broker.publish(
+        missed.map((at) => outgoing[at] as Outgoing),
+        this.#now(),
+      );
+      missed.forEach((at, i) => {
+        ids[at] = again[i];
+      });
+      return ids;
+    } catch (retry) {
+      if (!(retry instanceof StoreError)) throw retry;
+      failure = retry;
+      if (retry instanceof PublishIncomplete) {
+        missed.forEach((at, i) => {
+          ids[at] = retry.ids[i];
+        });
+        missed = retry.failed.map((i) => missed[i] as number);
+      }
+    }
+    throw new EmitIncomplete(
+      failure.kind,
+      missed.map((at) => targets[at] as Target),
+      events,
+      failure,
+    );
   }
 
   /**

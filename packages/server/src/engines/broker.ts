@@ -116,7 +116,9 @@ export type Unsubscribe = () => MaybePromise<void>;
  * Fan-out between nodes, and the one step that orders a room: `publish` gives each room event the
  * next id of its room, stores what it keeps (history, reports) and publishes it. Contract:
  * - Stored before published, all or nothing: when `publish` fails (a StoreError) nothing of the
- *   call was stored or published; once a subscriber has an event, a history read finds it.
+ *   call was stored or published; once a subscriber has an event, a history read finds it. A
+ *   sharded broker (Redis Cluster) is all or nothing per room instead: when some rooms took their
+ *   events and others not, it fails with PublishIncomplete (publish-incomplete.ts), which says which.
  * - One step per room: every subscriber, on every node, receives a room's events in id order,
  *   ids strictly rising, whichever node published them.
  * - Publications from one publisher to one user arrive in the order published.

@@ -59,9 +59,12 @@ export interface WebhookStats {
  * Durable webhook queue, shared by every node. Contract:
  * - `addEvent` stores an accepted event before it is acknowledged anywhere: a crash after it loses nothing.
  *   (Page sends store theirs through `Broker.publish`, in the same step as the send.)
- * - `formBatch` moves the oldest waiting events of an app (at most `max`, in order) into a new batch
- *   atomically, with the exact body every try will send; the batch is due at once. Each event goes
- *   into one batch only, however many nodes form batches at once.
+ * - `formBatch` moves the oldest waiting events of an app (at most `max`, in order) into a new batch,
+ *   with the exact body every try will send; the batch is due at once. Each event goes into one
+ *   batch only, however many nodes form batches at once. A sharded store (Redis Cluster) keeps
+ *   events in lists of their own slot (a room's reports, the app's other events): each list's order
+ *   is kept, lists are merged by the events' `at`, and a node that dies while forming a batch leaves
+ *   its events to the store's repair, never to two batches.
  * - A batch is tried by one node at a time: `claimDue`/`claim` lease it to a holder until
  *   `now + leaseMs`; nobody else gets it until `saveTry` by that holder or the lease ends (a node
  *   that died). `saveTry` records a try's result and the next state, and ends the lease.

@@ -3,10 +3,13 @@ import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-s
 import { startTestRedis } from '../../../test/test-redis.js';
 import { brokerContract, waitFor } from '../contract/broker.contract.js';
 import { compareEventIds, parseEventId } from '../event-id.js';
+import { PublishIncomplete } from '../publish-incomplete.js';
+import { StoreError } from '../store-error.js';
 import { nodeTopic, type Outgoing, type Publication, roomTopic, userTopic } from '../types.js';
 import { RedisBroker } from './broker.js';
 import { RedisClient } from './client.js';
 import { RedisHistoryStore } from './history.js';
+import { roomKeys } from './keys.js';
 import { RedisWebhookStore } from './webhooks.js';
 
 const T0 = 1_700_000_000_000;
@@ -147,9 +150,12 @@ describe('RedisBroker across nodes', () => {
     const { one, brokers, cleanup } = await twoNodes(uniquePrefix('shared'));
     try {
       const channel = `${one.prefix}${roomTopic('app1', 'lobby')}`;
+      // On a cluster the subscriptions are sharded: each primary counts those of its own slots.
       const count = async () => {
-        const reply = (await one.call((r) => r.pubsub('NUMSUB', channel))) as unknown[];
-        return Number(reply[1]);
+        const replies = await one.forEachPrimary(
+          (r) => r.call('PUBSUB', one.cluster ? 'SHARDNUMSUB' : 'NUMSUB', channel) as Promise<unknown[]>,
+        );
+        return replies.reduce((sum: number, reply) => sum + Number(reply[1]), 0);
       };
       const stops = await Promise.all(
         [0, 1, 2, 3].map((i) => (brokers[i % 2] as RedisBroker).subscribe(roomTopic('app1', 'lobby'), () => {})),
@@ -163,6 +169,75 @@ describe('RedisBroker across nodes', () => {
       expect(await count()).toBe(1);
       await stops[3]?.();
       expect(await count()).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('publishes each room in a step of its own: a room whose step fails takes nothing, the others keep theirs', async () => {
+    const { one, brokers, cleanup } = await twoNodes(uniquePrefix('partial'));
+    try {
+      const history = new RedisHistoryStore(one);
+      // Room b's meta is not a hash: its script fails (as a shard without a primary would).
+      await one.call((r) => r.set(roomKeys(one.prefix, 'app1', 'b')[0], 'x'));
+      const events: Outgoing[] = [
+        { kind: 'room', app: 'app1', room: 'a', event: 'e', data: '1', keep: [10, 1] },
+        { kind: 'room', app: 'app1', room: 'b', event: 'e', data: '2', keep: [10, 1] },
+        { kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '3' },
+        { kind: 'room', app: 'app1', room: 'a', event: 'e', data: '4', keep: [10, 1] },
+      ];
+      const failure = await brokers[0].publish(events, T0).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(PublishIncomplete);
+      const { ids, failed } = failure as PublishIncomplete;
+      expect(failed).toEqual([1]);
+      expect(ids[1]).toBeUndefined();
+      expect(ids[2]).toBeUndefined();
+      expect((await history.last('app1', 'a', 10, T0)).events.map((e) => e.id)).toEqual([ids[0], ids[3]]);
+      // No room took it: a plain StoreError, and the user's event was not sent either.
+      const ann: Publication[] = [];
+      await brokers[1].subscribe(userTopic('app1', 'ann'), (p) => ann.push(p));
+      const none = await brokers[0]
+        .publish([events[1] as Outgoing, { kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '5' }], T0)
+        .catch((error: unknown) => error);
+      expect(none).toBeInstanceOf(StoreError);
+      expect(none).not.toBeInstanceOf(PublishIncomplete);
+      await brokers[0].publish([{ kind: 'user', app: 'app1', user: 'ann', event: 'e', data: '6' }], T0);
+      await waitFor("ann's next event", () => ann.length > 0);
+      expect(ann.map(dataOf)).toEqual(['6']);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("keeps one publisher's order in a room while a reported step waits for its index step", async () => {
+    const { brokers, cleanup } = await twoNodes(uniquePrefix('turns'));
+    try {
+      const got: Publication[] = [];
+      await brokers[1].subscribe(roomTopic('app1', 'lobby'), (p) => got.push(p));
+      const report = { before: '{"id":"w","at":1,"event_id":"', after: '"}' };
+      const calls = [0, 1, 2, 3, 4, 5].map((n) =>
+        brokers[0].publish(
+          [
+            {
+              kind: 'room',
+              app: 'app1',
+              room: 'lobby',
+              event: `e${n}`,
+              data: `${n}`,
+              ...(n % 3 === 0 ? { report } : {}),
+            },
+          ],
+          T0,
+        ),
+      );
+      const ids = (await Promise.all(calls)).map(([id]) => id ?? '');
+      for (let i = 1; i < ids.length; i++) {
+        const before = parseEventId(ids[i - 1] ?? '');
+        const after = parseEventId(ids[i] ?? '');
+        expect(before && after && compareEventIds(before, after) < 0).toBe(true);
+      }
+      await waitFor('six events', () => got.length === 6);
+      expect(got.map(dataOf)).toEqual(['0', '1', '2', '3', '4', '5']);
     } finally {
       await cleanup();
     }

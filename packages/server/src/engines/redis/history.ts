@@ -182,38 +182,43 @@ export class RedisHistoryStore implements HistoryStore {
 
   /**
    * Rooms age out on every write and read, and their keys expire with their newest event; this
-   * walks every room with kept events (SCAN) to drop what aged meanwhile, for memory and the count.
+   * walks every room with kept events (SCAN, on every primary) to drop what aged meanwhile, for
+   * memory and the count.
    */
   async prune(nowMs: number): Promise<number> {
     const pattern = expiryStackPattern(this.#client.prefix);
-    let cursor = '0';
-    let removed = 0;
-    do {
-      const [next, stacks] = await this.#client.call((redis) =>
-        redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT),
-      );
-      cursor = next;
-      const gone = await Promise.all(stacks.map((stack) => this.#prune(roomKeysOfStack(stack), [Math.floor(nowMs)])));
-      for (const n of gone) removed += Number(n);
-    } while (cursor !== '0');
-    return removed;
+    const removed = await this.#client.forEachPrimary(async (redis) => {
+      let cursor = '0';
+      let gone = 0;
+      do {
+        const [next, stacks] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+        cursor = next;
+        const counts = await Promise.all(
+          stacks.map((stack) => this.#prune(roomKeysOfStack(stack), [Math.floor(nowMs)])),
+        );
+        for (const n of counts) gone += Number(n);
+      } while (cursor !== '0');
+      return gone;
+    });
+    return removed.reduce((sum, n) => sum + n, 0);
   }
 
   /**
    * Rooms have no index by app (the publish path would pay for one on every event), so this walks
-   * the keyspace once (SCAN, as prune does every minute) and unlinks each key of the app's rooms,
-   * meta included: a room written again starts a new stream with a new epoch.
+   * the keyspace once (SCAN on every primary, as prune does every minute) and unlinks each key of
+   * the app's rooms, meta included: a room written again starts a new stream with a new epoch.
    */
   async removeApp(app: string): Promise<void> {
     const pattern = appRoomsPattern(this.#client.prefix, app);
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.#client.call((redis) =>
-        redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT),
-      );
-      cursor = next;
-      if (keys.length > 0) await this.#client.call((redis) => redis.unlink(...keys));
-    } while (cursor !== '0');
+    await this.#client.forEachPrimary(async (redis) => {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);
+        cursor = next;
+        // One key a command: the rooms are in different slots.
+        await Promise.all(keys.map((key) => redis.unlink(key)));
+      } while (cursor !== '0');
+    });
   }
 
   close(): void {

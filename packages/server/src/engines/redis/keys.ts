@@ -4,8 +4,16 @@
  * - `{<app>:<room>}:m|s|i|x`: a room's meta, stream, id list and expiry stack (room-lua.ts);
  * - `apps:{apps}`: set of app keys; `app:{apps}:<key>`: one app's hash (apps.ts; one tag, so an
  *   upsert is one slot; the names before, `apps` and `app:<key>`, are adopted at a store's first call);
- * - `wh:{<app>}:waiting`: webhook events waiting for a batch, oldest first; `wh:apps`: apps with
- *   events waiting (webhooks.ts);
+ * - `{<app>:<room>}:w`: the room's webhook reports (page sends) waiting for a batch, oldest first,
+ *   written by the room's publish script in the room's slot; `{<app>:<room>}:w:b`: reports taken for
+ *   a batch not yet stored (batch id -> time and texts), so a crash between the two is repaired;
+ * - `wh:{<app>}:waiting` (and its claims `wh:{<app>}:waiting:b`): the app's other webhook events
+ *   (addEvent), oldest first (webhooks.ts);
+ * - `wh:{ix<k>}:apps` and `wh:{ix<k>}:a:<app>` (k < REPORT_INDEX_KEYS): which apps and rooms have
+ *   events waiting, the room in index k by a hash of its name, the app's own list as room ''
+ *   (report-index.ts); no global key is touched per emit;
+ * - `wh:{wh}:...`: the webhook batches, their schedule and counts (one tag: a few writes a second;
+ *   webhooks.ts names them);
  * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
  *   (nodes.ts; one hash tag, so its scripts work in one slot and touch no feature's keys);
  * - `pr:...`: presence (presence.ts names its own keys);
@@ -16,7 +24,7 @@
  * - `<feature>:n:{<node>}` (and presence's `pr:n:{<node>}`, `pr:s:{<node>}`): what a node's pages
  *   hold in a feature, kept under the node's hash tag, so the sweep of a dead node (claimed from
  *   `{nodes}`) takes it per node and never reads the lease keys in the same script;
- * - channels: the prefix then the topic (`r:<app>:<room>`, `u:<app>:<user>`, `n:<node>`).
+ * - channels: the prefix then the topic (engines/broker.ts topicOf; the room's carries its hash tag).
  * App keys hold no ':' (types.ts), so `{<app>:<room>}` names one room of one app.
  */
 
@@ -47,6 +55,57 @@ export function waitingKey(prefix: string, app: string): string {
   return `${prefix}wh:{${app}}:waiting`;
 }
 
-export function waitingAppsKey(prefix: string): string {
-  return `${prefix}wh:apps`;
+/** A room's webhook reports waiting for a batch (same slot as its four keys). */
+export function reportKey(prefix: string, app: string, room: string): string {
+  return `${prefix}{${app}:${room}}:w`;
+}
+
+/** Reports taken from a waiting list for a batch being stored (same slot as the list). */
+export function claimsKeyOf(list: string): string {
+  return `${list}:b`;
+}
+
+/** SCAN pattern of every room's waiting reports. */
+export function reportListPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:w`;
+}
+
+/** SCAN pattern of every room's reports taken for a batch not yet stored. */
+export function reportClaimsPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:w:b`;
+}
+
+/** SCAN pattern of one app's rooms' report lists. */
+export function appReportsPattern(prefix: string, app: string): string {
+  const glob = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+  return `${glob(prefix)}{${glob(app)}:*}:w*`;
+}
+
+/** How many index keys spread the rooms with reports waiting over the cluster. */
+export const REPORT_INDEX_KEYS = 16;
+
+/** Index k of a room: FNV-1a of `<app>:<room>`. */
+export function reportIndexOf(app: string, room: string): number {
+  let hash = 0x811c9dc5;
+  const text = `${app}:${room}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % REPORT_INDEX_KEYS;
+}
+
+/** Index k's set of apps with rooms waiting. */
+export function reportAppsKey(prefix: string, k: number): string {
+  return `${prefix}wh:{ix${k}}:apps`;
+}
+
+/** Index k's set of an app's rooms with reports waiting. */
+export function reportRoomsKey(prefix: string, k: number, app: string): string {
+  return `${prefix}wh:{ix${k}}:a:${app}`;
+}
+
+/** The one hash tag of every webhook batch key (batches are formed about once a second per app). */
+export function batchKey(prefix: string): string {
+  return `${prefix}wh:{wh}`;
 }

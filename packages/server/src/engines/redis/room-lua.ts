@@ -4,7 +4,8 @@
  *
  * A room has four keys, one hash tag `{<app>:<room>}` (so all four share a cluster slot), passed as
  * four consecutive KEYS:
- * - `:m` meta hash: e epoch, g generation written under, l newest id issued (kept or not),
+ * - `:m` meta hash: e epoch, g generation written under (on a cluster: its shard's entry, see
+ *   generation), l newest id issued (kept or not),
  *   k newest id kept, d newest id dropped (limit, age or TTL), u newest id issued and not kept,
  *   b where the epoch began (`<ms>-0`: every id issued under it is at or above it; the events a new
  *   generation kept stay below it. A `since` without an epoch that is below it and not in the
@@ -53,10 +54,24 @@ local function room_keys(base)
   return {m = KEYS[base], s = KEYS[base + 1], i = KEYS[base + 2], x = KEYS[base + 3]}
 end
 
+-- The generation this shard writes under, and whether a room's recorded one is still good. On one
+-- Redis gens is one token. On a cluster it is '@ <id>:<inc> <id>:<inc> ... ' (every current
+-- primary: the first 12 characters of its CLUSTER MYID and its incarnation): this shard's entry is
+-- written, and any live primary's entry stays good (a slot moved by a reshard keeps its epoch).
+-- Answers mine, or raises UNCONFIRMED when the client's list does not know this primary yet.
+local function generation(gens, g)
+  if string.sub(gens, 1, 1) ~= '@' then return gens, g == gens end
+  local me = string.sub(redis.call('cluster', 'myid'), 1, 12)
+  local mine = string.match(gens, ' (' .. me .. ':[^ ]+) ')
+  if not mine then error({err = 'UNCONFIRMED shard ' .. me}) end
+  return mine, g ~= false and g ~= nil and string.find(gens, ' ' .. g .. ' ', 1, true) ~= nil
+end
+
 -- The room's state, started anew (new epoch, beginning now) when its meta is missing or was written
 -- under another generation (Redis may have lost writes since).
-local function open_room(k, gen, epoch, now)
+local function open_room(k, gens, epoch, now)
   local meta = redis.call('hmget', k.m, 'e', 'g', 'l', 'k', 'd', 'u', 'b')
+  local gen, good = generation(gens, meta[2])
   local room = {k = k, gen = gen, epoch = meta[1], top = parse_id(meta[3]), kept = parse_id(meta[4]),
     dropped = parse_id(meta[5]), unkept = parse_id(meta[6]), began = parse_id(meta[7]), dirty = false}
   if not meta[1] then
@@ -70,7 +85,7 @@ local function open_room(k, gen, epoch, now)
     redis.call('del', k.s, k.i, k.x)
     room.kept, room.dropped, room.unkept = nil, nil, nil
   end
-  if not meta[1] or meta[2] ~= gen then
+  if not meta[1] or not good then
     room.epoch = epoch
     room.began = {now, 0}
     room.dirty = true
