@@ -80,8 +80,10 @@ export interface PresenceStore {
 
 /**
  * A presence room's member count, with the place in the store's presence sequence it was read at:
- * every member change (a user's first page joined, their last page left) takes the next number of one
- * sequence rising over every room, so of two reads of a room, the one with the higher `seq` is the newer.
+ * every member change of the room (a user's first page joined, their last page left) takes a higher
+ * number than any the room had before, on every node and also after the room emptied, so of two reads
+ * of a room, the one with the higher `seq` is the newer. One sequence may serve every room (one
+ * process), or each room its own (Redis, where rooms are spread over shards).
  */
 export interface MemberCount {
   count: number;

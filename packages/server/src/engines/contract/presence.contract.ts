@@ -611,7 +611,7 @@ export function presenceContract(
         expect(next.count).toBe(50);
       });
 
-      it('numbers member changes with a rising sequence, over every room and node', async () => {
+      it("numbers a room's member changes with a rising sequence, over every node, and on after it emptied", async () => {
         const { store, peer } = await makeBoth();
         const before = await store.memberCount('app1', 'seq');
         expect(await store.joinRoom('app1', 'seq', { user: 'ann' }, 'p1')).toBe(true);
@@ -621,14 +621,24 @@ export function presenceContract(
         // A second page of ann changes no member: the sequence stays.
         await peer.joinRoom('app1', 'seq', { user: 'ann' }, 'p2');
         expect((await store.memberCount('app1', 'seq')).seq).toBe(one.seq);
+        // Another room's changes may be numbered apart (a store spread over shards numbers per room).
         await peer.joinRoom('app1', 'other', { user: 'bob' }, 'p3');
+        expect((await store.memberCount('app1', 'seq')).seq).toBeGreaterThanOrEqual(one.seq);
+        await peer.joinRoom('app1', 'seq', { user: 'bob' }, 'p4');
         const two = await store.memberCount('app1', 'seq');
+        expect(two).toMatchObject({ count: 2 });
         expect(two.seq).toBeGreaterThan(one.seq);
         await store.leaveRoom('app1', 'seq', 'ann', 'p1');
         await store.leaveRoom('app1', 'seq', 'ann', 'p2');
+        await peer.leaveRoom('app1', 'seq', 'bob', 'p4');
         const three = await peer.memberPage('app1', 'seq', { limit: 5 });
         expect(three).toMatchObject({ count: 0, members: [] });
         expect(three.seq).toBeGreaterThan(two.seq);
+        // Emptied and joined again: still above every number the room gave before.
+        await store.joinRoom('app1', 'seq', { user: 'cy' }, 'p5');
+        const four = await peer.memberCount('app1', 'seq');
+        expect(four.count).toBe(1);
+        expect(four.seq).toBeGreaterThan(three.seq);
       });
     });
 

@@ -16,7 +16,9 @@
  *   webhooks.ts names them);
  * - `{nodes}:lease|lapsed|lapse|seq`: the one lease of every node and the claims of lapsed nodes
  *   (nodes.ts; one hash tag, so its scripts work in one slot and touch no feature's keys);
- * - `pr:...`: presence (presence.ts names its own keys);
+ * - `pr:...`: presence (presence.ts names its own keys): a user's `pr:u|o:{<app>:<user>}`, a room's
+ *   `pr:r:{<app>:<room>}` and `pr:m:{<app>:<room>}:...`, a node's `pr:n|s|e|f|l|c:{<node>}` and
+ *   `pr:g:{<node>}:<page>`, and `pr:nodes` (nodes with presence keys, written at most every 30 s each);
  * - `call:...`: calls between two people (calls.ts: `call:{<app>}:c|u:...` in the app's slot,
  *   `call:ring:{call-ring-<n>}` a few ring zsets, `call:n:{<node>}`);
  * - `group:...`: group calls (groups.ts: `group:{<app>:<group>}:m|o|u`, `group:n:{<node>}`);

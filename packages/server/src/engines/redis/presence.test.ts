@@ -1,4 +1,6 @@
 import type { Member } from '@realtime/protocol';
+import calculateSlot from 'cluster-key-slot';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { redisTarget, startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { startTestRedis } from '../../../test/test-redis.js';
@@ -21,8 +23,8 @@ afterAll(async () => {
 presenceContract('RedisPresenceStore, two nodes', async ({ offlineDelayMs }) => {
   const prefix = uniquePrefix('presence');
   const clients = [
-    await RedisClient.open({ ...redisTarget(redis), prefix }),
-    await RedisClient.open({ ...redisTarget(redis), prefix }),
+    await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true }),
+    await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true }),
   ];
   return {
     store: new RedisPresenceStore(clients[0] as RedisClient, { offlineDelayMs }),
@@ -35,6 +37,12 @@ presenceContract('RedisPresenceStore, two nodes', async ({ offlineDelayMs }) => 
 });
 
 const T0 = 1_700_000_000_000;
+
+/** One command a MONITOR showed: its arguments, and who sent it (`lua`: a script). */
+interface Seen {
+  args: string[];
+  source: string;
+}
 const DELAY = 10_000;
 const LEASE = 15_000;
 
@@ -46,27 +54,28 @@ describe('RedisPresenceStore sweeps', () => {
   });
 
   async function open(prefix: string, options: RedisPresenceOptions = {}): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ ...redisTarget(redis), prefix });
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true });
     clients.push(client);
     return new RedisPresenceStore(client, { offlineDelayMs: DELAY, ...options });
   }
 
   /**
-   * A sweeper whose connection drops once its first chunk was answered, as a node that dies mid-sweep:
-   * a real disconnect, so its next script fails as with any lost Redis.
+   * A store whose connection drops once the `nth` call of script `after` was answered, as a node that
+   * dies between two steps: a real disconnect, so its next script fails as with any lost Redis.
    */
-  async function openDying(prefix: string, options: RedisPresenceOptions): Promise<RedisPresenceStore> {
-    const client = await RedisClient.open({ ...redisTarget(redis), prefix });
+  async function openDying(prefix: string, after: string, nth = 1): Promise<RedisPresenceStore> {
+    const client = await RedisClient.open({ ...redisTarget(redis), prefix, checkSlots: true });
     clients.push(client);
+    let calls = 0;
     const dying = new Proxy(client, {
       get(target, name) {
         if (name === 'script') {
           return (scriptName: string, lua: string): Script => {
             const run = target.script(scriptName, lua);
-            if (scriptName !== 'rtPresenceSweep') return run;
+            if (scriptName !== after) return run;
             return async (keys, args) => {
               const reply = await run(keys, args);
-              target.redis.disconnect();
+              if (++calls === nth) target.redis.disconnect();
               return reply;
             };
           };
@@ -75,7 +84,7 @@ describe('RedisPresenceStore sweeps', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    return new RedisPresenceStore(dying, { offlineDelayMs: DELAY, ...options });
+    return new RedisPresenceStore(dying, { offlineDelayMs: DELAY });
   }
 
   const texts = (departures: readonly Departure[]) => departures.map((d) => JSON.stringify(d)).sort();
@@ -131,7 +140,8 @@ describe('RedisPresenceStore sweeps', () => {
 
   it('has a node half swept by a sweeper that died finished by a later sweep of the same lapse, no departure twice', async () => {
     const prefix = uniquePrefix('sweep');
-    const dying = await openDying(prefix, {});
+    // It dies once the last step of its first chunk (clearing the pages' records) was answered.
+    const dying = await openDying(prefix, 'rtPresenceFinish');
     const peer = await open(prefix);
     const expected = await deadNode(peer, 7);
     const now = T0 + LEASE;
@@ -152,17 +162,158 @@ describe('RedisPresenceStore sweeps', () => {
     );
   });
 
+  it('has a chunk whose sweeper died between its room steps and its last step finished by a later sweep, no departure twice', async () => {
+    const prefix = uniquePrefix('sweep');
+    // It dies once the first room step of its first chunk was answered: the rooms it closed are
+    // decided (and lost with it), the pages' records and users are not touched.
+    const dying = await openDying(prefix, 'rtPresenceCloseRoom');
+    const peer = await open(prefix);
+    const expected = await deadNode(peer, 7);
+    const now = T0 + LEASE;
+    const claim = { node: 'na', lapse: 1 };
+    await expect(dying.sweepNode(claim, now, 2)).rejects.toBeInstanceOf(StoreError);
+    const rest = await sweepAll(peer, claim, now + 10_000, 2);
+    expect(new Set(texts(rest)).size).toBe(rest.length);
+    expect(texts(expected)).toEqual(expect.arrayContaining(texts(rest)));
+    // Its chunk was 2 pages of 2 rooms each: between 1 and 4 of their departures died with it.
+    expect(rest.length).toBeGreaterThanOrEqual(expected.length - 4);
+    expect(rest.length).toBeLessThanOrEqual(expected.length - 1);
+    expect(await peer.nodePages('na')).toEqual([]);
+    for (let i = 0; i < 7; i++) {
+      expect(await peer.members('app1', `p${i}`)).toEqual([]);
+      expect(await peer.enterRoom('app1', `r${i}`, 'nb.1')).toBe(true);
+    }
+    // Its user steps never ran: the later sweep closed every user's page, each due once.
+    expect((await peer.takeOffline(now + 10_000 + DELAY, 100)).map((g) => g.user).sort()).toEqual(
+      Array.from({ length: 7 }, (_, i) => `u${i}`).sort(),
+    );
+    expect(await peer.takeOffline(now + 100 * DELAY, 100)).toEqual([]);
+  });
+
+  it("has a page's open cut after its record was written closed by the node's check, with nothing to report", async () => {
+    const prefix = uniquePrefix('cut');
+    const dying = await openDying(prefix, 'rtPresenceHold');
+    const peer = await open(prefix);
+    await expect(dying.pageOpened('app1', 'ann', 'na.1', T0)).rejects.toBeInstanceOf(StoreError);
+    // The record came first: the node's check finds the page, and its close ends nothing.
+    expect(await peer.nodePages('na')).toEqual(['na.1']);
+    expect(await peer.online('app1', ['ann'], T0)).toEqual([false]);
+    expect(await peer.closePages(['na.1'], T0 + 1000)).toEqual([]);
+    expect(await peer.nodePages('na')).toEqual([]);
+    expect(await peer.takeOffline(T0 + 100 * DELAY, 100)).toEqual([]);
+    expect(await peer.pageOpened('app1', 'ann', 'na.2', T0 + 2000)).toBe(true);
+  });
+
+  it("has a page's close cut after the user's step finished by the node's check: the user goes offline once, when due", async () => {
+    const prefix = uniquePrefix('cut');
+    const peer = await open(prefix);
+    const dying = await openDying(prefix, 'rtPresenceClosed');
+    expect(await peer.pageOpened('app1', 'ann', 'na.1', T0)).toBe(true);
+    await peer.enterRoom('app1', 'lobby', 'na.1');
+    // The user's step is written (ann's last page went at T0), the record is not cleared.
+    await expect(dying.pageClosed('app1', 'ann', 'na.1', T0)).rejects.toBeInstanceOf(StoreError);
+    expect(await peer.online('app1', ['ann'], T0 + DELAY - 1)).toEqual([true]);
+    expect(await peer.online('app1', ['ann'], T0 + DELAY)).toEqual([false]);
+    expect(await peer.nodePages('na')).toEqual(['na.1']);
+    // The check closes it as its close would have: the room, and the user's offline, due from T0.
+    expect(await peer.closePages(['na.1'], T0 + 1000)).toEqual([{ type: 'room.vacated', app: 'app1', room: 'lobby' }]);
+    expect(await peer.takeOffline(T0 + DELAY - 1, 100)).toEqual([]);
+    expect(await peer.takeOffline(T0 + DELAY, 100)).toEqual([{ app: 'app1', user: 'ann' }]);
+    expect(await peer.takeOffline(T0 + 100 * DELAY, 100)).toEqual([]);
+    expect(await peer.nodePages('na')).toEqual([]);
+  });
+
+  it("touches only the room's, the user's and the node's slots when a page opens, joins, is counted, leaves and closes", async () => {
+    const prefix = uniquePrefix('slots');
+    const store = await open(prefix);
+    // A node registers before it writes, at most every 30 s (the one low-rate key): a first page did.
+    await store.pageOpened('app1', 'first', 'na.0', T0);
+    // Every primary's MONITOR (one Redis: the one), which shows the commands scripts run too.
+    const client = clients.at(-1) as RedisClient;
+    const addresses = await client.forEachPrimary(async (r) => `redis://${r.options.host}:${r.options.port}`);
+    const watches = await Promise.all(
+      addresses.map(async (url) => {
+        const watch = { admin: new Redis(url), monitor: await new Redis(url).monitor(), seen: [] as Seen[] };
+        watch.monitor.on('monitor', (_time: string, args: string[], source: string) =>
+          watch.seen.push({ args, source }),
+        );
+        return watch;
+      }),
+    );
+    try {
+      const ann: Member = { user: 'ann', info: { n: 1 } };
+      await store.pageOpened('app1', 'ann', 'na.1', T0);
+      await store.enterRoom('app1', 'lobby', 'na.1');
+      await store.joinRoom('app1', 'lobby', ann, 'na.1');
+      await store.memberCount('app1', 'lobby');
+      await store.memberPage('app1', 'lobby', { limit: 10 });
+      await store.online('app1', ['ann'], T0);
+      await store.userPages('app1', 'ann');
+      await store.leaveRoom('app1', 'lobby', 'ann', 'na.1');
+      await store.exitRoom('app1', 'lobby', 'na.1');
+      await store.pageClosed('app1', 'ann', 'na.1', T0);
+      // What the calls above sent, and no more (the monitors would see the key look-ups below too).
+      const marker = `${prefix}end`;
+      const sent: Seen[] = [];
+      for (const { admin, monitor, seen } of watches) {
+        await admin.ping(marker);
+        for (let i = 0; i < 200 && !seen.some(({ args }) => args.includes(marker)); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const end = seen.findIndex(({ args }) => args.includes(marker));
+        expect(end).toBeGreaterThanOrEqual(0);
+        sent.push(...seen.slice(0, end));
+        monitor.disconnect();
+      }
+      const admin = (watches[0] as (typeof watches)[number]).admin;
+      const keysOf = async (args: string[]): Promise<string[]> => {
+        try {
+          return ((await admin.call('COMMAND', 'GETKEYS', ...args)) as string[]).filter((k) => k.startsWith(prefix));
+        } catch {
+          return []; // A command without keys (TIME, PING).
+        }
+      };
+      const given = new Set<string>();
+      const inside = new Set<string>();
+      for (const { args, source } of sent) {
+        const keys = await keysOf(args);
+        if (source === 'lua') for (const key of keys) inside.add(key);
+        else for (const key of keys) given.add(key);
+      }
+      // Every key a script touched was given to it (none named in Lua)...
+      expect(inside.size).toBeGreaterThan(0);
+      expect([...inside].filter((key) => !given.has(key))).toEqual([]);
+      // ... and all of them are the room's, the user's or the node's.
+      const slots = new Map([
+        [calculateSlot('{app1:lobby}'), 'room'],
+        [calculateSlot('{app1:ann}'), 'user'],
+        [calculateSlot('{na}'), 'node'],
+      ]);
+      const touched = [...given];
+      expect(touched.filter((key) => !slots.has(calculateSlot(key)))).toEqual([]);
+      expect(new Set(touched.map((key) => slots.get(calculateSlot(key))))).toEqual(new Set(['room', 'user', 'node']));
+      expect(touched).not.toContain(`${prefix}pr:nodes`);
+    } finally {
+      for (const { admin, monitor } of watches) {
+        monitor.disconnect();
+        admin.disconnect();
+      }
+    }
+  });
+
   it("lists a node's pages in bounded SSCAN steps, each page once, never one SMEMBERS of them all", async () => {
     const prefix = uniquePrefix('node-pages');
     const store = await open(prefix);
     const pages = Array.from({ length: 1500 }, (_, i) => `na.${i}`);
     for (const page of pages) await store.enterRoom('app1', 'lobby', page);
     const client = clients.at(-1) as RedisClient;
-    await client.call((r) => r.config('RESETSTAT'));
+    // Counted on every primary (on a cluster, the node's keys are on one of them).
+    await client.forEachPrimary((r) => r.config('RESETSTAT'));
     expect((await store.nodePages('na')).sort()).toEqual([...pages].sort());
-    const stats = await client.call((r) => r.info('commandstats'));
+    const stats = (await client.forEachPrimary((r) => r.info('commandstats'))).join('\n');
     expect(stats).not.toMatch(/cmdstat_smembers:/);
-    expect(Number(/cmdstat_sscan:calls=(\d+)/.exec(stats)?.[1] ?? 0)).toBeGreaterThan(1);
+    const scans = [...stats.matchAll(/cmdstat_sscan:calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    expect(scans).toBeGreaterThan(1);
   });
 
   it('answers StoreErrors, not hangs, when Redis is gone', async () => {

@@ -1,5 +1,7 @@
 import { LIMITS, type Member } from '@realtime/protocol';
+import calculateSlot from 'cluster-key-slot';
 import { compareNames } from '../name-order.js';
+import { nodeOfPage } from '../node-id.js';
 import type {
   Departure,
   GoneUser,
@@ -11,253 +13,118 @@ import type {
   OnlineUser,
   PresenceStore,
 } from '../types.js';
-import type { RedisClient, Script } from './client.js';
+import type { RedisArg, RedisClient, Script } from './client.js';
 
-/**
- * Lua shared by the presence scripts. ARGV[1] is always the key prefix: every presence key is named
- * here and nowhere else, since the sweep names keys from what it finds. Like the webhook queue,
- * presence lives on one Redis; hash tags still keep each user's, room's and node's keys together.
- *
- * Keys (after the prefix):
- * - `pr:u:{<app>:<user>}` set of the user's open pages;
- * - `pr:off` zset of `<app>:<user>` by when their `user.offline` falls due (no page open);
- * - `pr:r:{<app>:<room>}` set of the pages in the room (occupancy);
- * - a presence room: `pr:m:{<app>:<room>}:order` zset of user ids by the presence sequence number
- *   they joined at (a page of members after a cursor is one ZRANGEBYSCORE), `:info` hash user ->
- *   member JSON, `:count` hash user -> pages holding them, `:pages` hash page -> user;
- * - `pr:au:{<app>}` zset (all scores 0, so in byte order) of the app's users with a page open, and
- *   `pr:ar:{<app>}` of its rooms with a page in them: kept in the same scripts that open and close
- *   pages and seat them, so listing an app's users or rooms reads one key and never scans;
- * - `pr:mseq` the presence sequence: INCR at every member change of any room (MemberCount);
- * - `pr:n:{<node>}` set of the node's pages that hold something; `pr:g:{<node>}:<page>` set of what
- *   one page holds: `u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>` (names
- *   hold no control characters);
- * - `pr:s:{<node>}` the pages of a dead node still to sweep, set apart from `pr:n:{<node>}` by the
- *   first sweep of each lapse; `pr:e:{<node>}` the last lapse set apart (NodeClaim's `lapse`), so
- *   each lapse does it once (the node leases and their claims are NodeStore's).
- * A page's node is its id up to the first '.' (`<node>.<n>`; an id without one is its own node).
+/*
+ * Presence keys (after the prefix), each under the hash tag of the one thing it counts, so every
+ * script runs in one Redis Cluster slot and is given every key it touches:
+ * - a user, `{<app>:<user>}`: `pr:u:` set of the user's open pages; `pr:o:` when their
+ *   `user.offline` falls due (no page open, not yet handed out). User online/offline is decided here.
+ * - a room, `{<app>:<room>}` (the tag of its history keys): `pr:r:` set of the pages in the room
+ *   (occupancy); presence `pr:m:{...}:pages` hash page -> user, `:count` hash user -> pages holding
+ *   them, `:order` zset of users by the sequence number they joined at, `:info` hash user -> member
+ *   JSON, `:seq` the room's last sequence number. Occupied/vacated and joined/left are decided here.
+ * - a node, `{<node>}` (a page's node is its id up to the first '.'): `pr:g:{<node>}:<page>` set of
+ *   what one page holds (`u\0<app>\0<user>`, `r\0<app>\0<room>`, `m\0<app>\0<room>\0<user>`; names
+ *   hold no control characters); `pr:n:` set of its pages that hold something; `pr:s:` the pages of a
+ *   lapse still to sweep, `pr:e:` the last lapse set apart (NodeClaim's `lapse`); `pr:f:` zset of
+ *   `<app>\0<user>` by when their offline falls due (a hint: the user's `pr:o:` decides); `pr:l:`
+ *   zset (scores 0, byte order) of the `u` and `r` entries its pages hold and `pr:c:` hash of how
+ *   many of its pages hold each: the node's part of the listings of an app's users and rooms.
+ * - `pr:nodes`: zset of the nodes above by when they last registered (Redis's clock), so the offline
+ *   poll and the listings find every node's keys. A node registers at most every 30 s, before it
+ *   writes: no key every page or join touches.
+ * A step that spans slots is ordered so that a crash in between leaves work that the node's own check
+ * (closePages) or the sweep of its lapse finishes: the page's record under its node is written first,
+ * then the room or user step, and the record is cleared last (in the script that writes the offline
+ * hint). Those steps are each idempotent and answer a departure once, so repeating them is safe.
  */
-const PRESENCE_LUA = `
-local P = ARGV[1]
-local SEP = string.char(0)
-local OFF, MSEQ = P .. 'pr:off', P .. 'pr:mseq'
-local function ukey(app, user) return P .. 'pr:u:{' .. app .. ':' .. user .. '}' end
-local function rkey(app, room) return P .. 'pr:r:{' .. app .. ':' .. room .. '}' end
-local function aukey(app) return P .. 'pr:au:{' .. app .. '}' end
-local function arkey(app) return P .. 'pr:ar:{' .. app .. '}' end
-local function mkey(app, room, part) return P .. 'pr:m:{' .. app .. ':' .. room .. '}:' .. part end
-local function nkey(node) return P .. 'pr:n:{' .. node .. '}' end
-local function skey(node) return P .. 'pr:s:{' .. node .. '}' end
-local function ekey(node) return P .. 'pr:e:{' .. node .. '}' end
-local function gkey(node, page) return P .. 'pr:g:{' .. node .. '}:' .. page end
-local function node_of(page)
-  local dot = string.find(page, '.', 1, true)
-  if dot then return string.sub(page, 1, dot - 1) end
-  return page
-end
 
--- Records what a page holds under its node, so a sweep finds it.
-local function hold(page, entry)
-  local node = node_of(page)
-  redis.call('sadd', gkey(node, page), entry)
-  redis.call('sadd', nkey(node), page)
-end
+// ---- A room's slot. KEYS: pages, count, order, info, seq, occupancy (roomKeys).
 
-local function release(page, entry)
-  local node = node_of(page)
-  local g = gkey(node, page)
-  redis.call('srem', g, entry)
-  if redis.call('exists', g) == 0 then redis.call('srem', nkey(node), page) end
+const ROOM_LUA = `
+local PAGES, COUNT, ORDER, INFO, SEQ, OCC = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+-- The next number of the room's sequence: above its last one and above the shard's clock in
+-- microseconds, so it still rises after the room emptied and its sequence key expired.
+local function seq_next()
+  local t = redis.call('time')
+  local last = tonumber(redis.call('get', SEQ) or '0')
+  local n = string.format('%.0f', math.max(last + 1, tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  redis.call('set', SEQ, n, 'PX', 3600000)
+  return n
 end
-
--- The closes, shared by the calls and the sweep: each acts only if the page was still there.
-local function close_page(app, user, page, now, delay)
-  local k = ukey(app, user)
-  if redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0 then
-    redis.call('zadd', OFF, now + delay, app .. ':' .. user)
-    redis.call('zrem', aukey(app), user)
-  end
-end
-
-local function exit_room(app, room, page)
-  local k = rkey(app, room)
-  if redis.call('srem', k, page) == 1 and redis.call('exists', k) == 0 then
-    redis.call('zrem', arkey(app), room)
-    return true
-  end
-  return false
-end
-
--- Answers the member's JSON when it was the user's last page there, else false.
-local function leave_room(app, room, user, page)
-  local pages = mkey(app, room, 'pages')
-  if redis.call('hget', pages, page) ~= user then return false end
-  redis.call('hdel', pages, page)
-  local count = mkey(app, room, 'count')
-  if redis.call('hincrby', count, user, -1) > 0 then return false end
-  local info = mkey(app, room, 'info')
-  local member = redis.call('hget', info, user)
-  redis.call('hdel', count, user)
-  redis.call('hdel', info, user)
-  redis.call('zrem', mkey(app, room, 'order'), user)
-  redis.call('incr', MSEQ)
+-- Answers the member's JSON when it was the user's last page in the room, else false.
+local function leave(page, user)
+  if redis.call('hget', PAGES, page) ~= user then return false end
+  redis.call('hdel', PAGES, page)
+  if redis.call('hincrby', COUNT, user, -1) > 0 then return false end
+  local member = redis.call('hget', INFO, user)
+  redis.call('hdel', COUNT, user)
+  redis.call('hdel', INFO, user)
+  redis.call('zrem', ORDER, user)
+  seq_next()
   return member or cjson.encode({user = user})
 end
-
-local function split(text)
-  local parts, from = {}, 1
-  while true do
-    local at = string.find(text, SEP, from, true)
-    if not at then parts[#parts + 1] = string.sub(text, from); return parts end
-    parts[#parts + 1] = string.sub(text, from, at - 1)
-    from = at + 1
-  end
-end
-
--- Closes what one page still holds as its close would (presence rooms, rooms, then the user), adding
--- kind, app, room, member JSON per departure to out ('l' member left, 'v' room vacated).
-local function close_held(node, page, now, delay, out)
-  local g = gkey(node, page)
-  local held = {u = {}, r = {}, m = {}}
-  for _, entry in ipairs(redis.call('smembers', g)) do
-    local parts = split(entry)
-    local list = held[parts[1]]
-    if list then list[#list + 1] = parts end
-  end
-  redis.call('del', g)
-  for _, e in ipairs(held.m) do
-    local member = leave_room(e[2], e[3], e[4], page)
-    if member then
-      out[#out + 1] = 'l'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = member
-    end
-  end
-  for _, e in ipairs(held.r) do
-    if exit_room(e[2], e[3], page) then
-      out[#out + 1] = 'v'; out[#out + 1] = e[2]; out[#out + 1] = e[3]; out[#out + 1] = ''
-    end
-  end
-  for _, e in ipairs(held.u) do close_page(e[2], e[3], page, now, delay) end
+local function exit_room(page)
+  return redis.call('srem', OCC, page) == 1 and redis.call('exists', OCC) == 0
 end
 `;
 
-// ARGV: prefix, app, user, page. 1 when the user had no page and no offline pending.
-const OPENED_LUA = `${PRESENCE_LUA}
-local app, user, page = ARGV[2], ARGV[3], ARGV[4]
-local k = ukey(app, user)
-local fresh = redis.call('exists', k) == 0 and not redis.call('zscore', OFF, app .. ':' .. user)
-redis.call('sadd', k, page)
-redis.call('zadd', aukey(app), 0, user)
-redis.call('zrem', OFF, app .. ':' .. user)
-hold(page, 'u' .. SEP .. app .. SEP .. user)
-if fresh then return 1 end
-return 0`;
-
-// ARGV: prefix, app, user, page, now, offline delay.
-const CLOSED_LUA = `${PRESENCE_LUA}
-local app, user, page = ARGV[2], ARGV[3], ARGV[4]
-close_page(app, user, page, tonumber(ARGV[5]), tonumber(ARGV[6]))
-release(page, 'u' .. SEP .. app .. SEP .. user)
-return 1`;
-
-// ARGV: prefix, now, limit. Answers app, user, app, user, ...
-const TAKE_LUA = `${PRESENCE_LUA}
-local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out = {}
-while #out < 2 * limit do
-  local due = redis.call('zrangebyscore', OFF, '-inf', now, 'LIMIT', 0, limit - #out / 2)
-  if #due == 0 then break end
-  for _, m in ipairs(due) do
-    redis.call('zrem', OFF, m)
-    local colon = string.find(m, ':', 1, true)
-    local app, user = string.sub(m, 1, colon - 1), string.sub(m, colon + 1)
-    -- A page that opened since cancelled the offline (pageOpened takes it out too).
-    if redis.call('exists', ukey(app, user)) == 0 then
-      out[#out + 1] = app
-      out[#out + 1] = user
-    end
-  end
-end
-return out`;
-
-// ARGV: prefix, app, now, users... Answers 1 or 0 per user.
-const ONLINE_LUA = `${PRESENCE_LUA}
-local app, now = ARGV[2], tonumber(ARGV[3])
-local out = {}
-for n = 4, #ARGV do
-  local user = ARGV[n]
-  local on = redis.call('exists', ukey(app, user)) == 1
-  if not on then
-    local at = redis.call('zscore', OFF, app .. ':' .. user)
-    on = at ~= false and now < tonumber(at)
-  end
-  out[#out + 1] = on and 1 or 0
-end
-return out`;
-
-// ARGV: prefix, app, user. How many pages the user has open.
-const USER_PAGES_LUA = `${PRESENCE_LUA}
-return redis.call('scard', ukey(ARGV[2], ARGV[3]))`;
-
-// ARGV: prefix, app, room, page.
-const ENTER_LUA = `${PRESENCE_LUA}
-local app, room, page = ARGV[2], ARGV[3], ARGV[4]
-local k = rkey(app, room)
-local first = redis.call('sadd', k, page) == 1 and redis.call('scard', k) == 1
-redis.call('zadd', arkey(app), 0, room)
-hold(page, 'r' .. SEP .. app .. SEP .. room)
+// ARGV: page. 1 when the room had no page.
+const ENTER_LUA = `${ROOM_LUA}
+local first = redis.call('sadd', OCC, ARGV[1]) == 1 and redis.call('scard', OCC) == 1
 if first then return 1 end
 return 0`;
 
-// ARGV: prefix, app, room, page.
-const EXIT_LUA = `${PRESENCE_LUA}
-local app, room, page = ARGV[2], ARGV[3], ARGV[4]
-local last = exit_room(app, room, page)
-release(page, 'r' .. SEP .. app .. SEP .. room)
-if last then return 1 end
+// ARGV: page. 1 when it was the room's last page.
+const EXIT_LUA = `${ROOM_LUA}
+if exit_room(ARGV[1]) then return 1 end
 return 0`;
 
-// ARGV: prefix, app, room, user, page, member JSON. A new member goes after the newest.
-const JOIN_LUA = `${PRESENCE_LUA}
-local app, room, user, page = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-if redis.call('hsetnx', mkey(app, room, 'pages'), page, user) == 0 then return 0 end
-hold(page, 'm' .. SEP .. app .. SEP .. room .. SEP .. user)
-if redis.call('hincrby', mkey(app, room, 'count'), user, 1) > 1 then return 0 end
-redis.call('zadd', mkey(app, room, 'order'), redis.call('incr', MSEQ), user)
-redis.call('hset', mkey(app, room, 'info'), user, ARGV[6])
+// ARGV: page, user, member JSON. A new member goes after the newest.
+const JOIN_LUA = `${ROOM_LUA}
+local page, user = ARGV[1], ARGV[2]
+if redis.call('hsetnx', PAGES, page, user) == 0 then return 0 end
+if redis.call('hincrby', COUNT, user, 1) > 1 then return 0 end
+redis.call('zadd', ORDER, seq_next(), user)
+redis.call('hset', INFO, user, ARGV[3])
 return 1`;
 
-// ARGV: prefix, app, room, user, page.
-const LEAVE_LUA = `${PRESENCE_LUA}
-local app, room, user, page = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local member = leave_room(app, room, user, page)
-release(page, 'm' .. SEP .. app .. SEP .. room .. SEP .. user)
-if member then return 1 end
+// ARGV: page, user.
+const LEAVE_LUA = `${ROOM_LUA}
+if leave(ARGV[1], ARGV[2]) then return 1 end
 return 0`;
 
-// ARGV: prefix, app, room, first rank, last rank (-1: the end). Answers member JSONs in join order.
-const MEMBERS_LUA = `${PRESENCE_LUA}
-local app, room = ARGV[2], ARGV[3]
-local users = redis.call('zrange', mkey(app, room, 'order'), ARGV[4], ARGV[5])
+// ARGV: page, user ('' when the page is no member), '1' when it has a seat. What a page's close does
+// in one room, member first: answers the member JSON when it left ('' else), 1 when the room was vacated.
+const CLOSE_ROOM_LUA = `${ROOM_LUA}
+local out = {'', 0}
+if ARGV[2] ~= '' then out[1] = leave(ARGV[1], ARGV[2]) or '' end
+if ARGV[3] == '1' and exit_room(ARGV[1]) then out[2] = 1 end
+return out`;
+
+// ARGV: first rank, last rank (-1: the end). Answers member JSONs in join order.
+const MEMBERS_LUA = `${ROOM_LUA}
+local users = redis.call('zrange', ORDER, ARGV[1], ARGV[2])
 if #users == 0 then return {} end
-local infos = redis.call('hmget', mkey(app, room, 'info'), unpack(users))
+local infos = redis.call('hmget', INFO, unpack(users))
 for n, user in ipairs(users) do
   if not infos[n] then infos[n] = cjson.encode({user = user}) end
 end
 return infos`;
 
-// ARGV: prefix, app, room, after (a sequence number), limit. Answers count, presence sequence, 1 when
-// more members follow (else 0), then user, sequence number, member JSON per member, in join order.
-const PAGE_LUA = `${PRESENCE_LUA}
-local app, room, limit = ARGV[2], ARGV[3], tonumber(ARGV[5])
-local order = mkey(app, room, 'order')
-local out = {redis.call('zcard', order), tonumber(redis.call('get', MSEQ) or '0'), 0}
-local found = redis.call('zrangebyscore', order, '(' .. ARGV[4], '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
+// ARGV: after (a sequence number), limit. Answers count, sequence, 1 when more members follow (else
+// 0), then user, sequence number, member JSON per member, in join order.
+const PAGE_LUA = `${ROOM_LUA}
+local limit = tonumber(ARGV[2])
+local out = {redis.call('zcard', ORDER), redis.call('get', SEQ) or '0', 0}
+local found = redis.call('zrangebyscore', ORDER, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
 local n = math.min(limit, #found / 2)
 if #found / 2 > limit then out[3] = 1 end
 if n == 0 then return out end
 local users = {}
 for i = 1, n do users[i] = found[2 * i - 1] end
-local infos = redis.call('hmget', mkey(app, room, 'info'), unpack(users))
+local infos = redis.call('hmget', INFO, unpack(users))
 for i = 1, n do
   out[#out + 1] = users[i]
   out[#out + 1] = found[2 * i]
@@ -265,53 +132,114 @@ for i = 1, n do
 end
 return out`;
 
-// ARGV: prefix, app, room. Answers the room's count and the presence sequence.
-const COUNT_LUA = `${PRESENCE_LUA}
-return {redis.call('zcard', mkey(ARGV[2], ARGV[3], 'order')), tonumber(redis.call('get', MSEQ) or '0')}`;
+// Answers the room's member count and sequence.
+const COUNT_LUA = `${ROOM_LUA}
+return {redis.call('zcard', ORDER), redis.call('get', SEQ) or '0'}`;
 
-// ARGV: prefix, app, 'u' (users) or 'r' (rooms), limit, the ZRANGEBYLEX min, name prefix ('' any).
-// Answers 1 when more follow (else 0), then per name in byte order: the name,
-// its pages, and for rooms its presence members.
-const LIST_LUA = `${PRESENCE_LUA}
-local app, users, limit, min, start = ARGV[2], ARGV[3] == 'u', tonumber(ARGV[4]), ARGV[5], ARGV[6]
-local index = users and aukey(app) or arkey(app)
-local max = '+'
--- No UTF-8 text holds byte 255: every name that starts with the prefix sorts before this.
-if start ~= '' then max = '(' .. start .. string.char(255) end
-local out = {0}
-local offset, found = 0, 0
-while found <= limit do
-  local names = redis.call('zrangebylex', index, min, max, 'LIMIT', offset, limit + 1 - found)
-  if #names == 0 then break end
-  for _, name in ipairs(names) do
-    local pages = redis.call('scard', users and ukey(app, name) or rkey(app, name))
-    if pages == 0 then
-      -- Left behind by a node that ran an older script (an upgrade): dropped as it is found.
-      redis.call('zrem', index, name)
-    else
-      found = found + 1
-      if found > limit then
-        out[1] = 1
-        break
-      end
-      offset = offset + 1
-      out[#out + 1] = name
-      out[#out + 1] = pages
-      if not users then out[#out + 1] = redis.call('zcard', mkey(app, name, 'order')) end
-    end
+// Answers the room's pages and members (a listing).
+const ROOM_SIZE_LUA = `${ROOM_LUA}
+return {redis.call('scard', OCC), redis.call('zcard', ORDER)}`;
+
+// ---- A user's slot. KEYS: pages, offline due (userKeys).
+
+// ARGV: page. 1 when the user had no page and no offline pending (user.online).
+const OPENED_LUA = `
+local fresh = redis.call('exists', KEYS[1]) == 0 and redis.call('exists', KEYS[2]) == 0
+redis.call('sadd', KEYS[1], ARGV[1])
+redis.call('del', KEYS[2])
+if fresh then return 1 end
+return 0`;
+
+// ARGV: page, now, offline delay. The user's last page sets when their offline falls due; answers
+// that time while it is pending and they have no page ('' else), also to a close repeated after a
+// crash, so the hint is written whichever close gets through.
+const CLOSED_LUA = `
+if redis.call('srem', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then
+  redis.call('set', KEYS[2], string.format('%.0f', tonumber(ARGV[2]) + tonumber(ARGV[3])))
+end
+if redis.call('exists', KEYS[1]) == 1 then return '' end
+return redis.call('get', KEYS[2]) or ''`;
+
+// ARGV: now. 1 when the user's offline is due and handed to this caller (once).
+const CLAIM_LUA = `
+if redis.call('exists', KEYS[1]) == 1 then return 0 end
+local at = redis.call('get', KEYS[2])
+if not at or tonumber(at) > tonumber(ARGV[1]) then return 0 end
+redis.call('del', KEYS[2])
+return 1`;
+
+// KEYS: pages, offline due of each user (one slot). ARGV: now. Answers 1 or 0 per user.
+const ONLINE_LUA = `
+local now, out = tonumber(ARGV[1]), {}
+for i = 1, #KEYS, 2 do
+  local on = redis.call('exists', KEYS[i]) == 1
+  if not on then
+    local at = redis.call('get', KEYS[i + 1])
+    on = at ~= false and now < tonumber(at)
   end
+  out[#out + 1] = on and 1 or 0
 end
 return out`;
 
-// ARGV: prefix, node, lapse, now, pages per chunk, offline delay. Closes up to that many pages of the
-// (dead) node as their own closes would (per page: presence rooms, rooms, then the user); answers 1
-// when the node has none left (else 0), then kind, app, room, member JSON per departure ('l' member
-// left, 'v' room vacated). The first chunk of each lapse sets the node's pages apart: should the node
-// still be alive (it renews again), what it opens from then on is counted apart from what is swept.
-const SWEEP_LUA = `${PRESENCE_LUA}
-local node, lapse, now, count, delay = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local n, s, e = nkey(node), skey(node), ekey(node)
-if tonumber(redis.call('get', e) or '0') < lapse then
+// ---- A node's slot.
+
+// KEYS: pages (n), listing counts (c), listing (l), the page's record (g). ARGV: page, entry.
+const HOLD_LUA = `
+local kind = string.sub(ARGV[2], 1, 1)
+if redis.call('sadd', KEYS[4], ARGV[2]) == 1 and (kind == 'u' or kind == 'r') then
+  if redis.call('hincrby', KEYS[2], ARGV[2], 1) == 1 then redis.call('zadd', KEYS[3], 0, ARGV[2]) end
+end
+redis.call('sadd', KEYS[1], ARGV[1])
+return 1`;
+
+// KEYS: pages (n), swept (s), listing counts (c), listing (l), offline hints (f), then each page's
+// record (g). ARGV: '1' when the pages are closed for good (a sweep, closePages: out of the set being
+// swept), hint count, (due, app\0user) per hint, then per page: page, entry count, its entries.
+// Writes the hints, then takes out of each record what its room and user steps ended. Answers how
+// many pages are still to sweep.
+const FINISH_LUA = `
+local N, S, C, L, F = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local closed = ARGV[1] == '1'
+local at = 3
+for _ = 1, tonumber(ARGV[2]) do
+  redis.call('zadd', F, ARGV[at], ARGV[at + 1])
+  at = at + 2
+end
+for k = 6, #KEYS do
+  local g, page, count = KEYS[k], ARGV[at], tonumber(ARGV[at + 1])
+  at = at + 2
+  for _ = 1, count do
+    local entry = ARGV[at]
+    at = at + 1
+    local kind = string.sub(entry, 1, 1)
+    if redis.call('srem', g, entry) == 1 and (kind == 'u' or kind == 'r') then
+      if redis.call('hincrby', C, entry, -1) <= 0 then
+        redis.call('hdel', C, entry)
+        redis.call('zrem', L, entry)
+      end
+    end
+  end
+  -- What the page holds since (a live node after all) put it in N again.
+  if closed then redis.call('srem', S, page) end
+  if redis.call('exists', g) == 0 then
+    redis.call('srem', N, page)
+    redis.call('srem', S, page)
+  end
+end
+return redis.call('scard', S)`;
+
+// KEYS: records (g) of pages of one node. Answers the entries of each.
+const READ_LUA = `
+local out = {}
+for i, g in ipairs(KEYS) do out[i] = redis.call('smembers', g) end
+return out`;
+
+// KEYS: pages (n), swept (s), lapse (e). ARGV: lapse, pages per chunk. The first chunk of each lapse
+// sets the node's pages apart: should the node still be alive (it renews again), what it opens from
+// then on is counted apart from what is swept. Answers up to that many pages still to sweep.
+const SWEEP_LUA = `
+local n, s, e = KEYS[1], KEYS[2], KEYS[3]
+if tonumber(redis.call('get', e) or '0') < tonumber(ARGV[1]) then
   if redis.call('exists', n) == 1 then
     if redis.call('exists', s) == 1 then
       redis.call('sunionstore', s, s, n)
@@ -321,29 +249,67 @@ if tonumber(redis.call('get', e) or '0') < lapse then
     end
   end
   -- Kept past any sweep of this lapse (a re-claim must not set apart again what the node opened since).
-  redis.call('set', e, lapse, 'PX', 604800000)
+  redis.call('set', e, ARGV[1], 'PX', 604800000)
 end
-local out = {0}
-for _, page in ipairs(redis.call('spop', s, count)) do close_held(node, page, now, delay, out) end
-if redis.call('exists', s) == 0 then out[1] = 1 end
-return out`;
+return redis.call('srandmember', s, tonumber(ARGV[2]))`;
 
-// ARGV: prefix, now, offline delay, pages... Closes what each page still holds, wherever it is
-// counted (its node's set, or the set of a node being swept); answers as CHUNK_LUA, without the flag.
-const CLOSE_PAGES_LUA = `${PRESENCE_LUA}
-local now, delay = tonumber(ARGV[2]), tonumber(ARGV[3])
-local out = {}
-for n = 4, #ARGV do
-  local page = ARGV[n]
-  local node = node_of(page)
-  redis.call('srem', nkey(node), page)
-  redis.call('srem', skey(node), page)
-  close_held(node, page, now, delay, out)
+// KEYS: offline hints (f). ARGV: now, limit, lease end. Leases up to limit hints that are due (until
+// the lease ends nobody else takes them; a caller that dies leaves them to the next), answers them and
+// the earliest score left ('' none).
+const TAKE_LUA = `
+local due = redis.call('zrangebyscore', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, m in ipairs(due) do redis.call('zadd', KEYS[1], ARGV[3], m) end
+local first = redis.call('zrange', KEYS[1], 0, 0, 'WITHSCORES')
+return {due, first[2] or ''}`;
+
+// KEYS: offline hints (f). ARGV: lease end, hints... Removes the hints still under that lease (a
+// later close of the same user wrote a new one: kept).
+const DONE_LUA = `
+for i = 2, #ARGV do
+  local score = redis.call('zscore', KEYS[1], ARGV[i])
+  if score and tonumber(score) == tonumber(ARGV[1]) then redis.call('zrem', KEYS[1], ARGV[i]) end
 end
-return out`;
+return 1`;
 
+// KEYS: n, s, f, l. 1 when the node keeps nothing here.
+const EMPTY_LUA = `
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) == 0 then return 1 end
+return 0`;
+
+// ---- The registry of nodes (one low-rate key). KEYS: registry.
+
+const REDIS_MS = `
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+// ARGV: node.
+const REGISTER_LUA = `${REDIS_MS}
+redis.call('zadd', KEYS[1], string.format('%.0f', now), ARGV[1])
+return 1`;
+
+// Answers Redis's clock (ms), then node, registered at, per node.
+const REGISTRY_LUA = `${REDIS_MS}
+return {string.format('%.0f', now), redis.call('zrange', KEYS[1], 0, -1, 'WITHSCORES')}`;
+
+// ARGV: node, registered before. Forgets the node unless it registered again since.
+const UNREGISTER_LUA = `
+local at = redis.call('zscore', KEYS[1], ARGV[1])
+if at and tonumber(at) < tonumber(ARGV[2]) then redis.call('zrem', KEYS[1], ARGV[1]) end
+return 1`;
+
+/** How often a node registers again, at most (before it writes under its keys). */
+const REGISTER_EVERY_MS = 30_000;
+/** A node that has not registered for this long and keeps nothing is forgotten. */
+const FORGET_AFTER_MS = 10 * 60_000;
+/** Stale nodes checked per registry read at most. */
+const FORGET_AT_ONCE = 10;
+/** How long a taker holds offline hints it took before another may take them (it died). */
+const TAKE_LEASE_MS = 30_000;
 /** Members per SSCAN step of a node's pages. */
 const SCAN_COUNT = 500;
+/** Entries of the in-process caches (nodes registered, nodes read) before they start over. */
+const CACHE_BOUND = 10_000;
 
 export interface RedisPresenceOptions {
   /** How long a user stays online after their last page closed. */
@@ -364,107 +330,346 @@ function toMember(json: string): Member {
   return { user: '' };
 }
 
+const SEP = '\u0000';
+
+/** What a page holds, as recorded under its node. */
+type Held =
+  | { kind: 'u'; app: string; user: string }
+  | { kind: 'r'; app: string; room: string }
+  | { kind: 'm'; app: string; room: string; user: string };
+
+function entryOf(held: Held): string {
+  if (held.kind === 'u') return ['u', held.app, held.user].join(SEP);
+  if (held.kind === 'r') return ['r', held.app, held.room].join(SEP);
+  return ['m', held.app, held.room, held.user].join(SEP);
+}
+
+function heldOf(entry: string): Held | undefined {
+  const [kind, app = '', a = '', b = ''] = entry.split(SEP);
+  if (kind === 'u') return { kind, app, user: a };
+  if (kind === 'r') return { kind, app, room: a };
+  if (kind === 'm') return { kind, app, room: a, user: b };
+  return undefined;
+}
+
+interface NodeKeys {
+  n: string;
+  s: string;
+  e: string;
+  f: string;
+  l: string;
+  c: string;
+}
+
+/** One page to take out of what it holds: the entries of its record that were read. */
+interface Closing {
+  page: string;
+  entries: string[];
+}
+
 /**
- * Who is where, over every node sharing one Redis. Every call is one script, so an answer that starts
- * a webhook event (first page, last page, a claimed offline, a swept departure) reaches one caller.
- * A dead node's pages are closed by `sweepNode`, one chunk per script: a page is taken from the
- * node's set in the same script that closes it, so a sweeper that dies between chunks leaves the
- * rest for a later sweep and no departure is answered twice.
+ * Who is where, over every node sharing Redis (one, or a Redis Cluster). Each decision that starts a
+ * webhook event is one script in the slot of what it is about (a user's first or last page: the
+ * user's; occupied, vacated, joined, left: the room's), so it reaches one caller. What a page holds is
+ * recorded under its node before, and cleared after, so a page whose close did not finish is closed
+ * by the node's own check (closePages) or by the sweep of the node's lapse (sweepNode), each step
+ * again, and no departure is answered twice.
  */
 export class RedisPresenceStore implements PresenceStore {
   readonly #client: RedisClient;
   readonly #delay: number;
-  readonly #opened: Script;
-  readonly #closed: Script;
-  readonly #take: Script;
-  readonly #online: Script;
-  readonly #userPages: Script;
-  readonly #enter: Script;
-  readonly #exit: Script;
-  readonly #join: Script;
-  readonly #leave: Script;
-  readonly #members: Script;
-  readonly #page: Script;
-  readonly #count: Script;
-  readonly #list: Script;
-  readonly #sweep: Script;
-  readonly #closePages: Script;
+  readonly #registry: string;
+  readonly #scripts: Record<
+    | 'enter'
+    | 'exit'
+    | 'join'
+    | 'leave'
+    | 'closeRoom'
+    | 'members'
+    | 'page'
+    | 'count'
+    | 'roomSize'
+    | 'opened'
+    | 'closed'
+    | 'claim'
+    | 'online'
+    | 'hold'
+    | 'finish'
+    | 'read'
+    | 'sweep'
+    | 'take'
+    | 'done'
+    | 'empty'
+    | 'register'
+    | 'registry'
+    | 'unregister',
+    Script
+  >;
+  /** Nodes this store registered, by when (performance.now()). */
+  readonly #registered = new Map<string, number>();
+  /** The registry as last read by the offline poll, at which time (the caller's). */
+  #known: { at: number; nodes: Set<string> } | undefined;
+  /**
+   * Per node, when the poll read its offline hints (the caller's time) and when it must read them
+   * again: at their earliest due, or a delay after the read, since a hint written after the read falls
+   * due a whole delay after its close.
+   */
+  readonly #polled = new Map<string, { at: number; next: number }>();
 
   constructor(client: RedisClient, options: RedisPresenceOptions = {}) {
     this.#client = client;
     this.#delay = options.offlineDelayMs ?? LIMITS.offlineDelayMs;
-    this.#opened = client.script('rtPresenceOpened', OPENED_LUA);
-    this.#closed = client.script('rtPresenceClosed', CLOSED_LUA);
-    this.#take = client.script('rtPresenceTake', TAKE_LUA);
-    this.#online = client.script('rtPresenceOnline', ONLINE_LUA);
-    this.#userPages = client.script('rtPresenceUserPages', USER_PAGES_LUA);
-    this.#enter = client.script('rtPresenceEnter', ENTER_LUA);
-    this.#exit = client.script('rtPresenceExit', EXIT_LUA);
-    this.#join = client.script('rtPresenceJoin', JOIN_LUA);
-    this.#leave = client.script('rtPresenceLeave', LEAVE_LUA);
-    this.#members = client.script('rtPresenceMembers', MEMBERS_LUA);
-    this.#page = client.script('rtPresencePage', PAGE_LUA);
-    this.#count = client.script('rtPresenceCount', COUNT_LUA);
-    this.#list = client.script('rtPresenceList', LIST_LUA);
-    this.#sweep = client.script('rtPresenceSweep', SWEEP_LUA);
-    this.#closePages = client.script('rtPresenceClosePages', CLOSE_PAGES_LUA);
+    this.#registry = client.key('pr:nodes');
+    const s = (name: string, lua: string) => client.script(`rtPresence${name}`, lua);
+    this.#scripts = {
+      enter: s('Enter', ENTER_LUA),
+      exit: s('Exit', EXIT_LUA),
+      join: s('Join', JOIN_LUA),
+      leave: s('Leave', LEAVE_LUA),
+      closeRoom: s('CloseRoom', CLOSE_ROOM_LUA),
+      members: s('Members', MEMBERS_LUA),
+      page: s('Page', PAGE_LUA),
+      count: s('Count', COUNT_LUA),
+      roomSize: s('RoomSize', ROOM_SIZE_LUA),
+      opened: s('Opened', OPENED_LUA),
+      closed: s('Closed', CLOSED_LUA),
+      claim: s('Claim', CLAIM_LUA),
+      online: s('Online', ONLINE_LUA),
+      hold: s('Hold', HOLD_LUA),
+      finish: s('Finish', FINISH_LUA),
+      read: s('Read', READ_LUA),
+      sweep: s('Sweep', SWEEP_LUA),
+      take: s('Take', TAKE_LUA),
+      done: s('Done', DONE_LUA),
+      empty: s('Empty', EMPTY_LUA),
+      register: s('Register', REGISTER_LUA),
+      registry: s('Registry', REGISTRY_LUA),
+      unregister: s('Unregister', UNREGISTER_LUA),
+    };
   }
 
-  get #prefix(): string {
-    return this.#client.prefix;
+  #roomKeys(app: string, room: string): string[] {
+    const tag = `{${app}:${room}}`;
+    const m = this.#client.key(`pr:m:${tag}:`);
+    return [`${m}pages`, `${m}count`, `${m}order`, `${m}info`, `${m}seq`, this.#client.key(`pr:r:${tag}`)];
   }
 
-  async pageOpened(app: string, user: string, page: string): Promise<boolean> {
-    return (await this.#opened([], [this.#prefix, app, user, page])) === 1;
+  #userKeys(app: string, user: string): string[] {
+    const tag = `{${app}:${user}}`;
+    return [this.#client.key(`pr:u:${tag}`), this.#client.key(`pr:o:${tag}`)];
+  }
+
+  #nodeKeys(node: string): NodeKeys {
+    const key = (part: string) => this.#client.key(`pr:${part}:{${node}}`);
+    return { n: key('n'), s: key('s'), e: key('e'), f: key('f'), l: key('l'), c: key('c') };
+  }
+
+  #record(node: string, page: string): string {
+    return this.#client.key(`pr:g:{${node}}:${page}`);
+  }
+
+  /** Registers the node before anything is written under its keys (at most every REGISTER_EVERY_MS). */
+  async #register(node: string): Promise<void> {
+    const at = this.#registered.get(node);
+    const now = performance.now();
+    if (at !== undefined && now - at < REGISTER_EVERY_MS) return;
+    await this.#scripts.register([this.#registry], [node]);
+    if (this.#registered.size >= CACHE_BOUND) this.#registered.clear();
+    this.#registered.set(node, now);
+    this.#known?.nodes.add(node);
+  }
+
+  /** Step one of what a page takes: its record under its node. */
+  async #hold(page: string, held: Held): Promise<void> {
+    const node = nodeOfPage(page);
+    await this.#register(node);
+    const keys = this.#nodeKeys(node);
+    await this.#scripts.hold([keys.n, keys.c, keys.l, this.#record(node, page)], [page, entryOf(held)]);
+  }
+
+  /**
+   * The last step of closing pages of one node: writes the offline hints, then takes out of the
+   * records what was closed. Answers how many pages of the node are still to sweep.
+   */
+  async #finish(
+    node: string,
+    closing: readonly Closing[],
+    hints: readonly [string, string][],
+    closed: boolean,
+  ): Promise<number> {
+    if (hints.length > 0) await this.#register(node);
+    const keys = this.#nodeKeys(node);
+    const args: RedisArg[] = [closed ? '1' : '0', hints.length];
+    for (const [due, user] of hints) args.push(due, user);
+    for (const { page, entries } of closing) args.push(page, entries.length, ...entries);
+    const records = closing.map(({ page }) => this.#record(node, page));
+    return Number(await this.#scripts.finish([keys.n, keys.s, keys.c, keys.l, keys.f, ...records], args));
+  }
+
+  async pageOpened(app: string, user: string, page: string, _nowMs?: number): Promise<boolean> {
+    await this.#hold(page, { kind: 'u', app, user });
+    return (await this.#scripts.opened(this.#userKeys(app, user), [page])) === 1;
   }
 
   async pageClosed(app: string, user: string, page: string, nowMs: number): Promise<void> {
-    await this.#closed([], [this.#prefix, app, user, page, nowMs, this.#delay]);
+    const due = String(await this.#scripts.closed(this.#userKeys(app, user), [page, nowMs, this.#delay]));
+    const hints: [string, string][] = due === '' ? [] : [[due, `${app}${SEP}${user}`]];
+    const entries = [entryOf({ kind: 'u', app, user })];
+    await this.#finish(nodeOfPage(page), [{ page, entries }], hints, false);
   }
 
   async takeOffline(nowMs: number, limit: number): Promise<GoneUser[]> {
     if (limit <= 0) return [];
-    const reply = strings(await this.#take([], [this.#prefix, nowMs, Math.floor(limit)]));
     const gone: GoneUser[] = [];
-    for (let i = 0; i + 1 < reply.length; i += 2) gone.push({ app: reply[i] ?? '', user: reply[i + 1] ?? '' });
+    let failure: unknown;
+    for (const node of await this.#pollNodes(nowMs)) {
+      const polled = this.#polled.get(node);
+      if (polled && nowMs >= polled.at && nowMs < polled.next) continue;
+      try {
+        const more = await this.#takeFrom(node, nowMs, limit, gone);
+        if (!more) continue;
+      } catch (error) {
+        failure ??= error;
+        continue;
+      }
+      break;
+    }
+    // What was handed out is this caller's to report, even when another node's hints failed.
+    if (gone.length === 0 && failure !== undefined) throw failure;
     return gone;
+  }
+
+  /**
+   * Takes the due offline hints of one node until `gone` holds `limit` users; answers true when it
+   * stopped at the limit (more may be due).
+   */
+  async #takeFrom(node: string, nowMs: number, limit: number, gone: GoneUser[]): Promise<boolean> {
+    const { f } = this.#nodeKeys(node);
+    for (let round = 0; round < 1000; round++) {
+      const want = limit - gone.length;
+      if (want <= 0) return true;
+      const lease = nowMs + TAKE_LEASE_MS;
+      const reply = (await this.#scripts.take([f], [nowMs, want, lease])) as [unknown, unknown];
+      const taken = strings(reply[0]);
+      const first = String(reply[1] ?? '');
+      const claims = await Promise.allSettled(
+        taken.map((hint) => {
+          const [app = '', user = ''] = hint.split(SEP);
+          return this.#scripts.claim(this.#userKeys(app, user), [nowMs]);
+        }),
+      );
+      const settled: string[] = [];
+      for (const [i, claim] of claims.entries()) {
+        if (claim.status === 'rejected') continue;
+        const hint = taken[i] ?? '';
+        settled.push(hint);
+        const [app = '', user = ''] = hint.split(SEP);
+        if (claim.value === 1) gone.push({ app, user });
+      }
+      // A hint whose claim failed stays leased: the next taker after the lease tries it again.
+      if (settled.length > 0) await this.#scripts.done([f], [lease, ...settled]);
+      const failed = claims.find((claim) => claim.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      if (taken.length < want) {
+        if (this.#polled.size >= CACHE_BOUND) this.#polled.clear();
+        const next = first === '' ? Number.POSITIVE_INFINITY : Number(first);
+        this.#polled.set(node, { at: nowMs, next: Math.min(next, nowMs + this.#delay) });
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The nodes whose hints the poll reads: the registry, read again a delay after the last read (a
+   * node registered since has no hint due before then), with those this store registered meanwhile.
+   * Forgets nodes that registered long ago and keep nothing.
+   */
+  async #pollNodes(nowMs: number): Promise<Set<string>> {
+    const known = this.#known;
+    if (known && nowMs >= known.at && nowMs < known.at + this.#delay) return known.nodes;
+    const { redisNow, nodes } = await this.#readRegistry();
+    this.#known = { at: nowMs, nodes: new Set(nodes.keys()) };
+    const stale = [...nodes].filter(([, at]) => at < redisNow - FORGET_AFTER_MS).slice(0, FORGET_AT_ONCE);
+    for (const [node] of stale) {
+      try {
+        const keys = this.#nodeKeys(node);
+        if ((await this.#scripts.empty([keys.n, keys.s, keys.f, keys.l], [])) !== 1) continue;
+        await this.#scripts.unregister([this.#registry], [node, redisNow - FORGET_AFTER_MS]);
+      } catch {
+        // Tried again at a later read: forgetting a node is housekeeping.
+      }
+    }
+    return this.#known.nodes;
+  }
+
+  async #readRegistry(): Promise<{ redisNow: number; nodes: Map<string, number> }> {
+    const reply = (await this.#scripts.registry([this.#registry], [])) as [unknown, unknown];
+    const list = strings(reply[1]);
+    const nodes = new Map<string, number>();
+    for (let i = 0; i + 1 < list.length; i += 2) nodes.set(list[i] ?? '', Number(list[i + 1]));
+    return { redisNow: Number(reply[0]), nodes };
   }
 
   async online(app: string, users: readonly string[], nowMs: number): Promise<boolean[]> {
     if (users.length === 0) return [];
-    const reply = await this.#online([], [this.#prefix, app, nowMs, ...users]);
-    return Array.isArray(reply) ? reply.map((on) => on === 1) : users.map(() => false);
+    // One script per slot: users in one slot are answered together.
+    const bySlot = new Map<number, number[]>();
+    for (const [i, user] of users.entries()) {
+      const slot = calculateSlot(`{${app}:${user}}`);
+      const list = bySlot.get(slot);
+      if (list) list.push(i);
+      else bySlot.set(slot, [i]);
+    }
+    const answer = users.map(() => false);
+    await Promise.all(
+      [...bySlot.values()].map(async (indexes) => {
+        const keys = indexes.flatMap((i) => this.#userKeys(app, users[i] ?? ''));
+        const reply = await this.#scripts.online(keys, [nowMs]);
+        if (!Array.isArray(reply)) return;
+        for (const [n, i] of indexes.entries()) answer[i] = reply[n] === 1;
+      }),
+    );
+    return answer;
   }
 
   async userPages(app: string, user: string): Promise<number> {
-    return Number(await this.#userPages([], [this.#prefix, app, user]));
+    const [pages = ''] = this.#userKeys(app, user);
+    return Number(await this.#client.call((redis) => redis.scard(pages)));
   }
 
   async enterRoom(app: string, room: string, page: string): Promise<boolean> {
-    return (await this.#enter([], [this.#prefix, app, room, page])) === 1;
+    await this.#hold(page, { kind: 'r', app, room });
+    return (await this.#scripts.enter(this.#roomKeys(app, room), [page])) === 1;
   }
 
   async exitRoom(app: string, room: string, page: string): Promise<boolean> {
-    return (await this.#exit([], [this.#prefix, app, room, page])) === 1;
+    const last = (await this.#scripts.exit(this.#roomKeys(app, room), [page])) === 1;
+    await this.#finish(nodeOfPage(page), [{ page, entries: [entryOf({ kind: 'r', app, room })] }], [], false);
+    return last;
   }
 
   async joinRoom(app: string, room: string, member: Member, page: string): Promise<boolean> {
-    return (await this.#join([], [this.#prefix, app, room, member.user, page, JSON.stringify(member)])) === 1;
+    await this.#hold(page, { kind: 'm', app, room, user: member.user });
+    const args = [page, member.user, JSON.stringify(member)];
+    return (await this.#scripts.join(this.#roomKeys(app, room), args)) === 1;
   }
 
   async leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> {
-    return (await this.#leave([], [this.#prefix, app, room, user, page])) === 1;
+    const left = (await this.#scripts.leave(this.#roomKeys(app, room), [page, user])) === 1;
+    await this.#finish(nodeOfPage(page), [{ page, entries: [entryOf({ kind: 'm', app, room, user })] }], [], false);
+    return left;
   }
 
   async members(app: string, room: string): Promise<Member[]> {
-    return strings(await this.#members([], [this.#prefix, app, room, 0, -1])).map(toMember);
+    return strings(await this.#scripts.members(this.#roomKeys(app, room), [0, -1])).map(toMember);
   }
 
   async memberPage(app: string, room: string, page: { after?: string; limit: number }): Promise<MemberPage> {
     // Cursors are sequence numbers this store gave; anything else starts from the first member.
     const after = page.after !== undefined && /^\d{1,16}$/.test(page.after) ? page.after : '0';
     const limit = Math.max(1, Math.floor(page.limit));
-    const reply = strings(await this.#page([], [this.#prefix, app, room, after, limit]));
+    const reply = strings(await this.#scripts.page(this.#roomKeys(app, room), [after, limit]));
     const answer: MemberPage = { count: Number(reply[0] ?? 0), seq: Number(reply[1] ?? 0), members: [] };
     let last: string | undefined;
     for (let i = 3; i + 2 < reply.length; i += 3) {
@@ -476,61 +681,161 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   async memberCount(app: string, room: string): Promise<MemberCount> {
-    const reply = strings(await this.#count([], [this.#prefix, app, room]));
+    const reply = strings(await this.#scripts.count(this.#roomKeys(app, room), []));
     return { count: Number(reply[0] ?? 0), seq: Number(reply[1] ?? 0) };
   }
 
   async onlineUsers(app: string, range: NameRange): Promise<{ users: OnlineUser[]; more: boolean }> {
-    const { more, rows } = await this.#listing(app, 'u', range);
-    const users: OnlineUser[] = [];
-    for (let i = 0; i + 1 < rows.length; i += 2) users.push({ user: rows[i] ?? '', pages: Number(rows[i + 1]) });
-    return { users, more };
+    const { more, names } = await this.#listing(app, 'u', range, async (user) => {
+      const [pages = ''] = this.#userKeys(app, user);
+      return [Number(await this.#client.call((redis) => redis.scard(pages)))];
+    });
+    return { users: names.map(([user, pages = 0]) => ({ user, pages })), more };
   }
 
   async occupiedRooms(app: string, range: NameRange): Promise<{ rooms: OccupiedRoom[]; more: boolean }> {
-    const { more, rows } = await this.#listing(app, 'r', range);
-    const rooms: OccupiedRoom[] = [];
-    for (let i = 0; i + 2 < rows.length; i += 3) {
-      rooms.push({ room: rows[i] ?? '', pages: Number(rows[i + 1]), members: Number(rows[i + 2]) });
-    }
-    return { rooms, more };
+    const { more, names } = await this.#listing(app, 'r', range, async (room) =>
+      strings(await this.#scripts.roomSize(this.#roomKeys(app, room), [])).map(Number),
+    );
+    return { rooms: names.map(([room, pages = 0, members = 0]) => ({ room, pages, members })), more };
   }
 
-  async #listing(app: string, kind: 'u' | 'r', range: NameRange): Promise<{ more: boolean; rows: string[] }> {
+  /**
+   * An app's users or rooms in byte order, merged from every node's listing (a name a node lists is
+   * held by one of its pages, or was until a close that is not finished): each checked in its own slot
+   * (`count`, whose first number is its pages: 0 leaves it out).
+   */
+  async #listing(
+    app: string,
+    kind: 'u' | 'r',
+    range: NameRange,
+    count: (name: string) => Promise<number[]>,
+  ): Promise<{ more: boolean; names: [string, ...number[]][] }> {
     const limit = Math.max(1, Math.floor(range.limit));
     const start = range.prefix ?? '';
+    const head = `${kind}${SEP}${app}${SEP}`;
     // The later of "after `after`" and "from the prefix on" (compared here: Lua compares by locale).
-    let min = start === '' ? '-' : `[${start}`;
-    if (range.after !== undefined && compareNames(range.after, start) >= 0) min = `(${range.after}`;
-    const args = [this.#prefix, app, kind, limit, min, start];
-    const reply = strings(await this.#list([], args));
-    return { more: reply[0] === '1', rows: reply.slice(1) };
+    let min = `[${head}${start}`;
+    if (range.after !== undefined && compareNames(range.after, start) >= 0) min = `(${head}${range.after}`;
+    // No UTF-8 text holds byte 255: every name that starts with the prefix sorts before it.
+    const max = Buffer.concat([Buffer.from(`(${head}${start}`), Buffer.from([0xff])]);
+    const { nodes } = await this.#readRegistry();
+    const listings = [...nodes.keys()].map((node) => this.#nodeKeys(node).l);
+    const found: [string, ...number[]][] = [];
+    for (let round = 0; round < 1000 && found.length <= limit; round++) {
+      const want = limit + 1 - found.length;
+      const lists = await Promise.all(
+        listings.map((key) => this.#client.call((redis) => redis.zrangebylex(key, min, max, 'LIMIT', 0, want))),
+      );
+      // Past the lowest last name of a full list, that node may hold names not read yet.
+      let cutoff: string | undefined;
+      for (const list of lists) {
+        const last = list.length === want ? list.at(-1)?.slice(head.length) : undefined;
+        if (last !== undefined && (cutoff === undefined || compareNames(last, cutoff) < 0)) cutoff = last;
+      }
+      const names = [...new Set(lists.flat().map((entry) => entry.slice(head.length)))]
+        .filter((name) => cutoff === undefined || compareNames(name, cutoff) <= 0)
+        .sort(compareNames);
+      const counts = await Promise.all(names.map(count));
+      for (const [i, name] of names.entries()) {
+        const numbers = counts[i] ?? [];
+        if ((numbers[0] ?? 0) > 0) found.push([name, ...numbers]);
+        if (found.length > limit) break;
+      }
+      if (cutoff === undefined) break;
+      min = `(${head}${cutoff}`;
+    }
+    return { more: found.length > limit, names: found.slice(0, limit) };
   }
 
   async sweepNode(claim: NodeClaim, nowMs: number, limit: number): Promise<{ departures: Departure[]; done: boolean }> {
     const count = Math.max(1, Math.floor(limit));
-    const reply = strings(await this.#sweep([], [this.#prefix, claim.node, claim.lapse, nowMs, count, this.#delay]));
-    return { departures: toDepartures(reply, 1), done: reply[0] === '1' };
+    const keys = this.#nodeKeys(claim.node);
+    const pages = strings(await this.#scripts.sweep([keys.n, keys.s, keys.e], [claim.lapse, count]));
+    if (pages.length === 0) return { departures: [], done: true };
+    const { departures, left } = await this.#closeHeld(claim.node, pages, nowMs);
+    return { departures, done: left === 0 };
   }
 
   /** SSCAN in bounded steps: a node's set can be large, and one SMEMBERS would hold Redis for all of it. */
   async nodePages(node: string): Promise<string[]> {
-    const key = this.#client.key(`pr:n:{${node}}`);
+    const { n } = this.#nodeKeys(node);
     // SSCAN may give a member twice (the set grew meanwhile): a Set keeps each once.
     const pages = new Set<string>();
     let cursor = '0';
     do {
-      const [next, batch] = await this.#client.call((redis) => redis.sscan(key, cursor, 'COUNT', SCAN_COUNT));
+      const [next, batch] = await this.#client.call((redis) => redis.sscan(n, cursor, 'COUNT', SCAN_COUNT));
       cursor = next;
       for (const page of batch) pages.add(page);
     } while (cursor !== '0');
     return [...pages];
   }
 
-  /** One script, so the departures of every page given reach this caller or none (callers give a few). */
   async closePages(pages: readonly string[], nowMs: number): Promise<Departure[]> {
-    if (pages.length === 0) return [];
-    return toDepartures(strings(await this.#closePages([], [this.#prefix, nowMs, this.#delay, ...pages])), 0);
+    const byNode = new Map<string, string[]>();
+    for (const page of new Set(pages)) {
+      const node = nodeOfPage(page);
+      const list = byNode.get(node);
+      if (list) list.push(page);
+      else byNode.set(node, [page]);
+    }
+    const closed = await Promise.all([...byNode].map(([node, list]) => this.#closeHeld(node, list, nowMs)));
+    return inOrder(closed.flatMap((c) => c.departures));
+  }
+
+  /**
+   * Closes what pages of one node still hold, as their closes would (per page: presence rooms and
+   * rooms, then the user), each in its own slot, then clears their records; answers the departures
+   * (members left before rooms were vacated) and how many pages of the node are still to sweep.
+   */
+  async #closeHeld(
+    node: string,
+    pages: readonly string[],
+    nowMs: number,
+  ): Promise<{ departures: Departure[]; left: number }> {
+    const records = pages.map((page) => this.#record(node, page));
+    const read = await this.#scripts.read(records, []);
+    const closing: Closing[] = pages.map((page, i) => ({
+      page,
+      entries: strings(Array.isArray(read) ? read[i] : []),
+    }));
+    const hints: [string, string][] = [];
+    const perPage = await Promise.all(
+      closing.map(async ({ page, entries }) => {
+        const rooms = new Map<string, { app: string; room: string; user: string; seat: boolean }>();
+        const users: { app: string; user: string }[] = [];
+        for (const held of entries.map(heldOf)) {
+          if (!held) continue;
+          if (held.kind === 'u') {
+            users.push(held);
+            continue;
+          }
+          const key = `${held.app}${SEP}${held.room}`;
+          const room = rooms.get(key) ?? { app: held.app, room: held.room, user: '', seat: false };
+          if (held.kind === 'm') room.user = held.user;
+          else room.seat = true;
+          rooms.set(key, room);
+        }
+        const ended = await Promise.all(
+          [...rooms.values()].map(async ({ app, room, user, seat }) => {
+            const reply = strings(
+              await this.#scripts.closeRoom(this.#roomKeys(app, room), [page, user, seat ? '1' : '0']),
+            );
+            const out: Departure[] = [];
+            if (reply[0]) out.push({ type: 'member.left', app, room, member: toMember(reply[0]) });
+            if (reply[1] === '1') out.push({ type: 'room.vacated', app, room });
+            return out;
+          }),
+        );
+        for (const { app, user } of users) {
+          const due = String(await this.#scripts.closed(this.#userKeys(app, user), [page, nowMs, this.#delay]));
+          if (due !== '') hints.push([due, `${app}${SEP}${user}`]);
+        }
+        return ended.flat();
+      }),
+    );
+    const left = await this.#finish(node, closing, hints, true);
+    return { departures: inOrder(perPage.flat()), left };
   }
 
   close(): void {
@@ -538,14 +843,10 @@ export class RedisPresenceStore implements PresenceStore {
   }
 }
 
-/** The departures a closing script answered from `start`: kind, app, room, member JSON each. */
-function toDepartures(reply: readonly string[], start: number): Departure[] {
-  const departures: Departure[] = [];
-  for (let i = start; i + 3 < reply.length; i += 4) {
-    const app = reply[i + 1] ?? '';
-    const room = reply[i + 2] ?? '';
-    if (reply[i] === 'v') departures.push({ type: 'room.vacated', app, room });
-    else departures.push({ type: 'member.left', app, room, member: toMember(reply[i + 3] ?? '') });
-  }
-  return departures;
+/** Members left before rooms were vacated, as closes report them. */
+function inOrder(departures: readonly Departure[]): Departure[] {
+  return [
+    ...departures.filter((d) => d.type === 'member.left'),
+    ...departures.filter((d) => d.type === 'room.vacated'),
+  ];
 }
