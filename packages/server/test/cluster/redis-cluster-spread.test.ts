@@ -167,7 +167,7 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
       await monitor.mark();
 
       const startedSmall = Date.now();
-      const small = await traffic('small', 12, 2);
+      const small = await traffic('small', 12, 1);
       const smallMs = Date.now() - startedSmall;
       const smallOps = ops;
       const smallTouches = await monitor.mark();
@@ -221,8 +221,11 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
           "keys touched that are not a room's, a user's, a node's or a control key",
         )
         .toEqual({});
-      // A control key is not touched per operation: with 5 times the operations, packed denser in
-      // time, its touches per operation fall (a key every operation touches keeps its ratio).
+      // A control key is not touched per operation: the small run goes one user at a time, the big
+      // one with 5 times the operations 30 at a time, in about the same time. A key touched on
+      // timers is touched about as often in both, so its touches per operation fall; a key every
+      // operation of some kind touches keeps its ratio. Below a tenth of a touch per operation
+      // (fewer touches than joins, the rarest operation) a key passes either way.
       const report = CONTROL.map(({ name }) => ({
         name,
         small: smallCount.kinds.get(name) ?? 0,
@@ -234,7 +237,7 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
             perOp(b, bigOps),
             `${name}: touched ${s} times in ${smallOps} operations (${smallMs} ms), ${b} in ${bigOps} (${bigMs} ms)`,
           )
-          .toBeLessThan(Math.max(0.5 * perOp(s, smallOps), 0.05));
+          .toBeLessThan(Math.max(0.5 * perOp(s, smallOps), 0.1));
       }
       // Room keys are touched per operation: their ratio holds (the check above tells them apart).
       expect(perOp(bigCount.kinds.get('room'), bigOps)).toBeGreaterThan(
