@@ -123,3 +123,17 @@ export async function openResumingPage(options: {
 export function allReady(pages: ResumingPage[], ms = 20_000): Promise<void> {
   return until(() => pages.every((p) => p.ready()), 'every page joined again', ms);
 }
+
+/** Waits until the page got every one of `ids`; fails naming how many it missed and how it resumed. */
+export async function untilGotAll(page: ResumingPage, ids: string[], what: string, ms = 15_000): Promise<void> {
+  const missing = () => {
+    const got = new Set(page.events.map((f) => f.id));
+    return ids.filter((id) => !got.has(id));
+  };
+  await until(() => missing().length === 0, what, ms).catch((error: Error) => {
+    const lost = missing();
+    throw new Error(
+      `${error.message}: missing ${lost.length} of ${ids.length} (first ${lost[0]}, last ${lost.at(-1)}; got up to ${page.events.at(-1)?.id}); closes ${JSON.stringify(page.closes)}; joins ${JSON.stringify(page.joins.map((j) => ({ truncated: j.truncated, replay: j.replay, epoch: j.epoch })))}`,
+    );
+  });
+}
