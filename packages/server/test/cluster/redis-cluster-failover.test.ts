@@ -111,7 +111,7 @@ describe('Redis Cluster: a primary killed during traffic', () => {
           (a) =>
             `${a.room} at ${a.answeredAt - killedAt} ms after the kill (settled at ${settledAt - killedAt}): ${a.message}`,
         ),
-      'rooms of other shards answered 503',
+      `rooms of other shards answered 503 (app keys on the failed shard: ${appKeysOnVictim.join(', ')})`,
     ).toEqual([]);
     const late = failed.filter((a) => a.answeredAt < killedAt || a.startedAt > settledAt + FOLLOW_MS);
     expect(
