@@ -104,20 +104,24 @@ describe('Redis Cluster: a primary killed during traffic', () => {
     );
     const failed = answers.filter((a) => a.status !== 200);
     // 503 only for rooms of the failed shard, and only between the kill and the nodes following the promotion.
-    expect(
-      failed
-        .filter((a) => !onVictim.has(a.room))
-        .map(
-          (a) =>
-            `${a.room} at ${a.answeredAt - killedAt} ms after the kill (settled at ${settledAt - killedAt}): ${a.message}`,
-        ),
-      `rooms of other shards answered 503 (app keys on the failed shard: ${appKeysOnVictim.join(', ')})`,
-    ).toEqual([]);
+    expect
+      .soft(
+        failed
+          .filter((a) => !onVictim.has(a.room))
+          .map(
+            (a) =>
+              `${a.room} at ${a.answeredAt - killedAt} ms after the kill (settled at ${settledAt - killedAt}): ${a.message}`,
+          ),
+        `rooms of other shards answered 503 (app keys on the failed shard: ${appKeysOnVictim.join(', ')})`,
+      )
+      .toEqual([]);
     const late = failed.filter((a) => a.answeredAt < killedAt || a.startedAt > settledAt + FOLLOW_MS);
-    expect(
-      late.map((a) => `${a.room} ${a.startedAt - settledAt} ms after the cluster settled`),
-      '503 outside the failover',
-    ).toEqual([]);
+    expect
+      .soft(
+        late.map((a) => `${a.room} ${a.startedAt - settledAt} ms after the cluster settled`),
+        '503 outside the failover',
+      )
+      .toEqual([]);
 
     // Per room, the ids of acknowledged emits rise in the order they were sent.
     for (const room of rooms) {

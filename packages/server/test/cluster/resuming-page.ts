@@ -16,8 +16,8 @@ export interface ResumingPage {
   events: Record<string, unknown>[];
   /** Every `joined` answer, the first included. */
   joins: Record<string, unknown>[];
-  /** Every close the service made (code and reason). */
-  closes: Array<{ code: number; reason: string }>;
+  /** Every close the service made: code, reason, and the last id got before it. */
+  closes: Array<{ code: number; reason: string; after: string | undefined }>;
   /** `sent` answers of page sends (ref -> event id), over every socket. */
   sent: Map<number, string>;
   /** Sends one event to the room if the page is open and joined now; answers its ref, or undefined. */
@@ -43,7 +43,7 @@ export async function openResumingPage(options: {
   let epoch: unknown;
   const events: Record<string, unknown>[] = [];
   const joins: Record<string, unknown>[] = [];
-  const closes: Array<{ code: number; reason: string }> = [];
+  const closes: ResumingPage['closes'] = [];
   const sent = new Map<number, string>();
 
   const lastId = () => events.at(-1)?.id as string | undefined;
@@ -66,7 +66,7 @@ export async function openResumingPage(options: {
     void current.closed.then(async (close) => {
       joined = false;
       if (closing) return;
-      closes.push(close);
+      closes.push({ ...close, after: lastId() });
       const hint = /reconnect in (\d+) ms$/.exec(close.reason)?.[1];
       await new Promise((resolve) => setTimeout(resolve, Math.min(Number(hint ?? 0), HINT_CAP_MS)));
       await comeBack();
