@@ -32,6 +32,7 @@ const CLUSTER_STORE_SUITES = [
   'limits',
   'nodes',
   'presence',
+  'room-lua',
   'streams',
   'ttl',
   'webhooks',

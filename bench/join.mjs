@@ -1,10 +1,12 @@
 // npm run bench:join — a reconnect storm, side by side in one run: N pages (BENCH_PAGES, 5,000) each
 // connect, present an identity token and join a room with a room token (both HS256, 50 rooms),
 // BENCH_CONCURRENCY (200) at a time, against the service, Socket.IO 4 and a bare `ws` server. The
-// baselines check both tokens with jose, as the service does (./join/verify.mjs). Each server runs
-// in its own process; its CPU time (user + system, from /proc/<pid>/stat) over the storm, divided by
-// the pages joined, is its CPU per join. The pages run in this process (./fanout/light-client.mjs).
-// Env: BENCH_PAGES, BENCH_CONCURRENCY, BENCH_ROUNDS (2: the best round of each counts), BENCH_ONLY, BENCH_PROF (a dir: --cpu-prof).
+// service checks the tokens with node:crypto's HMAC (jose only for what that path leaves to it); so
+// does the raw ws server, the bare minimum doing the same work; Socket.IO checks with jose
+// (./join/verify.mjs). Each server runs in its own process; its CPU time (user + system, from
+// /proc/<pid>/stat) over the storm, divided by the pages joined, is its CPU per join. The pages run in this process (./fanout/light-client.mjs).
+// Env: BENCH_PAGES, BENCH_CONCURRENCY, BENCH_ROUNDS (2: the best round of each counts), BENCH_ONLY,
+// BENCH_PROF (a folder: a CPU profile of each server over the storm alone), BENCH_PRESENCE=1.
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -86,11 +88,16 @@ const SYSTEMS = {
     },
   },
 };
+// The same bare server checking its tokens with jose, as the issue's first figures did (204 µs).
+SYSTEMS['raw ws jose'] = { ...SYSTEMS['raw ws'], env: { BENCH_VERIFY: 'jose' } };
 
-function startServer(script) {
+const PROFILE = process.env.BENCH_PROF;
+
+function startServer(name, script, env = {}) {
   const child = fork(new URL(`./join/${script}`, import.meta.url), [], {
-    execArgv: process.env.BENCH_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [],
-    env: { ...process.env, BENCH_APP: JSON.stringify(app) },
+    // A profile of the storm alone: started and stopped over IPC around it (./join/profile.mjs).
+    execArgv: PROFILE ? ['--import', new URL('./join/profile.mjs', import.meta.url).href] : [],
+    env: { ...process.env, ...env, BENCH_APP: JSON.stringify(app), BENCH_SYSTEM: name.replace(/\W/g, '') },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.add(child);
@@ -104,6 +111,19 @@ process.on('exit', () => {
   for (const child of children) child.kill();
 });
 
+/** Sends a server a message and waits for its answer. */
+function ask(child, message, answer) {
+  return new Promise((resolve) => {
+    const onMessage = (m) => {
+      if (m !== answer) return;
+      child.off('message', onMessage);
+      resolve();
+    };
+    child.on('message', onMessage);
+    child.send(message);
+  });
+}
+
 /** CPU time (user + system, µs) a process has used so far, from /proc: its own, not the load generator's. */
 const TICK_US = 1e6 / 100;
 function cpuUs(pid) {
@@ -113,7 +133,7 @@ function cpuUs(pid) {
 
 async function storm(name, tokens) {
   const system = SYSTEMS[name];
-  const { child, port } = await startServer(system.script);
+  const { child, port } = await startServer(name, system.script, system.env);
   const pages = [];
   let next = 0;
   const joinOne = async (t) => {
@@ -129,6 +149,7 @@ async function storm(name, tokens) {
     system.onOpen(page, t);
     await done;
   };
+  if (PROFILE) await ask(child, 'profile-start', 'profile-started');
   const cpuBefore = cpuUs(child.pid);
   const started = performance.now();
   await Promise.all(
@@ -138,6 +159,7 @@ async function storm(name, tokens) {
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu = cpuUs(child.pid) - cpuBefore;
+  if (PROFILE) await ask(child, 'profile-stop', 'profile-stopped');
   for (const page of pages) page.close();
   await new Promise((resolve) => {
     child.once('exit', resolve);
@@ -152,6 +174,9 @@ const results = {};
 for (let round = 0; round < ROUNDS; round++) {
   for (const name of names) {
     const r = await storm(name, tokens);
+    console.log(
+      `  round ${round + 1}  ${name.padEnd(11)} server CPU ${Math.round(r.cpuPerJoin).toString().padStart(4)} µs/join`,
+    );
     const best = results[name];
     if (!best || r.cpuPerJoin < best.cpuPerJoin)
       results[name] = { ...r, joinsPerSecond: Math.max(r.joinsPerSecond, best?.joinsPerSecond ?? 0) };
@@ -162,14 +187,21 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(
   `bench:join  node ${process.version}, ${cpus().length} cores, ${PAGES} pages (connect + hello/identity + join/room token), ${CONCURRENCY} at a time, ${ROOMS} rooms, best of ${ROUNDS}`,
 );
+console.log(
+  '  token checks: service and raw ws with node:crypto HMAC-SHA256, socket.io and raw ws jose with jose (WebCrypto)',
+);
 for (const [name, r] of Object.entries(results)) {
   console.log(
-    `  ${name.padEnd(10)} ${Math.round(r.joinsPerSecond).toString().padStart(7)} joins/s   server CPU ${Math.round(r.cpuPerJoin).toString().padStart(4)} µs/join`,
+    `  ${name.padEnd(11)} ${Math.round(r.joinsPerSecond).toString().padStart(7)} joins/s   server CPU ${Math.round(r.cpuPerJoin).toString().padStart(4)} µs/join`,
   );
 }
 if (results.service && results['raw ws'])
   console.log(
     `  server CPU per join, service / raw ws:    ${(results.service.cpuPerJoin / results['raw ws'].cpuPerJoin).toFixed(2)}x (goal <= 1.2x)`,
+  );
+if (results.service && results['raw ws jose'])
+  console.log(
+    `  server CPU per join, service / raw ws jose: ${(results.service.cpuPerJoin / results['raw ws jose'].cpuPerJoin).toFixed(2)}x (the baseline as the issue measured it)`,
   );
 if (results.service && results['socket.io'])
   console.log(

@@ -1,24 +1,28 @@
 // The bare baseline of bench:join: a `ws` server where a page sends its identity token, then a room
-// token, each checked with jose (./verify.mjs) and answered with one small frame; rooms are Sets.
+// token, each checked with node:crypto's HMAC as the service checks them (./verify.mjs), or with jose
+// when BENCH_VERIFY=jose (the baseline as the issue first measured it), and answered with one small
+// frame; rooms are Sets.
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 import { ready } from '../fanout/child.mjs';
-import { verifyToken } from './verify.mjs';
+import { verifyTokenHmac, verifyToken as verifyTokenJose } from './verify.mjs';
+
+const verifyToken = process.env.BENCH_VERIFY === 'jose' ? verifyTokenJose : verifyTokenHmac;
 
 const rooms = new Map();
 const server = createServer();
 const wss = new WebSocketServer({ server, perMessageDeflate: false, clientTracking: false });
 wss.on('connection', (ws) => {
   let user;
-  ws.on('message', async (data) => {
+  ws.on('message', (data) => {
     const frame = JSON.parse(data.toString());
     if (frame.t === 'hello') {
-      const claims = await verifyToken(frame.identity);
+      const claims = verifyToken(frame.identity);
       if (!claims) return ws.close(4001);
       user = claims.sub;
       ws.send('{"t":"welcome"}');
     } else if (frame.t === 'join' && user) {
-      const claims = await verifyToken(frame.token);
+      const claims = verifyToken(frame.token);
       if (!claims || claims.room !== frame.room) return ws.close(4001);
       const members = rooms.get(frame.room) ?? new Set();
       rooms.set(frame.room, members);

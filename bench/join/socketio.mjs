@@ -1,6 +1,7 @@
 // The Socket.IO 4 baseline of bench:join (websocket transport only): the identity token in the
 // handshake's auth, checked in a middleware; the room token in a "join" event answered by its ack.
-// Both checked with jose (./verify.mjs), as the service does.
+// Both checked with jose (./verify.mjs): Socket.IO stays on the library; the service and raw ws check
+// with node:crypto's HMAC.
 import { createServer } from 'node:http';
 import { Server } from 'socket.io';
 import { ready } from '../fanout/child.mjs';

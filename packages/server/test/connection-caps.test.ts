@@ -51,6 +51,20 @@ describe('connection caps', () => {
     pages.push(await pageOnceFree(server.url, server.app.key, FROM_A));
   });
 
+  it('holds a peer without X-Forwarded-For to the per-address cap, page after page', async () => {
+    server = await startTestServer({ limits: { maxPagesPerAddress: 2 } });
+    expect(outcome(await open())).toBe('welcome');
+    const kept = await open();
+    expect(kept.ok).toBe(true);
+    expect(outcome(await open())).toEqual({
+      status: 503,
+      json: { ok: false, error: 'unavailable', message: 'too many pages from this address' },
+    });
+    if (kept.ok) kept.ws.close();
+    pages.push(await pageOnceFree(server.url, server.app.key));
+    expect(outcome(await open())).toMatchObject({ status: 503 });
+  });
+
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy, and says so in the log', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });

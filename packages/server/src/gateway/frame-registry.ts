@@ -158,15 +158,29 @@ export interface Parsed {
   handler: FrameHandler;
 }
 
+/** A frame type's handler, with its spec's required fields listed once (not per frame). */
+interface Registered {
+  handler: FrameHandler;
+  required: readonly (readonly [string, FieldType])[];
+}
+
+const NO_FIELDS: Readonly<Record<string, FieldType>> = {};
+
+/** A refused frame: its error frame carries the frame's ref and what it was about. */
+function refusal(value: Readonly<Record<string, unknown>>, message: string): FrameError {
+  const { ref, about } = frameSubject(value);
+  return new FrameError('bad_frame', message, ref, about);
+}
+
 /** Every frame type a page may send, by `t`: parses a text frame and finds its handler. */
 export class FrameRegistry {
-  readonly #handlers = new Map<string, FrameHandler>();
+  readonly #handlers = new Map<string, Registered>();
 
   /** Adds frame types; a type added twice is a programming error. */
   add(frames: Readonly<Record<string, FrameHandler>>): void {
     for (const [type, handler] of Object.entries(frames)) {
       if (this.#handlers.has(type)) throw new Error(`the frame type ${type} is handled twice`);
-      this.#handlers.set(type, handler);
+      this.#handlers.set(type, { handler, required: Object.entries(handler.spec.required) });
     }
   }
 
@@ -180,30 +194,27 @@ export class FrameRegistry {
     }
     if (!isRecord(value)) throw new FrameError('bad_frame', 'a frame must be a JSON object');
     // Whatever is wrong with the frame, its error frame carries its ref and what it was about.
-    const { ref, about } = frameSubject(value);
     const type = value.t;
-    const handler = typeof type === 'string' ? this.#handlers.get(type) : undefined;
-    if (handler === undefined) {
-      throw new FrameError('bad_frame', `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`, ref, about);
+    const registered = typeof type === 'string' ? this.#handlers.get(type) : undefined;
+    if (registered === undefined) {
+      throw refusal(value, `unknown frame type ${JSON.stringify(type)?.slice(0, 40) ?? ''}`);
     }
-    const fail = (message: string): never => {
-      throw new FrameError('bad_frame', `${type as string}: ${message}`, ref, about);
-    };
-    const { required, optional = {} } = handler.spec;
-    for (const [name, fieldType] of Object.entries(required)) {
-      if (value[name] === undefined) fail(`${name} is missing`);
+    const { handler } = registered;
+    const { required, optional = NO_FIELDS } = handler.spec;
+    for (const [name, fieldType] of registered.required) {
+      if (value[name] === undefined) throw refusal(value, `${type}: ${name} is missing`);
       const problem = typeProblem(value[name], fieldType);
-      if (problem) fail(`${name} ${problem}`);
+      if (problem) throw refusal(value, `${type}: ${name} ${problem}`);
     }
     for (const name of Object.keys(value)) {
       if (name === 't' || Object.hasOwn(required, name)) continue;
       const fieldType = Object.hasOwn(optional, name) ? optional[name] : undefined;
-      if (fieldType === undefined) fail(`unknown field ${JSON.stringify(name).slice(0, 40)}`);
-      const problem = typeProblem(value[name], fieldType as FieldType);
-      if (problem) fail(`${name} ${problem}`);
+      if (fieldType === undefined) throw refusal(value, `${type}: unknown field ${JSON.stringify(name).slice(0, 40)}`);
+      const problem = typeProblem(value[name], fieldType);
+      if (problem) throw refusal(value, `${type}: ${name} ${problem}`);
     }
     const problem = handler.spec.check?.(value);
-    if (problem) fail(problem);
+    if (problem) throw refusal(value, `${type}: ${problem}`);
     return { frame: value as Parsed['frame'], handler };
   }
 }

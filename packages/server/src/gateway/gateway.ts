@@ -10,11 +10,12 @@ import {
   SOCKET_PATH,
   withReconnectHint,
 } from '@realtime/protocol';
-import { type RawData, WebSocketServer } from 'ws';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { refill } from '../engines/token-bucket.js';
+import type { App } from '../engines/types.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
@@ -149,33 +150,25 @@ export class Gateway {
       return;
     }
     const site = new URLSearchParams(q < 0 ? '' : url.slice(q + 1)).get('site') ?? '';
-    socket.on('error', () => socket.destroy());
+    // No error listener of ours: ws has one on the socket from here on (it destroys the socket).
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
-      // Frames that come while the app is read (a round trip on a networked store) wait in the
-      // socket: the page's hello is often in the same packet as the upgrade.
-      ws.pause();
       let app: ReturnType<GatewayDeps['apps']['get']>;
       try {
         app = site === '' ? undefined : this.#deps.apps.get(site);
       } catch (error) {
         app = Promise.reject(error);
       }
-      Promise.resolve(app).then(
+      // An app at hand (cached, or a store in this process) opens the page at once.
+      if (!(app instanceof Promise)) {
+        this.#admit(ws, socket, app);
+        return;
+      }
+      // Frames that come while the app is read (a round trip on a networked store) wait in the
+      // socket: the page's hello is often in the same packet as the upgrade.
+      ws.pause();
+      app.then(
         (found) => {
-          if (!found) {
-            ws.resume();
-            ws.close(CLOSE.unknownSite, 'unknown site');
-            return;
-          }
-          const conn = new Connection(ws, socket as Socket, found, {
-            id: `${this.#deps.node}.${(++this.#pageCount).toString(36)}`,
-            outboxBytes: this.#options.outboxBytes,
-            budget: this.#options.frameBurst,
-            now: this.#deps.now(),
-            traffic: this.#deps.traffic,
-            stallMs: this.#options.replayStallMs,
-          });
-          this.#open(conn);
+          this.#admit(ws, socket, found);
           ws.resume();
         },
         (error: unknown) => {
@@ -186,6 +179,23 @@ export class Gateway {
         },
       );
     });
+  }
+
+  /** The page of an accepted WebSocket, once its app is read: an unknown site is closed. */
+  #admit(ws: WebSocket, socket: Duplex, found: App | undefined): void {
+    if (!found) {
+      ws.close(CLOSE.unknownSite, 'unknown site');
+      return;
+    }
+    const conn = new Connection(ws, socket as Socket, found, {
+      id: `${this.#deps.node}.${(++this.#pageCount).toString(36)}`,
+      outboxBytes: this.#options.outboxBytes,
+      budget: this.#options.frameBurst,
+      now: this.#deps.now(),
+      traffic: this.#deps.traffic,
+      stallMs: this.#options.replayStallMs,
+    });
+    this.#open(conn);
   }
 
   #open(conn: Connection): void {
@@ -325,7 +335,9 @@ export class Gateway {
     conn.send({ t: 'welcome', v: PROTOCOL_VERSION, user: conn.user, heartbeat: this.#options.heartbeatMs });
     for (const module of this.#modules) {
       try {
-        await module.opened?.(conn);
+        // Awaited only when it waits: most modules have nothing to do when a page opens.
+        const opening = module.opened?.(conn);
+        if (opening) await opening;
       } catch (error) {
         this.#deps.log.error({ err: error, page: conn.id }, 'opening a page in a module failed');
       }

@@ -1,8 +1,17 @@
+import { createHmac } from 'node:crypto';
 import { Realtime } from '@realtime/node';
 import { deriveKey, type KeyName } from '@realtime/protocol';
+import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TokenError, verifyCallToken, verifyIdentity, verifyRoomToken, verifyStreamGrant } from './tokens.js';
+import {
+  isCanonicalBase64url,
+  TokenError,
+  verifyCallToken,
+  verifyIdentity,
+  verifyRoomToken,
+  verifyStreamGrant,
+} from './tokens.js';
 
 const SECRET = 'secret-for-token-checks-0123456789';
 const NOW_MS = 1_700_000_000_000;
@@ -209,5 +218,105 @@ describe('identities and room tokens are checked as before', () => {
     expect(error.message).toBe("the room token is not signed with this app's key");
     const old = await sdk(NOW_MS - 7_200_000).identityToken('alice');
     expect((await refusal(verifyIdentity(old, SECRET, NOW_MS))).message).toBe('the identity token has expired');
+  });
+});
+
+describe('the answers to every kind of token, word for word (the HMAC fast path changes none)', () => {
+  const key = Buffer.from(deriveKey(SECRET, 'channels'));
+  const part = (value: unknown) =>
+    Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+  const token = (header: unknown, claims: unknown, under = key) => {
+    const input = `${part(header)}.${part(claims)}`;
+    return `${input}.${createHmac('sha256', under).update(input).digest('base64url')}`;
+  };
+  const HS256 = { alg: 'HS256', typ: 'JWT' };
+  const room = { room: 'lobby', exp: NOW + 60 };
+  const notValid = (why: string) => ({ code: 'bad_token', message: `the room token is not valid: ${why}` });
+  const notJwt = {
+    code: 'bad_token',
+    message: 'the room token is not a JWT: its parts must be base64url without padding, + or /, or stray bits',
+  };
+  const notSigned = { code: 'bad_token', message: "the room token is not signed with this app's key" };
+  const good = () => token(HS256, room);
+
+  const rows: [string, () => string, { code: string; message: string } | Record<string, unknown>][] = [
+    ['a good one', good, room],
+    [
+      'alg none',
+      () => `${part({ alg: 'none' })}.${part(room)}.`,
+      notValid('"alg" (Algorithm) Header Parameter value not allowed'),
+    ],
+    [
+      'alg HS384',
+      () => token({ alg: 'HS384' }, room),
+      notValid('"alg" (Algorithm) Header Parameter value not allowed'),
+    ],
+    ['a bad signature', () => `${good().slice(0, -2)}${good().endsWith('AA') ? 'BA' : 'AA'}`, notSigned],
+    ['another key (calls)', () => token(HS256, room, Buffer.from(deriveKey(SECRET, 'calls'))), notSigned],
+    [
+      'expired',
+      () => token(HS256, { ...room, exp: NOW - 3600 }),
+      { code: 'token_expired', message: 'the room token has expired' },
+    ],
+    [
+      'nbf in the future',
+      () => token(HS256, { ...room, nbf: NOW + 3600 }),
+      notValid('"nbf" claim timestamp check failed'),
+    ],
+    ['no exp', () => token(HS256, { room: 'lobby' }), notValid('missing required "exp" claim')],
+    ['exp a string', () => token(HS256, { ...room, exp: 'soon' }), notValid('"exp" claim must be a number')],
+    [
+      'exp more than 24 hours ahead',
+      () => token(HS256, { ...room, exp: NOW + 1e6 }),
+      { code: 'bad_token', message: 'the room token: exp is more than 24 hours ahead' },
+    ],
+    [
+      'no room',
+      () => token(HS256, { exp: NOW + 60 }),
+      { code: 'bad_token', message: 'the room token: room is required' },
+    ],
+    ['claims that are an array', () => token(HS256, [1]), notValid('JWT Claims Set must be a top-level JSON object')],
+    ['a header that is not JSON', () => token('{', room), notValid('JWS Protected Header is invalid')],
+    [
+      'crit b64 false',
+      () => token({ alg: 'HS256', crit: ['b64'], b64: false }, room),
+      notValid('JWTs MUST NOT use unencoded payload'),
+    ],
+    ['crit b64 true (taken by jose)', () => token({ alg: 'HS256', crit: ['b64'], b64: true }, room), room],
+    ['a padded part', () => `${good()}=`, notJwt],
+    ['a + in the signature', () => `${good().slice(0, -1)}+`, notJwt],
+    ['an extra segment', () => `${good()}.x`, notValid('Invalid Compact JWS')],
+    ['two segments', () => good().split('.').slice(0, 2).join('.'), notValid('Invalid Compact JWS')],
+  ];
+  it.for(rows)('%s', async ([, make, answer]) => {
+    const outcome = await verifyRoomToken(make(), SECRET, NOW_MS).then(
+      (claims) => claims as unknown,
+      (error: TokenError) => ({ code: error.code, message: error.message }),
+    );
+    expect(outcome).toEqual(answer);
+  });
+});
+
+describe('isCanonicalBase64url', () => {
+  /** What it stands for: the text decodes and encodes back to itself. */
+  const roundTrips = (part: string) =>
+    /^[A-Za-z0-9_-]*$/.test(part) && Buffer.from(part, 'base64url').toString('base64url') === part;
+
+  it('answers as decoding and encoding again would, for every text of base64 characters', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_+/=-]{0,12}$/), (part) => {
+        expect(isCanonicalBase64url(part)).toBe(roundTrips(part));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('takes what base64url writes and refuses each other spelling', () => {
+    for (let length = 0; length < 40; length++) {
+      const written = Buffer.alloc(length, 0xa7).toString('base64url');
+      expect(isCanonicalBase64url(written)).toBe(true);
+      if (written.length % 4 !== 0) expect(isCanonicalBase64url(`${written.slice(0, -1)}_`)).toBe(false);
+      expect(isCanonicalBase64url(`${written}=`)).toBe(false);
+    }
   });
 });

@@ -15,6 +15,8 @@ export const DEFAULT_CONNECTION_LIMITS: Readonly<ConnectionLimits> = {
 
 const UNTRUSTED_HINT =
   ' (it sends X-Forwarded-For, which is ignored: if it is your proxy, add it to limits.trustProxy)';
+/** Peer addresses whose cap key is kept; past it the map starts over. */
+const MAX_PEER_KEYS = 10_000;
 /** How often each refusal may be logged: a flood must not flood the log too. */
 const WARN_EVERY_MS = 10_000;
 
@@ -37,6 +39,7 @@ export class Admission {
   /** Requests in flight per socket (pipelining may have several). */
   readonly #inFlight = new WeakMap<Socket, number>();
   readonly #warnedAt = new Map<string, number>();
+  readonly #peerKeys = new Map<string, string>();
 
   constructor(limits: Partial<ConnectionLimits> | undefined, log: Logger) {
     this.#limits = { ...DEFAULT_CONNECTION_LIMITS, ...limits };
@@ -62,6 +65,14 @@ export class Admission {
   /** A request (or upgrade) arrived on the socket. */
   requestStarted(socket: Socket): void {
     this.#inFlight.set(socket, (this.#inFlight.get(socket) ?? 0) + 1);
+    this.#waiting.delete(socket);
+  }
+
+  /**
+   * An upgrade (or CONNECT) took the socket: it waits no more, and no response will end it, so it
+   * needs no count of requests in flight (a WeakMap entry per page costs a storm dearly).
+   */
+  handedOver(socket: Socket): void {
     this.#waiting.delete(socket);
   }
 
@@ -98,7 +109,8 @@ export class Admission {
       return 'the service has too many pages open';
     }
     const forwarded = req.headers['x-forwarded-for'];
-    const key = clientAddress(req.socket.remoteAddress, forwarded, this.#trusted);
+    const peer = req.socket.remoteAddress;
+    const key = forwarded === undefined ? this.#peerKey(peer) : clientAddress(peer, forwarded, this.#trusted);
     const held = this.#byAddress.get(key) ?? 0;
     if (held >= this.#limits.maxPagesPerAddress) {
       // The usual cause of a whole service held to one address's cap: a proxy missing from trustProxy.
@@ -115,6 +127,18 @@ export class Admission {
       else this.#byAddress.delete(key);
     });
     return undefined;
+  }
+
+  /** The key of a peer that sends no X-Forwarded-For: parsed once per address, a storm comes from few. */
+  #peerKey(peer: string | undefined): string {
+    if (peer === undefined) return clientAddress(peer, undefined, this.#trusted);
+    let key = this.#peerKeys.get(peer);
+    if (key === undefined) {
+      if (this.#peerKeys.size >= MAX_PEER_KEYS) this.#peerKeys.clear();
+      key = clientAddress(peer, undefined, this.#trusted);
+      this.#peerKeys.set(peer, key);
+    }
+    return key;
   }
 
   #warn(kind: string, message: string): void {

@@ -34,7 +34,7 @@ export function guardConnections(server: Server, admission: Admission): void {
   for (const event of ['request', 'checkContinue', 'checkExpectation'] as const)
     server.prependListener(event, answered);
   for (const event of ['upgrade', 'connect'] as const) {
-    server.prependListener(event, (req: IncomingMessage) => admission.requestStarted(req.socket));
+    server.prependListener(event, (req: IncomingMessage) => admission.handedOver(req.socket));
   }
 }
 

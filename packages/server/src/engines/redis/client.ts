@@ -8,7 +8,7 @@
  * pub/sub channels need the prefix too, and one rule for all is easier to check.
  */
 import { randomBytes } from 'node:crypto';
-import { generateMulti } from 'cluster-key-slot';
+import calculateSlot, { generateMulti } from 'cluster-key-slot';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { StoreError } from '../store-error.js';
 import { checkGeneration, shardGenerations } from './generation.js';
@@ -103,6 +103,16 @@ export function clusterOptions(seeds: readonly string[], commandTimeoutMs: numbe
   };
 }
 
+/** How many primaries own slots in the cluster's slot map (some may have no connection yet). */
+function primariesInSlotMap(cluster: Cluster): number {
+  const owners = new Set<string>();
+  for (const slot of cluster.slots) {
+    const owner = slot?.[0];
+    if (owner !== undefined) owners.add(owner);
+  }
+  return owners.size;
+}
+
 export class RedisClient {
   readonly redis: RedisConnection;
   /** True on a Redis Cluster: scripts publish with SPUBLISH, SCAN runs per primary. */
@@ -127,6 +137,8 @@ export class RedisClient {
   #closed = false;
   /** A change of the slot map came while shards were being confirmed: confirm again after. */
   #again = false;
+  /** On a cluster: the last confirmation left out a primary that did not answer. */
+  #partial = false;
 
   private constructor(options: RedisClientOptions) {
     this.prefix = options.prefix ?? 'rt:';
@@ -267,6 +279,26 @@ export class RedisClient {
     }
   }
 
+  /**
+   * On a cluster whose primary for `key` has a replica: waits, at most `timeoutMs`, until a replica
+   * has every write this node sent that primary (WAIT on the connection the writes went through), so
+   * a failover right after loses none of them. Answers whether one did; true at once elsewhere (one
+   * Redis, a shard without replicas: nothing to wait for).
+   */
+  async replicated(key: string, timeoutMs = 1000): Promise<boolean> {
+    if (!(this.redis instanceof Cluster)) return true;
+    const owners = this.redis.slots[calculateSlot(key)];
+    const [primary] = owners ?? [];
+    if (primary === undefined || (owners?.length ?? 0) < 2) return true;
+    const node = this.redis.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === primary);
+    if (!node) return false;
+    try {
+      return Number(await node.call('WAIT', 1, timeoutMs)) >= 1;
+    } catch {
+      return false;
+    }
+  }
+
   /** A round trip, and the generation confirmed: the readiness probe. */
   async check(): Promise<void> {
     await this.call((redis) => redis.ping());
@@ -329,7 +361,8 @@ export class RedisClient {
       return;
     }
     this.#again = false;
-    this.#checking = shardGenerations(cluster.nodes('master'))
+    const primaries = cluster.nodes('master');
+    this.#checking = shardGenerations(primaries)
       .then(async (entries) => {
         // Before 'ready' the cluster refuses commands: confirmed on its ready event.
         if (this.#closed || entries.length === 0 || cluster.status !== 'ready') return;
@@ -340,24 +373,33 @@ export class RedisClient {
         }
         this.#lastGen = gen;
         this.#gen = gen;
-        for (const wake of this.#waiting) wake();
+        // A primary that did not answer (a connection not up yet, a shard failing over) is asked
+        // again soon: until then its scripts answer UNCONFIRMED and its slots are unavailable.
+        this.#partial = entries.length < Math.max(primaries.length, primariesInSlotMap(cluster));
+        if (this.#partial) this.#again = true;
+        else for (const wake of this.#waiting) wake();
       })
       .catch(() => {
         // Kept as it was: the next slot-map change, timer tick or UNCONFIRMED reply tries again.
       })
       .finally(() => {
         this.#checking = undefined;
-        if (this.#again) setTimeout(() => this.#confirm(), 50).unref();
+        if (this.#again && !this.#closed) setTimeout(() => this.#confirm(), this.#partial ? 100 : 50).unref();
       });
   }
 
-  /** Answers once the generation is confirmed on a connection (after a Redis restart: once reconnected). */
+  /**
+   * Answers once the generation is confirmed on a connection (after a Redis restart: once
+   * reconnected). On a cluster, once every primary answered; at the deadline, with those that did
+   * (the others' slots answer unavailable until they do), or an error when none did.
+   */
   async ready(timeoutMs = this.#options.startTimeoutMs): Promise<void> {
-    if (this.#gen !== undefined) return;
+    if (this.#gen !== undefined && !this.#partial) return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiting.delete(wake);
-        reject(new StoreError('unavailable', { message: `Redis did not answer within ${timeoutMs} ms` }));
+        if (this.#gen !== undefined && !this.#closed) resolve();
+        else reject(new StoreError('unavailable', { message: `Redis did not answer within ${timeoutMs} ms` }));
       }, timeoutMs);
       const wake = (): void => {
         clearTimeout(timer);

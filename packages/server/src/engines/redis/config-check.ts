@@ -65,6 +65,15 @@ async function checkOne(redis: Redis, log: Pick<Logger, 'warn'>): Promise<void> 
       'Redis maxmemory-policy is not noeviction: harmless while maxmemory is 0 (no limit), but setting a limit later would evict room history and webhook batches',
     );
   }
+  // On a cluster: with full coverage required (Redis's default), one failed primary stops every shard.
+  if (
+    (await configValue(redis, 'cluster-enabled')) === 'yes' &&
+    (await configValue(redis, 'cluster-require-full-coverage')) === 'yes'
+  ) {
+    log.warn(
+      "Redis Cluster has cluster-require-full-coverage yes: while one primary fails over, every shard refuses commands (the whole service answers 503); set it to no so only that primary's rooms and users wait",
+    );
+  }
   const appendonly = await configValue(redis, 'appendonly');
   const appendfsync = await configValue(redis, 'appendfsync');
   const save = await configValue(redis, 'save');

@@ -193,8 +193,7 @@ redis.call('sadd', KEYS[1], ARGV[1])
 return 1`;
 
 // KEYS: pages (n), swept (s), listing counts (c), listing (l), offline hints (f), then each page's
-// record (g). ARGV: '1' when the pages are closed for good (a sweep, closePages: out of the set being
-// swept), hint count, (due, app\0user) per hint, then per page: page, entry count, its entries.
+// record (g). ARGV: '1' when the pages were closed by a sweep or closePages, hint count, (due, app\0user) per hint, then per page: page, entry count, its entries.
 // Writes the hints, then takes out of each record what its room and user steps ended. Answers how
 // many pages are still to sweep.
 const FINISH_LUA = `
@@ -219,10 +218,12 @@ for k = 6, #KEYS do
       end
     end
   end
-  -- What the page holds since (a live node after all) put it in N again.
-  if closed then redis.call('srem', S, page) end
   if redis.call('exists', g) == 0 then
     redis.call('srem', N, page)
+    redis.call('srem', S, page)
+  elseif closed and redis.call('sismember', N, page) == 1 then
+    -- What it holds since (a live node after all) is counted in N again; what a failed step left
+    -- keeps it in S for the next sweep.
     redis.call('srem', S, page)
   end
 end
@@ -488,6 +489,19 @@ export class RedisPresenceStore implements PresenceStore {
   }
 
   /**
+   * Clears one entry of a page's record once its room step was written. A failure here must not lose
+   * the room step's answer (asked again, it would answer nothing): the entry stays, and the page's
+   * later close or the node's check (closePages, once the page is gone) clears it, ending nothing.
+   */
+  async #release(page: string, held: Held): Promise<void> {
+    try {
+      await this.#finish(nodeOfPage(page), [{ page, entries: [entryOf(held)] }], [], false);
+    } catch {
+      // Left for the node's check, as above.
+    }
+  }
+
+  /**
    * The last step of closing pages of one node: writes the offline hints, then takes out of the
    * records what was closed. Answers how many pages of the node are still to sweep.
    */
@@ -645,7 +659,7 @@ export class RedisPresenceStore implements PresenceStore {
 
   async exitRoom(app: string, room: string, page: string): Promise<boolean> {
     const last = (await this.#scripts.exit(this.#roomKeys(app, room), [page])) === 1;
-    await this.#finish(nodeOfPage(page), [{ page, entries: [entryOf({ kind: 'r', app, room })] }], [], false);
+    await this.#release(page, { kind: 'r', app, room });
     return last;
   }
 
@@ -657,7 +671,7 @@ export class RedisPresenceStore implements PresenceStore {
 
   async leaveRoom(app: string, room: string, user: string, page: string): Promise<boolean> {
     const left = (await this.#scripts.leave(this.#roomKeys(app, room), [page, user])) === 1;
-    await this.#finish(nodeOfPage(page), [{ page, entries: [entryOf({ kind: 'm', app, room, user })] }], [], false);
+    await this.#release(page, { kind: 'm', app, room, user });
     return left;
   }
 
@@ -779,63 +793,86 @@ export class RedisPresenceStore implements PresenceStore {
       if (list) list.push(page);
       else byNode.set(node, [page]);
     }
-    const closed = await Promise.all([...byNode].map(([node, list]) => this.#closeHeld(node, list, nowMs)));
-    return inOrder(closed.flatMap((c) => c.departures));
+    const closed = await Promise.allSettled([...byNode].map(([node, list]) => this.#closeHeld(node, list, nowMs)));
+    const departures = closed.flatMap((c) => (c.status === 'fulfilled' ? c.value.departures : []));
+    // What was decided is the caller's to report; pages of a node that failed stay in its records,
+    // for the node's check to close again.
+    const failed = closed.find((c) => c.status === 'rejected');
+    if (failed && departures.length === 0) throw failed.reason;
+    return inOrder(departures);
   }
 
   /**
    * Closes what pages of one node still hold, as their closes would (per page: presence rooms and
-   * rooms, then the user), each in its own slot, then clears their records; answers the departures
-   * (members left before rooms were vacated) and how many pages of the node are still to sweep.
+   * rooms, then the user), each in its own slot, then clears from their records what was closed;
+   * answers the departures (members left before rooms were vacated) and how many pages of the node
+   * are still to sweep (-1: not known). A step that fails leaves its entry in the record for the next
+   * close or sweep; what the other steps decided is answered all the same (asked again they would
+   * answer nothing), and a failure is thrown only when nothing was closed.
    */
   async #closeHeld(
     node: string,
     pages: readonly string[],
     nowMs: number,
   ): Promise<{ departures: Departure[]; left: number }> {
-    const records = pages.map((page) => this.#record(node, page));
-    const read = await this.#scripts.read(records, []);
-    const closing: Closing[] = pages.map((page, i) => ({
-      page,
-      entries: strings(Array.isArray(read) ? read[i] : []),
-    }));
+    const read = await this.#scripts.read(
+      pages.map((page) => this.#record(node, page)),
+      [],
+    );
     const hints: [string, string][] = [];
-    const perPage = await Promise.all(
-      closing.map(async ({ page, entries }) => {
-        const rooms = new Map<string, { app: string; room: string; user: string; seat: boolean }>();
-        const users: { app: string; user: string }[] = [];
-        for (const held of entries.map(heldOf)) {
+    const departures: Departure[] = [];
+    let failure: unknown;
+    let progress = false;
+    const closing = await Promise.all(
+      pages.map(async (page, i): Promise<Closing> => {
+        const rooms = new Map<string, { app: string; room: string; user: string; entries: string[] }>();
+        const users: { app: string; user: string; entry: string }[] = [];
+        for (const entry of strings(Array.isArray(read) ? read[i] : [])) {
+          const held = heldOf(entry);
           if (!held) continue;
           if (held.kind === 'u') {
-            users.push(held);
+            users.push({ ...held, entry });
             continue;
           }
           const key = `${held.app}${SEP}${held.room}`;
-          const room = rooms.get(key) ?? { app: held.app, room: held.room, user: '', seat: false };
+          const room = rooms.get(key) ?? { app: held.app, room: held.room, user: '', entries: [] };
           if (held.kind === 'm') room.user = held.user;
-          else room.seat = true;
+          room.entries.push(entry);
           rooms.set(key, room);
         }
-        const ended = await Promise.all(
-          [...rooms.values()].map(async ({ app, room, user, seat }) => {
-            const reply = strings(
-              await this.#scripts.closeRoom(this.#roomKeys(app, room), [page, user, seat ? '1' : '0']),
-            );
-            const out: Departure[] = [];
-            if (reply[0]) out.push({ type: 'member.left', app, room, member: toMember(reply[0]) });
-            if (reply[1] === '1') out.push({ type: 'room.vacated', app, room });
-            return out;
+        const closed: string[] = [];
+        const ended = await Promise.allSettled(
+          [...rooms.values()].map(async ({ app, room, user, entries }) => {
+            const seat = entries.some((entry) => entry.startsWith(`r${SEP}`)) ? '1' : '0';
+            const reply = strings(await this.#scripts.closeRoom(this.#roomKeys(app, room), [page, user, seat]));
+            closed.push(...entries);
+            if (reply[0]) departures.push({ type: 'member.left', app, room, member: toMember(reply[0]) });
+            if (reply[1] === '1') departures.push({ type: 'room.vacated', app, room });
           }),
         );
-        for (const { app, user } of users) {
-          const due = String(await this.#scripts.closed(this.#userKeys(app, user), [page, nowMs, this.#delay]));
-          if (due !== '') hints.push([due, `${app}${SEP}${user}`]);
+        for (const result of ended) if (result.status === 'rejected') failure ??= result.reason;
+        for (const { app, user, entry } of users) {
+          try {
+            const due = String(await this.#scripts.closed(this.#userKeys(app, user), [page, nowMs, this.#delay]));
+            if (due !== '') hints.push([due, `${app}${SEP}${user}`]);
+            closed.push(entry);
+          } catch (error) {
+            failure ??= error;
+          }
         }
-        return ended.flat();
+        if (closed.length > 0) progress = true;
+        return { page, entries: closed };
       }),
     );
-    const left = await this.#finish(node, closing, hints, true);
-    return { departures: inOrder(perPage.flat()), left };
+    if (failure !== undefined && !progress) throw failure;
+    let left = -1;
+    try {
+      left = await this.#finish(node, closing, hints, true);
+    } catch (error) {
+      // The records stay, for the next close or sweep to clear (ending nothing again).
+      if (departures.length === 0) throw error;
+    }
+    return { departures: inOrder(departures), left: failure === undefined ? left : -1 };
   }
 
   close(): void {

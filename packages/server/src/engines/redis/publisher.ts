@@ -182,6 +182,10 @@ export class RedisPublisher {
     });
     // The list went from empty to not: a batcher may have dropped the entry since the first step.
     if (answer[0] === 1) await this.#index.add(step.app, step.room);
+    // A page send is acknowledged once its report is on a replica too (on a cluster with replicas),
+    // so a failover right after still delivers its webhook event. Not acknowledged in time (no
+    // replica answering), it is acknowledged anyway: telling the page to send again would repeat it.
+    if (step.reports) await this.#client.replicated(keys[0] as string);
   }
 
   #plain(event: Outgoing): Promise<unknown> {

@@ -44,6 +44,26 @@ async function roomPerPrimary(): Promise<Map<number, string>> {
 
 const epochOf = async (room: string) => (await history.last('app1', room, 1, T0)).epoch;
 
+describe('replicated', () => {
+  it('answers once the write is on the primary’s replica', async () => {
+    await history.append('app1', 'copied', { event: 'e', data: '"x"' }, KEEP, T0);
+    const [meta] = roomKeys(prefix, 'app1', 'copied');
+    expect(await client.replicated(meta)).toBe(true);
+    const primary = await cluster.primaryOf(meta);
+    const replica = (await cluster.nodes()).find((node) => node.primaryId === primary.id);
+    if (!replica) throw new Error('no replica');
+    const { Redis } = await import('ioredis');
+    const direct = new Redis({ host: '127.0.0.1', port: replica.port, lazyConnect: true });
+    try {
+      await direct.connect();
+      await direct.call('READONLY');
+      expect(await direct.hget(meta, 'l')).toMatch(/^\d+-\d+$/);
+    } finally {
+      direct.disconnect();
+    }
+  });
+});
+
 describe('generation per shard', () => {
   it('renews the epochs of the failed primary’s rooms only', async () => {
     const rooms = await roomPerPrimary();
