@@ -2,7 +2,7 @@ import calculateSlot from 'cluster-key-slot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newApp } from '../../src/index.js';
 import { type Receiver, startReceiver } from '../receiver.js';
-import { cli, type ClusterNode as RedisNode, startRedisCluster, type TestRedisCluster } from '../redis-cluster.js';
+import { type ClusterNode as RedisNode, startRedisCluster, type TestRedisCluster } from '../redis-cluster.js';
 import { uniquePrefix } from '../redis-server.js';
 import { type Cluster, compareIds, startCluster, strictlyRising, tally, until } from './cluster.js';
 import { openResumingPage, type ResumingPage, untilGotAll } from './resuming-page.js';
@@ -30,9 +30,6 @@ describe('Redis Cluster: a primary killed during traffic', () => {
 
   beforeAll(async () => {
     redis = await startRedisCluster({ primaries: 3, replicas: 1 });
-    // Redis's default refuses every slot (CLUSTERDOWN) on every shard while any slot has no primary:
-    // rooms of the other shards keep working only with this off (docs/operations.md says so).
-    for (const port of redis.ports) await cli(port, 'CONFIG', 'SET', 'cluster-require-full-coverage', 'no');
     const app = newApp({ name: 'failover', rateLimit: { perSecond: 100_000, burst: 100_000 } });
     receiver = await startReceiver(app);
     cluster = await startCluster({
