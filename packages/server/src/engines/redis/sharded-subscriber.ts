@@ -49,8 +49,12 @@ export class RedisShardedSubscriber {
   readonly #topics = new Map<string, Topic>();
   readonly #slots = new Map<number, Slot>();
   readonly #gapped = new Set<string>();
+  /** The shards' subscriber connections already watched for moved slots. */
+  readonly #watched = new WeakSet<object>();
   readonly #listeners = new Set<(topics: readonly string[]) => void>();
   #healTimer: NodeJS.Timeout | undefined;
+  /** Topics found heard again are being subscribed on their owner before they are told. */
+  #healing = false;
   readonly #moveTimer: NodeJS.Timeout;
   #closed = false;
 
@@ -94,6 +98,7 @@ export class RedisShardedSubscriber {
         confirmed: this.#connected
           .then(() => this.#cluster.sSubscribe(channel, this.#hear))
           .then(() => {
+            this.#watchShard(slot);
             if (this.#topics.get(topic) !== created) return;
             let entry = this.#slots.get(slot);
             if (!entry) {
@@ -146,8 +151,11 @@ export class RedisShardedSubscriber {
 
   readonly #hear = (message: string, channel: string): void => {
     if (!channel.startsWith(this.#prefix)) return;
-    const entry = this.#topics.get(channel.slice(this.#prefix.length));
-    if (!entry) return;
+    const topic = channel.slice(this.#prefix.length);
+    const entry = this.#topics.get(topic);
+    // Cut off and not told yet: a page handed a later event now would resume after the ones missed,
+    // never getting them. Its pages resume from history once the gap is told.
+    if (!entry || this.#gapped.has(topic)) return;
     const publication = decodePublication(message);
     if (!publication) return;
     for (const subscription of [...entry.subscriptions]) {
@@ -159,6 +167,28 @@ export class RedisShardedSubscriber {
       }
     }
   };
+
+  /**
+   * A slot moved away (a reshard) is told by its shard's subscriber connection (Redis unsubscribes its
+   * channels): the topic is cut off at once, before the library subscribes it on the new owner and
+   * that owner's publications arrive, which the move check alone (every MOVE_CHECK_MS) could let by.
+   */
+  #watchShard(slot: number): void {
+    let client: { on(event: string, listener: (channel: string) => void): unknown } | undefined;
+    try {
+      client = this.#cluster.getSlotMaster(slot).pubSub?.client as typeof client;
+    } catch {
+      return;
+    }
+    if (!client || this.#watched.has(client)) return;
+    this.#watched.add(client);
+    client.on('sharded-channel-moved', (channel: string) => {
+      if (!channel.startsWith(this.#prefix)) return;
+      const entry = this.#topics.get(channel.slice(this.#prefix.length));
+      const moved = entry === undefined ? undefined : this.#slots.get(entry.slot);
+      if (moved) this.#gap(moved);
+    });
+  }
 
   #addressOf(slot: number): string | undefined {
     try {
@@ -196,39 +226,53 @@ export class RedisShardedSubscriber {
 
   /** Topics whose shard has a ready subscriber connection again are told to the listeners. */
   #checkHealed(): void {
-    const healed: string[] = [];
+    if (this.#healing || this.#closed) return;
+    const healed: Topic[] = [];
     for (const topic of this.#gapped) {
       const entry = this.#topics.get(topic);
       if (!entry) {
         this.#gapped.delete(topic);
         continue;
       }
-      let ready = false;
       try {
         const primary = this.#cluster.getSlotMaster(entry.slot);
-        ready = this.#cluster.isReady && primary.pubSub?.client?.isReady === true;
-        const slot = this.#slots.get(entry.slot);
-        if (ready && slot) slot.address = primary.address;
+        if (this.#cluster.isReady && primary.pubSub?.client?.isReady === true) healed.push(entry);
       } catch {
-        ready = false;
+        // No owner known yet: checked again.
       }
-      if (ready) {
-        healed.push(topic);
-        this.#gapped.delete(topic);
-      }
-    }
-    if (this.#gapped.size === 0 && this.#healTimer) {
-      clearInterval(this.#healTimer);
-      this.#healTimer = undefined;
     }
     if (healed.length === 0) return;
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener(healed);
-      } catch {
-        // A failing listener does not keep the others from hearing.
-      }
-    }
+    this.#healing = true;
+    // Subscribed on the owner now (again, harmless: listeners are a set), then heard and told, so a
+    // page that resumes at once hears what comes after what history gives it.
+    void Promise.allSettled(healed.map((entry) => this.#cluster.sSubscribe(entry.channel, this.#hear))).then(
+      (results) => {
+        this.#healing = false;
+        const told: string[] = [];
+        results.forEach((result, i) => {
+          const entry = healed[i] as Topic;
+          const topic = entry.channel.slice(this.#prefix.length);
+          if (result.status !== 'fulfilled' || this.#topics.get(topic) !== entry) return;
+          const slot = this.#slots.get(entry.slot);
+          if (slot) slot.address = this.#addressOf(entry.slot);
+          this.#watchShard(entry.slot);
+          this.#gapped.delete(topic);
+          told.push(topic);
+        });
+        if (this.#gapped.size === 0 && this.#healTimer) {
+          clearInterval(this.#healTimer);
+          this.#healTimer = undefined;
+        }
+        if (told.length === 0 || this.#closed) return;
+        for (const listener of [...this.#listeners]) {
+          try {
+            listener(told);
+          } catch {
+            // A failing listener does not keep the others from hearing.
+          }
+        }
+      },
+    );
   }
 
   #unsubscribe(topic: string, entry: Topic, subscription: Subscription): Promise<void> {
