@@ -23,6 +23,7 @@ import { newCheckQueue } from './dashboard/session-api.js';
 import { DashboardSessions } from './dashboard/sessions.js';
 import { metricSources, StatsSampler } from './dashboard/stats-sampler.js';
 import type { EmbeddedStores } from './engines/embedded.js';
+import { MemoryLimitStore } from './engines/memory/limits.js';
 import { type EngineChoice, openEngine } from './engines/open-engine.js';
 import type { App, AppStore, Engine } from './engines/types.js';
 import type { Connection } from './gateway/connection.js';
@@ -362,7 +363,10 @@ function wire(
     ask,
     webhooks,
     presence: engine.presence,
-    limiter: new RateLimiter(engine.limits),
+    limiter: new RateLimiter(
+      engine.limits,
+      options.engine?.kind === 'redis' && options.engine.cluster !== undefined ? { local: new MemoryLimitStore() } : {},
+    ),
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
     now,

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MemoryLimitStore } from '../engines/memory/limits.js';
-import type { RateLimit } from '../engines/types.js';
+import { StoreError } from '../engines/store-error.js';
+import type { LimitStore, RateLimit } from '../engines/types.js';
 import { RateLimiter } from './rate-limit.js';
 
 const T0 = 1_700_000_000_000;
@@ -172,5 +173,48 @@ describe('RateLimiter on the memory limit store', () => {
         },
       ),
     );
+  });
+});
+
+describe('RateLimiter with a local store for a shared store that fails (a Redis Cluster)', () => {
+  /** A shared store that answers later, failing while `down`. */
+  function flaky(kind: 'unavailable' | 'full') {
+    const inner = new MemoryLimitStore();
+    const state = { down: false };
+    const store: LimitStore = {
+      take: async (...args) => {
+        if (state.down) throw new StoreError(kind);
+        return inner.take(...args);
+      },
+      peek: async (...args) => inner.peek(...args),
+      acquire: async (...args) => inner.acquire(...args),
+      release: async (...args) => inner.release(...args),
+    };
+    return { store, state };
+  }
+  const limit = { perSecond: 1, burst: 2 };
+
+  it('counts on the local store while the shared one is unavailable, and on the shared one after', async () => {
+    const { store, state } = flaky('unavailable');
+    const limiter = new RateLimiter(store, { local: new MemoryLimitStore() });
+    expect(await limiter.take('app1', limit, T0)).toBe(0);
+    state.down = true;
+    // The local bucket is its own: a full burst, then refused.
+    expect([await limiter.take('app1', limit, T0), await limiter.take('app1', limit, T0)]).toEqual([0, 0]);
+    expect(await limiter.take('app1', limit, T0)).toBe(1);
+    state.down = false;
+    // The shared bucket had one taken before: one left.
+    expect([await limiter.take('app1', limit, T0), await limiter.take('app1', limit, T0)]).toEqual([0, 1]);
+  });
+
+  it('still fails a request when the shared store is full, or when there is no local store', async () => {
+    const full = flaky('full');
+    full.state.down = true;
+    await expect(new RateLimiter(full.store, { local: new MemoryLimitStore() }).take('a', limit, T0)).rejects.toThrow(
+      StoreError,
+    );
+    const down = flaky('unavailable');
+    down.state.down = true;
+    await expect(new RateLimiter(down.store).take('a', limit, T0)).rejects.toThrow(StoreError);
   });
 });
