@@ -1,4 +1,12 @@
+import { StoreError } from '../engines/store-error.js';
 import type { App, AppStore } from '../engines/types.js';
+
+/**
+ * How long an app read before may stand in while the store does not answer (its shard failing over,
+ * on a Redis Cluster), so requests for rooms of other shards go on; a change made meanwhile by another
+ * node applies once the store answers again.
+ */
+const STALE_MS = 60_000;
 
 interface Entry {
   app: App | undefined;
@@ -29,7 +37,17 @@ export class CachedAppStore implements AppStore {
     const entry = this.#entries.get(key);
     if (entry && now - entry.at < this.#ttlMs) return entry.app;
     const found = this.#store.get(key);
-    if (found instanceof Promise) return found.then((app) => this.#remember(key, app, now));
+    if (found instanceof Promise) {
+      return found.then(
+        (app) => this.#remember(key, app, now),
+        (error: unknown) => {
+          if (entry && now - entry.at < STALE_MS && error instanceof StoreError && error.kind === 'unavailable') {
+            return entry.app;
+          }
+          throw error;
+        },
+      );
+    }
     return this.#remember(key, found, now);
   }
 
