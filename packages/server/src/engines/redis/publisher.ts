@@ -141,9 +141,8 @@ export class RedisPublisher {
   async #step(step: Step, nowMs: number, ids: (string | undefined)[], gate?: Promise<unknown>): Promise<void> {
     const key = topicOf(step.kind === 'room' ? (step.events[0] as OutgoingRoomEvent) : step.event);
     const before = this.#sending.get(key);
-    const reports = step.kind === 'room' && step.reports;
     // The fast path: sent now, in call order (one connection per shard keeps a publisher's order).
-    if (before === undefined && !reports && gate === undefined) {
+    if (before === undefined && gate === undefined) {
       await this.#send(step, nowMs, ids);
       return;
     }
@@ -155,8 +154,6 @@ export class RedisPublisher {
     let done: Promise<void>;
     try {
       if (before) await before;
-      // The index first: whoever sees the event finds its report (see report-index.ts).
-      if (step.kind === 'room' && step.reports) await this.#index.add(step.app, step.room);
       const refused = gate === undefined ? undefined : await gate;
       if (refused !== undefined) throw refused;
       done = this.#send(step, nowMs, ids);
