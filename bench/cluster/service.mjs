@@ -17,12 +17,12 @@ export const APP = {
 const publishKey = deriveKey(APP.secret, 'publish');
 const SOCKET_PATH = `/service/realtime/socket?site=${APP.key}`;
 
-/** A token for ROOM, minted locally (no request). */
-export async function roomToken() {
+/** A token for ROOM (or each of `rooms`, in order), minted locally (no request). */
+export async function roomToken(rooms) {
   const sdk = new Realtime({ url: 'http://127.0.0.1:1', key: APP.key, secret: APP.secret });
-  const token = await sdk.roomToken(ROOM, { expiresIn: 3600 });
+  const tokens = await Promise.all((rooms ?? [ROOM]).map((room) => sdk.roomToken(room, { expiresIn: 3600 })));
   await sdk.close();
-  return token;
+  return rooms ? tokens : tokens[0];
 }
 
 const SEQ = Buffer.from('"bs":');
@@ -43,10 +43,10 @@ export function payloadOf(seq, sentMs) {
 }
 
 /**
- * Opens a page on the node at `port` and joins ROOM; resolves once joined. `onEvent(seq, sentMs)`
- * is called for each event of the bench.
+ * Opens a page on the node at `port` and joins `room` (ROOM by default, `token` is its token);
+ * resolves once joined. `onEvent(seq, sentMs)` is called for each event of the bench.
  */
-export async function openPage(port, token, onEvent) {
+export async function openPage(port, token, onEvent, room = ROOM) {
   let joined;
   const done = new Promise((resolve) => {
     joined = resolve;
@@ -57,7 +57,7 @@ export async function openPage(port, token, onEvent) {
       return;
     }
     const text = payload.toString();
-    if (text.startsWith('{"t":"welcome"')) p.send(JSON.stringify({ t: 'join', ref: 1, room: ROOM, token }));
+    if (text.startsWith('{"t":"welcome"')) p.send(JSON.stringify({ t: 'join', ref: 1, room, token }));
     else if (text.startsWith('{"t":"joined"')) joined();
     else if (text.startsWith('{"t":"ping"')) p.send('{"t":"pong"}');
     else if (text.startsWith('{"t":"error"')) throw new Error(`the service answered ${text}`);
@@ -112,9 +112,13 @@ function post(port, path, body, headers) {
   });
 }
 
-/** A signed emit of `payload` (JSON text) to ROOM through the node at `port`. */
-export function emit(port, payload) {
-  const body = `{"rooms":["${ROOM}"],"event":"msg","data":${payload}}`;
+/**
+ * A signed emit of `payload` (JSON text) to `room` (ROOM by default) through the node at `port`;
+ * `history` ([limit, hours]) keeps it in the room's history.
+ */
+export function emit(port, payload, { room = ROOM, history } = {}) {
+  const kept = history ? `,"history":{"${room}":[${history[0]},${history[1]}]}` : '';
+  const body = `{"rooms":["${room}"],"event":"msg","data":${payload}${kept}}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
   const path = '/service/realtime/emit';
   const signature = sign({ key: publishKey, timestamp, method: 'POST', path, body });

@@ -1,0 +1,290 @@
+// The rooms systems of bench:cluster: signed API emits with history, each into a room drawn at
+// random among ROOMS rooms, through one or more service nodes, on one Redis ('rooms redis') or on a
+// Redis Cluster started here ('rooms cluster'). What it measures is Redis's side: the CPU time of
+// each redis-server per emit (INFO CPU, less what it spends idle with the pages open), how that work
+// spreads over the primaries, and the scripts each ran (INFO COMMANDSTATS); and each node's CPU per
+// emit. Every room has a few pages (spread over the nodes) that count what arrives.
+
+import { performance } from 'node:perf_hooks';
+import calculateSlot from 'cluster-key-slot';
+import { ask, stop } from './processes.mjs';
+import { startRedis, startRedisCluster } from './redis.mjs';
+import { APP, emit, openPage, payloadOf, roomToken } from './service.mjs';
+
+const PREFIX = 'bench:'; // node.mjs's
+export const roomName = (i) => `room-${i}`;
+
+/** The keys every emit into `room` touches carry this tag: the room's slot (keys.ts). */
+const slotOfRoom = (room) => calculateSlot(`${PREFIX}{${APP.key}:${room}}:m`);
+/** The app's rate-limit bucket, taken once per API request (apps/rate-limit.ts, limits.ts): one key, one slot. */
+const LIMIT_SLOT = calculateSlot(`${PREFIX}lim:t:api:${APP.key}`);
+
+const owns = (node, slot) => node.slots.some(([from, to]) => slot >= from && slot <= to);
+
+/**
+ * Runs one rooms system. `options`: { cluster, primaries, replicas, rooms, roomPages, nodes, rate,
+ * window, seconds, history } and `startNodes(count, target)` (cluster.mjs: target { redis } or
+ * { cluster }). Answers what printRooms shows.
+ */
+export async function runRooms(options, startNodes) {
+  const { rooms, roomPages, seconds, history } = options;
+  const redis = options.cluster
+    ? await startRedisCluster({ primaries: options.primaries, replicas: options.replicas })
+    : await startRedis();
+  const nodes = await startNodes(options.nodes, options.cluster ? { cluster: redis.urls } : { redis: redis.url });
+  const ports = nodes.map((n) => n.port);
+  const names = Array.from({ length: rooms }, (_, i) => roomName(i));
+  const tokens = await roomToken(names);
+
+  const latencies = new Uint32Array(500_001); // emit answered, 10 µs buckets up to 5 s
+  const emitsPerRoom = new Uint32Array(rooms);
+  let measuring = false;
+  let delivered = 0;
+  let answered = 0;
+  let seq = 0;
+  let publishing = true;
+  let failed;
+  const publishNext = () => {
+    if (!publishing) return;
+    const s = ++seq;
+    const room = Math.floor(Math.random() * rooms);
+    const sent = performance.now();
+    emit(ports[s % ports.length], payloadOf(s, sent), {
+      room: names[room],
+      ...(history > 0 ? { history: [history, 24] } : {}),
+    }).then(
+      () => {
+        // Every answer within the window counts, whenever it was sent: the work Redis did in it.
+        if (measuring) {
+          answered++;
+          emitsPerRoom[room]++;
+          latencies[Math.min(500_000, Math.round((performance.now() - sent) * 100))]++;
+        }
+        if (options.rate === undefined) publishNext();
+      },
+      (error) => {
+        failed = error;
+      },
+    );
+  };
+
+  // Page j of room r on node (r + j) % nodes: with as many pages as nodes, every node holds every room.
+  const pages = [];
+  let next = 0;
+  const total = rooms * roomPages;
+  await Promise.all(
+    Array.from({ length: Math.min(100, total) }, async () => {
+      while (next < total) {
+        const i = next++;
+        const room = i % rooms;
+        const node = (room + Math.floor(i / rooms)) % ports.length;
+        const onEvent = () => {
+          if (measuring) delivered++;
+        };
+        pages.push(await openPage(ports[node], tokens[room], onEvent, names[room]));
+      }
+    }),
+  );
+
+  const stats = () => redis.stats();
+  const nodeCpu = () => Promise.all(nodes.map(async (n) => (await ask(n.child, 'cpu')).cpu));
+  // Idle with the pages open (crons, cluster bus, leases), per second: subtracted below.
+  const idleSeconds = 2;
+  const [idleBefore, nodeIdleBefore] = [await stats(), await nodeCpu()];
+  await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+  const [idleAfter, nodeIdleAfter] = [await stats(), await nodeCpu()];
+
+  let ticker;
+  if (options.rate === undefined) for (let i = 0; i < options.window; i++) publishNext();
+  else {
+    const began = performance.now();
+    let sent = 0;
+    ticker = setInterval(() => {
+      const due = Math.floor(((performance.now() - began) / 1000) * options.rate);
+      while (sent < due) {
+        sent++;
+        publishNext();
+      }
+    }, 5);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2000)); // warm-up
+  const [before, nodeBefore] = [await stats(), await nodeCpu()];
+  measuring = true;
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  measuring = false;
+  const elapsed = (performance.now() - started) / 1000;
+  const [after, nodeAfter] = [await stats(), await nodeCpu()];
+  publishing = false;
+  clearInterval(ticker);
+  if (failed) throw failed;
+
+  const quantile = (q) => {
+    let target = Math.ceil(answered * q);
+    for (let i = 0; i < latencies.length; i++) {
+      target -= latencies[i];
+      if (target <= 0) return i / 100;
+    }
+    return Number.NaN;
+  };
+  // Emits by the primary that owns their room's slot (one Redis: all on it).
+  const primaryOfSlot = (slot) => (options.cluster ? after.findIndex((s) => s.role === 'primary' && owns(s, slot)) : 0);
+  const roomEmits = after.map(() => 0);
+  const roomsHeld = after.map(() => 0);
+  for (let r = 0; r < rooms; r++) {
+    const at = primaryOfSlot(slotOfRoom(names[r]));
+    roomEmits[at] += emitsPerRoom[r];
+    roomsHeld[at]++;
+  }
+  const limitAt = primaryOfSlot(LIMIT_SLOT);
+  const servers = after.map((s, i) => {
+    const idle = (idleAfter[i].cpu - idleBefore[i].cpu) / idleSeconds;
+    const cpu = s.cpu - before[i].cpu - idle * elapsed;
+    return {
+      port: s.port,
+      role: s.role,
+      perEmit: cpu / answered,
+      busy: (s.cpu - before[i].cpu) / (elapsed * 1e6),
+      idle: idle / 1e6,
+      scriptsPerEmit: (s.scripts - before[i].scripts) / answered,
+      roomShare: roomEmits[i] / answered,
+      roomsHeld: roomsHeld[i],
+      keys: s.keys,
+      limit: i === limitAt,
+    };
+  });
+  const result = {
+    cluster: options.cluster,
+    offered: options.rate,
+    emits: answered / elapsed,
+    p50: quantile(0.5),
+    p99: quantile(0.99),
+    delivered: delivered / (answered * roomPages),
+    nodeCpu: nodes.map(
+      (_, i) =>
+        (nodeAfter[i] - nodeBefore[i] - ((nodeIdleAfter[i] - nodeIdleBefore[i]) / idleSeconds) * elapsed) / answered,
+    ),
+    nodeBusy: nodes.map((_, i) => (nodeAfter[i] - nodeBefore[i]) / (elapsed * 1e6)),
+    servers,
+  };
+  for (const page of pages) page.close();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await Promise.all(nodes.map((n) => stop(n.child)));
+  await stop(redis.keeper);
+  return result;
+}
+
+const primariesOf = (r) => r.servers.filter((s) => s.role === 'primary');
+/** Redis CPU per emit, summed over every redis-server (replicas included). */
+export const totalPerEmit = (r) => r.servers.reduce((sum, s) => sum + s.perEmit, 0);
+const primaryTotal = (r) => primariesOf(r).reduce((sum, s) => sum + s.perEmit, 0);
+/** The busiest primary's part of the primaries' Redis CPU. */
+export const topShare = (r) => Math.max(...primariesOf(r).map((s) => s.perEmit)) / primaryTotal(r);
+
+/**
+ * Splits a cluster's CPU per emit into a room script's cost R (µs per emit into a room the primary
+ * holds) and the rate-limit take's L (µs per API request, all on the primary of the app's bucket):
+ * primary i spends R x (its share of room emits) + L (when it holds the bucket); least squares over
+ * the primaries. When the bucket's primary also holds every room (one hot room there), L is unknown.
+ */
+export function splitCosts(r) {
+  const primaries = primariesOf(r);
+  let ss = 0;
+  let sh = 0;
+  let hh = 0;
+  let cs = 0;
+  let ch = 0;
+  for (const p of primaries) {
+    const h = p.limit ? 1 : 0;
+    ss += p.roomShare * p.roomShare;
+    sh += p.roomShare * h;
+    hh += h * h;
+    cs += p.perEmit * p.roomShare;
+    ch += p.perEmit * h;
+  }
+  const det = ss * hh - sh * sh;
+  if (Math.abs(det) < 1e-9) return { room: cs / ss, limit: Number.NaN };
+  return { room: (cs * hh - ch * sh) / det, limit: (ss * ch - sh * cs) / det };
+}
+
+const f1 = (n) => n.toFixed(1);
+const pct = (n) => `${Math.round(n * 100)}%`;
+
+/** Prints one rooms run. */
+export function printRooms(name, r, roomPages) {
+  console.log(
+    `  ${name.padEnd(14)} ${Math.round(r.emits).toString().padStart(6)} emits/s answered${r.offered === undefined ? '' : ` of ${r.offered} offered`}   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   ` +
+      `pages got ${(r.delivered * 100).toFixed(1)}% of ${roomPages} per emit`,
+  );
+  console.log(
+    `      node CPU per emit: ${r.nodeCpu.map((c, i) => `${c.toFixed(0)} µs (${pct(r.nodeBusy[i])} busy)`).join(' + ')}`,
+  );
+  const total = totalPerEmit(r);
+  for (const s of r.servers) {
+    const what =
+      s.role === 'primary'
+        ? `${s.roomsHeld} rooms, ${pct(s.roomShare)} of emits' rooms${s.limit ? ", the app's rate-limit bucket" : ''}`
+        : 'replica';
+    console.log(
+      `      redis :${s.port} ${s.role.padEnd(7)} ${f1(s.perEmit).padStart(6)} µs per emit (${pct(s.perEmit / total).padStart(4)} of Redis CPU, ` +
+        `${pct(s.busy)} busy, idle ${pct(s.idle)})   ${s.scriptsPerEmit.toFixed(2)} scripts per emit${s.scriptsPerEmit >= 0.01 ? ` (${f1(s.perEmit / s.scriptsPerEmit)} µs each)` : ''}   ${s.keys} keys   ${what}`,
+    );
+  }
+  const primaries = primariesOf(r).length;
+  console.log(
+    `      Redis CPU per emit: ${f1(total)} µs in all` +
+      (primaries > 1 ? `, busiest primary ${pct(topShare(r))} of the primaries' (goal <= 40%)` : ''),
+  );
+  if (primaries > 1) {
+    // The same without the app's rate-limit takes (many apps: their buckets spread over the slots too).
+    const split = splitCosts(r).limit;
+    const limit = Number.isNaN(split) ? 0 : split;
+    const rooms = primariesOf(r).map((s) => s.perEmit - (s.limit ? limit : 0));
+    const sum = rooms.reduce((a, b) => a + b, 0);
+    console.log(
+      `      rooms' scripts alone (less the rate-limit takes, ${f1(limit)} µs per emit): ${rooms.map((c) => pct(c / sum)).join(' / ')} of their CPU`,
+    );
+  }
+}
+
+/** Prints what the rooms runs compare: cluster against one Redis per pair of runs, and extrapolations. */
+export function printRoomsSummary(runs, primaries, rooms) {
+  const one = runs.filter((run) => !run.result.cluster).map((run) => run.result);
+  const many = runs.filter((run) => run.result.cluster).map((run) => run.result);
+  if (one.length === 0 || many.length === 0) return;
+  console.log('  rooms cluster against rooms redis, run by run (Redis CPU per emit, every redis-server):');
+  for (let i = 0; i < Math.min(one.length, many.length); i++) {
+    const a = totalPerEmit(one[i]);
+    const b = totalPerEmit(many[i]);
+    console.log(
+      `    run ${i + 1}: ${f1(b)} µs / ${f1(a)} µs = ${(b / a).toFixed(2)}x (goal <= 1.2x); busiest primary ${pct(topShare(many[i]))} (goal <= 40%)`,
+    );
+  }
+  const median = (values) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  };
+  const single = median(one.map(totalPerEmit));
+  const split = many.map(splitCosts);
+  const room = median(split.map((s) => s.room));
+  const limits = split.map((s) => s.limit).filter((l) => !Number.isNaN(l));
+  const limit = limits.length > 0 ? median(limits) : 0;
+  console.log('  extrapolated, each primary on a core of its own (medians of the runs above, not measured as such):');
+  console.log(`    one Redis: ${f1(single)} µs per emit: ${Math.round(1e6 / single)} emits/s`);
+  console.log(
+    `    cluster: a room's emit ${f1(room)} µs on its room's primary, the app's rate-limit take ${f1(limit)} µs on one primary per API request`,
+  );
+  console.log(
+    `    one primary core: ${Math.round(1e6 / room)} emits/s into its rooms (also the ceiling of one hot room)`,
+  );
+  if (rooms === 1) return; // one room is one slot: more primaries do not help it
+  for (const k of [primaries, 6, 12].filter((k, i, all) => all.indexOf(k) === i)) {
+    // Rooms spread evenly; one app's bucket primary also takes every request's limit take.
+    const manyApps = (k * 1e6) / room;
+    const oneApp = 1e6 / (room / k + limit);
+    console.log(
+      `    ${String(k).padStart(2)} primaries: ${Math.round(manyApps)} emits/s of many apps; one app alone ${Math.round(oneApp)} emits/s (its bucket's primary)`,
+    );
+  }
+}
