@@ -26,6 +26,7 @@
 // --rate 0 keeps --window emits in flight instead; --per-primary offers the cluster primaries x the
 // rate. --repeat n runs the systems n times, alternating.
 //        --room-count 1000 --room-pages 2 --nodes 2 --history 20 --primaries 3 --replicas 0 --repeat 1
+//        --apps 1 (room r belongs to app r % apps: each app's rate-limit bucket is one key of its own)
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -46,6 +47,7 @@ const { values: flags } = parseArgs({
     rooms: { type: 'boolean', default: false },
     'room-count': { type: 'string', default: '1000' },
     'room-pages': { type: 'string', default: '2' },
+    apps: { type: 'string', default: '1' },
     nodes: { type: 'string', default: '2' },
     history: { type: 'string', default: '20' },
     primaries: { type: 'string', default: '3' },
@@ -220,6 +222,7 @@ const names = flags.only
 const roomOptions = {
   rooms: Number(flags['room-count']),
   roomPages: Number(flags['room-pages']),
+  apps: Number(flags.apps),
   nodes: Number(flags.nodes),
   history: Number(flags.history),
   primaries: Number(flags.primaries),
@@ -251,10 +254,10 @@ for (let round = 0; round < Number(flags.repeat); round++) {
 }
 closeAgents();
 if (roomRuns.length > 0) {
-  const { rooms, roomPages, nodes, history, primaries, replicas, rate } = roomOptions;
+  const { rooms, roomPages, nodes, history, primaries, replicas, rate, apps } = roomOptions;
   console.log(
     `bench:cluster rooms  node ${process.version}, ${cpus().length} cores shared by the load generator, every node and every redis-server; ` +
-      `emits into ${rooms} rooms (a random room each)${history > 0 ? `, kept in history (limit ${history})` : ''}, ${roomPages} pages per room, ` +
+      `emits into ${rooms} rooms of ${apps} app(s) (a random room each)${history > 0 ? `, kept in history (limit ${history})` : ''}, ${roomPages} pages per room, ` +
       `through ${nodes} node(s), ${rate === undefined ? `${WINDOW} emits in flight (saturation)` : `${rate} emits/s offered${flags['per-primary'] ? ' per primary (the cluster: primaries x that)' : ''}`}, ${SECONDS} s; ` +
       `cluster: ${primaries} primaries, ${replicas} replica(s) each`,
   );

@@ -9,15 +9,15 @@ import { performance } from 'node:perf_hooks';
 import calculateSlot from 'cluster-key-slot';
 import { ask, stop } from './processes.mjs';
 import { startRedis, startRedisCluster } from './redis.mjs';
-import { APP, emit, openPage, payloadOf, roomToken } from './service.mjs';
+import { appOf, emit, openPage, payloadOf, roomToken } from './service.mjs';
 
 const PREFIX = 'bench:'; // node.mjs's
 export const roomName = (i) => `room-${i}`;
 
 /** The keys every emit into `room` touches carry this tag: the room's slot (keys.ts). */
-const slotOfRoom = (room) => calculateSlot(`${PREFIX}{${APP.key}:${room}}:m`);
-/** The app's rate-limit bucket, taken once per API request (apps/rate-limit.ts, limits.ts): one key, one slot. */
-const LIMIT_SLOT = calculateSlot(`${PREFIX}lim:t:api:${APP.key}`);
+const slotOfRoom = (app, room) => calculateSlot(`${PREFIX}{${app.key}:${room}}:m`);
+/** An app's rate-limit bucket, taken once per API request (apps/rate-limit.ts, limits.ts): one key, one slot. */
+const slotOfBucket = (app) => calculateSlot(`${PREFIX}lim:t:api:${app.key}`);
 
 const owns = (node, slot) => node.slots.some(([from, to]) => slot >= from && slot <= to);
 
@@ -31,10 +31,22 @@ export async function runRooms(options, startNodes) {
   const redis = options.cluster
     ? await startRedisCluster({ primaries: options.primaries, replicas: options.replicas })
     : await startRedis();
-  const nodes = await startNodes(options.nodes, options.cluster ? { cluster: redis.urls } : { redis: redis.url });
+  const target = options.cluster ? { cluster: redis.urls } : { redis: redis.url };
+  const nodes = await startNodes(options.nodes, {
+    ...target,
+    apps: Array.from({ length: options.apps }, (_, i) => appOf(i)),
+  });
   const ports = nodes.map((n) => n.port);
   const names = Array.from({ length: rooms }, (_, i) => roomName(i));
-  const tokens = await roomToken(names);
+  // Room r belongs to app r % apps (--apps: each app's rate-limit bucket is a key of its own).
+  const apps = Array.from({ length: options.apps }, (_, i) => appOf(i));
+  const appOfRoom = (r) => apps[r % apps.length];
+  const tokens = [];
+  for (const [a, app] of apps.entries()) {
+    const mine = names.filter((_, r) => r % apps.length === a);
+    const minted = await roomToken(mine, app);
+    for (const [j, token] of minted.entries()) tokens[a + j * apps.length] = token;
+  }
 
   const latencies = new Uint32Array(500_001); // emit answered, 10 µs buckets up to 5 s
   const emitsPerRoom = new Uint32Array(rooms);
@@ -51,6 +63,7 @@ export async function runRooms(options, startNodes) {
     const sent = performance.now();
     emit(ports[s % ports.length], payloadOf(s, sent), {
       room: names[room],
+      app: appOfRoom(room),
       ...(history > 0 ? { history: [history, 24] } : {}),
     }).then(
       () => {
@@ -81,7 +94,7 @@ export async function runRooms(options, startNodes) {
         const onEvent = () => {
           if (measuring) delivered++;
         };
-        pages.push(await openPage(ports[node], tokens[room], onEvent, names[room]));
+        pages.push(await openPage(ports[node], tokens[room], onEvent, names[room], appOfRoom(room)));
       }
     }),
   );
@@ -131,12 +144,15 @@ export async function runRooms(options, startNodes) {
   const primaryOfSlot = (slot) => (options.cluster ? after.findIndex((s) => s.role === 'primary' && owns(s, slot)) : 0);
   const roomEmits = after.map(() => 0);
   const roomsHeld = after.map(() => 0);
+  const limitEmits = after.map(() => 0);
   for (let r = 0; r < rooms; r++) {
-    const at = primaryOfSlot(slotOfRoom(names[r]));
+    const at = primaryOfSlot(slotOfRoom(appOfRoom(r), names[r]));
     roomEmits[at] += emitsPerRoom[r];
     roomsHeld[at]++;
+    // This room's emits each took a token from its app's bucket.
+    limitEmits[primaryOfSlot(slotOfBucket(appOfRoom(r)))] += emitsPerRoom[r];
   }
-  const limitAt = primaryOfSlot(LIMIT_SLOT);
+  const buckets = after.map((_, i) => apps.filter((app) => primaryOfSlot(slotOfBucket(app)) === i).length);
   const servers = after.map((s, i) => {
     const idle = (idleAfter[i].cpu - idleBefore[i].cpu) / idleSeconds;
     const cpu = s.cpu - before[i].cpu - idle * elapsed;
@@ -150,11 +166,14 @@ export async function runRooms(options, startNodes) {
       roomShare: roomEmits[i] / answered,
       roomsHeld: roomsHeld[i],
       keys: s.keys,
-      limit: i === limitAt,
+      /** The share of the API requests whose app's rate-limit bucket this server holds. */
+      limit: limitEmits[i] / answered,
+      buckets: buckets[i],
     };
   });
   const result = {
     cluster: options.cluster,
+    apps: options.apps,
     offered: options.rate,
     emits: answered / elapsed,
     p50: quantile(0.5),
@@ -183,9 +202,10 @@ export const topShare = (r) => Math.max(...primariesOf(r).map((s) => s.perEmit))
 
 /**
  * Splits a cluster's CPU per emit into a room script's cost R (µs per emit into a room the primary
- * holds) and the rate-limit take's L (µs per API request, all on the primary of the app's bucket):
- * primary i spends R x (its share of room emits) + L (when it holds the bucket); least squares over
- * the primaries. When the bucket's primary also holds every room (one hot room there), L is unknown.
+ * holds) and the rate-limit take's L (µs per API request, on the primary of the app's bucket):
+ * primary i spends R x (its share of room emits) + L x (its share of the requests' buckets); least
+ * squares over the primaries. When both shares are alike on every primary (one hot room on its
+ * app's bucket's primary), L is unknown.
  */
 export function splitCosts(r) {
   const primaries = primariesOf(r);
@@ -195,7 +215,7 @@ export function splitCosts(r) {
   let cs = 0;
   let ch = 0;
   for (const p of primaries) {
-    const h = p.limit ? 1 : 0;
+    const h = p.limit;
     ss += p.roomShare * p.roomShare;
     sh += p.roomShare * h;
     hh += h * h;
@@ -208,6 +228,11 @@ export function splitCosts(r) {
 }
 
 const f1 = (n) => n.toFixed(1);
+const bucketText = (s, apps) => {
+  if (s.buckets === 0) return '';
+  if (apps === 1) return ", the app's rate-limit bucket";
+  return `, rate-limit buckets of ${s.buckets} of ${apps} apps (${pct(s.limit)} of requests)`;
+};
 const pct = (n) => `${Math.round(n * 100)}%`;
 
 /** Prints one rooms run. */
@@ -223,7 +248,7 @@ export function printRooms(name, r, roomPages) {
   for (const s of r.servers) {
     const what =
       s.role === 'primary'
-        ? `${s.roomsHeld} rooms, ${pct(s.roomShare)} of emits' rooms${s.limit ? ", the app's rate-limit bucket" : ''}`
+        ? `${s.roomsHeld} rooms, ${pct(s.roomShare)} of emits' rooms${bucketText(s, r.apps)}`
         : 'replica';
     console.log(
       `      redis :${s.port} ${s.role.padEnd(7)} ${f1(s.perEmit).padStart(6)} µs per emit (${pct(s.perEmit / total).padStart(4)} of Redis CPU, ` +
@@ -239,7 +264,7 @@ export function printRooms(name, r, roomPages) {
     // The same without the app's rate-limit takes (many apps: their buckets spread over the slots too).
     const split = splitCosts(r).limit;
     const limit = Number.isNaN(split) ? 0 : split;
-    const rooms = primariesOf(r).map((s) => s.perEmit - (s.limit ? limit : 0));
+    const rooms = primariesOf(r).map((s) => s.perEmit - s.limit * limit);
     const sum = rooms.reduce((a, b) => a + b, 0);
     console.log(
       `      rooms' scripts alone (less the rate-limit takes, ${f1(limit)} µs per emit): ${rooms.map((c) => pct(c / sum)).join(' / ')} of their CPU`,
