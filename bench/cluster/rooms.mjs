@@ -260,8 +260,9 @@ export function printRooms(name, r, roomPages) {
     `      Redis CPU per emit: ${f1(total)} µs in all` +
       (primaries > 1 ? `, busiest primary ${pct(topShare(r))} of the primaries' (goal <= 40%)` : ''),
   );
-  if (primaries > 1) {
-    // The same without the app's rate-limit takes (many apps: their buckets spread over the slots too).
+  // One app: the same without its rate-limit takes (as if many apps spread their buckets). With
+  // several apps the buckets spread like the rooms, and the split cannot tell them apart.
+  if (primaries > 1 && r.apps === 1) {
     const split = splitCosts(r).limit;
     const limit = Number.isNaN(split) ? 0 : split;
     const rooms = primariesOf(r).map((s) => s.perEmit - s.limit * limit);
@@ -291,12 +292,20 @@ export function printRoomsSummary(runs, primaries, rooms) {
     return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   };
   const single = median(one.map(totalPerEmit));
+  console.log('  extrapolated, each primary on a core of its own (medians of the runs above, not measured as such):');
+  console.log(`    one Redis: ${f1(single)} µs per emit: ${Math.round(1e6 / single)} emits/s`);
+  if (many[0].apps > 1) {
+    // Rooms and buckets both spread: a primary's core carries its share of the cluster's CPU per emit.
+    const cluster = median(many.map(totalPerEmit));
+    console.log(`    cluster: ${f1(cluster)} µs per emit in all (rooms and rate-limit buckets spread)`);
+    for (const k of [primaries, 6, 12].filter((k, i, all) => all.indexOf(k) === i))
+      console.log(`    ${String(k).padStart(2)} primaries: ${Math.round((k * 1e6) / cluster)} emits/s`);
+    return;
+  }
   const split = many.map(splitCosts);
   const room = median(split.map((s) => s.room));
   const limits = split.map((s) => s.limit).filter((l) => !Number.isNaN(l));
   const limit = limits.length > 0 ? median(limits) : 0;
-  console.log('  extrapolated, each primary on a core of its own (medians of the runs above, not measured as such):');
-  console.log(`    one Redis: ${f1(single)} µs per emit: ${Math.round(1e6 / single)} emits/s`);
   console.log(
     `    cluster: a room's emit ${f1(room)} µs on its room's primary, the app's rate-limit take ${f1(limit)} µs on one primary per API request`,
   );
