@@ -1,5 +1,5 @@
 // The rooms systems of bench:cluster: signed API emits with history, each into a room drawn at
-// random among ROOMS rooms, through one or more service nodes, on one Redis ('rooms redis') or on a
+// random among --room-count rooms, through one or more service nodes, on one Redis ('rooms redis') or on a
 // Redis Cluster started here ('rooms cluster'). What it measures is Redis's side: the CPU time of
 // each redis-server per emit (INFO CPU, less what it spends idle with the pages open), how that work
 // spreads over the primaries, and the scripts each ran (INFO COMMANDSTATS); and each node's CPU per
@@ -12,7 +12,7 @@ import { startRedis, startRedisCluster } from './redis.mjs';
 import { appOf, emit, openPage, payloadOf, roomToken } from './service.mjs';
 
 const PREFIX = 'bench:'; // node.mjs's
-export const roomName = (i) => `room-${i}`;
+const roomName = (i) => `room-${i}`;
 
 /** The keys every emit into `room` touches carry this tag: the room's slot (keys.ts). */
 const slotOfRoom = (app, room) => calculateSlot(`${PREFIX}{${app.key}:${room}}:m`);
@@ -22,24 +22,21 @@ const slotOfBucket = (app) => calculateSlot(`${PREFIX}lim:t:api:${app.key}`);
 const owns = (node, slot) => node.slots.some(([from, to]) => slot >= from && slot <= to);
 
 /**
- * Runs one rooms system. `options`: { cluster, primaries, replicas, rooms, roomPages, nodes, rate,
- * window, seconds, history } and `startNodes(count, target)` (cluster.mjs: target { redis } or
- * { cluster }). Answers what printRooms shows.
+ * Runs one rooms system. `options`: { cluster, primaries, replicas, rooms, roomPages, apps, nodes,
+ * rate, window, seconds, history } and `startNodes(count, target)` (cluster.mjs: target { redis } or
+ * { cluster }, and { apps }). Answers what printRooms shows.
  */
 export async function runRooms(options, startNodes) {
   const { rooms, roomPages, seconds, history } = options;
   const redis = options.cluster
     ? await startRedisCluster({ primaries: options.primaries, replicas: options.replicas })
     : await startRedis();
-  const target = options.cluster ? { cluster: redis.urls } : { redis: redis.url };
-  const nodes = await startNodes(options.nodes, {
-    ...target,
-    apps: Array.from({ length: options.apps }, (_, i) => appOf(i)),
-  });
-  const ports = nodes.map((n) => n.port);
-  const names = Array.from({ length: rooms }, (_, i) => roomName(i));
   // Room r belongs to app r % apps (--apps: each app's rate-limit bucket is a key of its own).
   const apps = Array.from({ length: options.apps }, (_, i) => appOf(i));
+  const target = options.cluster ? { cluster: redis.urls } : { redis: redis.url };
+  const nodes = await startNodes(options.nodes, { ...target, apps });
+  const ports = nodes.map((n) => n.port);
+  const names = Array.from({ length: rooms }, (_, i) => roomName(i));
   const appOfRoom = (r) => apps[r % apps.length];
   const tokens = [];
   for (const [a, app] of apps.entries()) {
