@@ -15,11 +15,24 @@
 // printed as such).
 // Flags: --pages 1000 --seconds 10 --window 16 --rate <emits/s> [--per-node: n nodes get n x rate]
 //        --only <name,name> (e.g. 'redis x1,redis x4') --prof <dir> (CPU profiles of the nodes)
+// Rooms systems (issue 19; only with --only, or --rooms for both):
+//   rooms redis   API emits with history, each into a room drawn at random among --room-count rooms,
+//                 through --nodes service nodes, on one Redis
+//   rooms cluster the same on a Redis Cluster of --primaries primaries (--replicas each) started here
+// Each room has --room-pages pages spread over the nodes. Per system: emits/s, each node's CPU per
+// emit, and per redis-server its CPU per emit (INFO CPU, less idle), its part of the Redis CPU, the
+// scripts it ran per emit and the rooms it holds; then the cluster against one Redis. By default
+// --rate 1000 for these (the same load on both: Redis's cost per emit depends on its pace);
+// --rate 0 keeps --window emits in flight instead; --per-primary offers the cluster primaries x the
+// rate. --repeat n runs the systems n times, alternating.
+//        --room-count 1000 --room-pages 2 --nodes 2 --history 20 --primaries 3 --replicas 0 --repeat 1
+//        --apps 1 (room r belongs to app r % apps: each app's rate-limit bucket is one key of its own)
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ask, start, stop } from './cluster/processes.mjs';
 import { startRedis } from './cluster/redis.mjs';
+import { printRooms, printRoomsSummary, runRooms } from './cluster/rooms.mjs';
 import { APP, closeAgents, emit, openPages, payloadOf, roomToken } from './cluster/service.mjs';
 
 const { values: flags } = parseArgs({
@@ -31,6 +44,16 @@ const { values: flags } = parseArgs({
     'per-node': { type: 'boolean', default: false },
     only: { type: 'string' },
     prof: { type: 'string' },
+    rooms: { type: 'boolean', default: false },
+    'room-count': { type: 'string', default: '1000' },
+    'room-pages': { type: 'string', default: '2' },
+    apps: { type: 'string', default: '1' },
+    nodes: { type: 'string', default: '2' },
+    history: { type: 'string', default: '20' },
+    primaries: { type: 'string', default: '3' },
+    replicas: { type: 'string', default: '0' },
+    repeat: { type: 'string', default: '1' },
+    'per-primary': { type: 'boolean', default: false },
   },
 });
 const PAGES = Number(flags.pages);
@@ -51,13 +74,14 @@ function systemOf(name) {
   return { nodes: Number(match[2]), redis: match[1] === 'redis' };
 }
 
-async function startNodes(count, redisUrl) {
+/** `count` nodes on the embedded engine, or on `target`: { redis: url } or { cluster: [seed urls] }. */
+async function startNodes(count, target = {}) {
   return Promise.all(
     Array.from({ length: count }, async () => {
       const { child, first } = await start(new URL('./cluster/node.mjs', import.meta.url), {
         // --prof <dir>: a V8 CPU profile of each node, written when it ends.
         execArgv: ['--expose-gc', ...(flags.prof ? ['--cpu-prof', `--cpu-prof-dir=${flags.prof}`] : [])],
-        env: { BENCH_NODE: JSON.stringify({ app: APP, ...(redisUrl ? { redis: redisUrl } : {}) }) },
+        env: { BENCH_NODE: JSON.stringify({ app: APP, ...target }) },
       });
       return { child, port: first.port };
     }),
@@ -73,7 +97,7 @@ const ownCpu = () => {
 async function run(name) {
   const system = systemOf(name);
   const redis = system.redis ? await startRedis() : undefined;
-  const nodes = await startNodes(system.nodes, redis?.url);
+  const nodes = await startNodes(system.nodes, redis ? { redis: redis.url } : {});
   const ports = nodes.map((n) => n.port);
   const token = await roomToken();
 
@@ -189,10 +213,61 @@ function nodeBound(r) {
   return Math.min(...r.nodeCpu.map((n) => 1e6 / n.perDelivery / n.share));
 }
 
-const names = flags.only ? flags.only.split(',') : DEFAULT_SYSTEMS;
+const ROOM_SYSTEMS = ['rooms redis', 'rooms cluster'];
+const names = flags.only
+  ? flags.only.split(',').map((name) => name.trim())
+  : flags.rooms
+    ? ROOM_SYSTEMS
+    : DEFAULT_SYSTEMS;
+const roomOptions = {
+  rooms: Number(flags['room-count']),
+  roomPages: Number(flags['room-pages']),
+  apps: Number(flags.apps),
+  nodes: Number(flags.nodes),
+  history: Number(flags.history),
+  primaries: Number(flags.primaries),
+  replicas: Number(flags.replicas),
+  seconds: SECONDS,
+  window: WINDOW,
+  // Both rooms systems at the same pace unless told otherwise (--rate 0: saturation).
+  rate: RATE === undefined ? 1000 : RATE === 0 ? undefined : RATE,
+};
+// With --per-primary, a cluster of k primaries is offered k x the rate: each primary as busy as one Redis.
+const roomOptionsOf = (cluster) => ({
+  ...roomOptions,
+  cluster,
+  ...(cluster && flags['per-primary'] && roomOptions.rate !== undefined
+    ? { rate: roomOptions.rate * roomOptions.primaries }
+    : {}),
+});
 const results = {};
-for (const name of names) results[name] = await run(name);
+const roomRuns = [];
+for (let round = 0; round < Number(flags.repeat); round++) {
+  for (const name of names) {
+    if (ROOM_SYSTEMS.includes(name))
+      roomRuns.push({
+        name,
+        result: await runRooms(roomOptionsOf(name === 'rooms cluster'), startNodes),
+      });
+    else if (round === 0) results[name] = await run(name);
+  }
+}
 closeAgents();
+if (roomRuns.length > 0) {
+  const { rooms, roomPages, nodes, history, primaries, replicas, rate, apps } = roomOptions;
+  console.log(
+    `bench:cluster rooms  node ${process.version}, ${cpus().length} cores shared by the load generator, every node and every redis-server; ` +
+      `emits into ${rooms} rooms of ${apps} app(s) (a random room each)${history > 0 ? `, kept in history (limit ${history})` : ''}, ${roomPages} pages per room, ` +
+      `through ${nodes} node(s), ${rate === undefined ? `${WINDOW} emits in flight (saturation)` : `${rate} emits/s offered${flags['per-primary'] ? ' per primary (the cluster: primaries x that)' : ''}`}, ${SECONDS} s; ` +
+      `cluster: ${primaries} primaries, ${replicas} replica(s) each`,
+  );
+  for (const [i, run] of roomRuns.entries()) {
+    console.log(`  -- run ${i + 1}`);
+    printRooms(run.name, run.result, roomPages);
+  }
+  printRoomsSummary(roomRuns, primaries, rooms);
+}
+if (Object.keys(results).length === 0) process.exit(0);
 
 const load =
   RATE === undefined

@@ -14,15 +14,28 @@ export const APP = {
   features: ['history'],
   rateLimit: { perSecond: 1e9, burst: 1e9 },
 };
-const publishKey = deriveKey(APP.secret, 'publish');
-const SOCKET_PATH = `/service/realtime/socket?site=${APP.key}`;
 
-/** A token for ROOM, minted locally (no request). */
-export async function roomToken() {
-  const sdk = new Realtime({ url: 'http://127.0.0.1:1', key: APP.key, secret: APP.secret });
-  const token = await sdk.roomToken(ROOM, { expiresIn: 3600 });
+/** App i of a bench with several apps: app 0 is APP, the others the same plan under other keys. */
+export const appOf = (i) =>
+  i === 0 ? APP : { ...APP, key: `bench${i}`, secret: `bench-secret-${i}-0123456789`, name: `bench ${i}` };
+
+const publishKeys = new Map();
+const publishKeyOf = (app) => {
+  let key = publishKeys.get(app.key);
+  if (!key) {
+    key = deriveKey(app.secret, 'publish');
+    publishKeys.set(app.key, key);
+  }
+  return key;
+};
+const socketPathOf = (app) => `/service/realtime/socket?site=${app.key}`;
+
+/** A token for ROOM (or each of `rooms`, in order) of `app`, minted locally (no request). */
+export async function roomToken(rooms, app = APP) {
+  const sdk = new Realtime({ url: 'http://127.0.0.1:1', key: app.key, secret: app.secret });
+  const tokens = await Promise.all((rooms ?? [ROOM]).map((room) => sdk.roomToken(room, { expiresIn: 3600 })));
   await sdk.close();
-  return token;
+  return rooms ? tokens : tokens[0];
 }
 
 const SEQ = Buffer.from('"bs":');
@@ -43,21 +56,21 @@ export function payloadOf(seq, sentMs) {
 }
 
 /**
- * Opens a page on the node at `port` and joins ROOM; resolves once joined. `onEvent(seq, sentMs)`
- * is called for each event of the bench.
+ * Opens a page of `app` on the node at `port` and joins `room` (ROOM by default, `token` is its
+ * token); resolves once joined. `onEvent(seq, sentMs)` is called for each event of the bench.
  */
-export async function openPage(port, token, onEvent) {
+export async function openPage(port, token, onEvent, room = ROOM, app = APP) {
   let joined;
   const done = new Promise((resolve) => {
     joined = resolve;
   });
-  const page = await openLight(port, SOCKET_PATH, (payload, p) => {
+  const page = await openLight(port, socketPathOf(app), (payload, p) => {
     if (payload.indexOf(SEQ) >= 0) {
       onEvent(readNumber(payload, SEQ), readNumber(payload, SENT));
       return;
     }
     const text = payload.toString();
-    if (text.startsWith('{"t":"welcome"')) p.send(JSON.stringify({ t: 'join', ref: 1, room: ROOM, token }));
+    if (text.startsWith('{"t":"welcome"')) p.send(JSON.stringify({ t: 'join', ref: 1, room, token }));
     else if (text.startsWith('{"t":"joined"')) joined();
     else if (text.startsWith('{"t":"ping"')) p.send('{"t":"pong"}');
     else if (text.startsWith('{"t":"error"')) throw new Error(`the service answered ${text}`);
@@ -112,14 +125,18 @@ function post(port, path, body, headers) {
   });
 }
 
-/** A signed emit of `payload` (JSON text) to ROOM through the node at `port`. */
-export function emit(port, payload) {
-  const body = `{"rooms":["${ROOM}"],"event":"msg","data":${payload}}`;
+/**
+ * A signed emit of `payload` (JSON text) to `room` (ROOM by default) of `app` (APP by default)
+ * through the node at `port`; `history` ([limit, hours]) keeps it in the room's history.
+ */
+export function emit(port, payload, { room = ROOM, history, app = APP } = {}) {
+  const kept = history ? `,"history":{"${room}":[${history[0]},${history[1]}]}` : '';
+  const body = `{"rooms":["${room}"],"event":"msg","data":${payload}${kept}}`;
   const timestamp = String(Math.floor(Date.now() / 1000));
   const path = '/service/realtime/emit';
-  const signature = sign({ key: publishKey, timestamp, method: 'POST', path, body });
+  const signature = sign({ key: publishKeyOf(app), timestamp, method: 'POST', path, body });
   return post(port, path, body, {
-    'x-service-site': APP.key,
+    'x-service-site': app.key,
     'x-service-timestamp': timestamp,
     'x-service-signature': signature,
   });
