@@ -56,6 +56,15 @@ else
 end
 return answer`;
 
+/**
+ * How long a room's index entry this node wrote counts as there: its page sends then skip the index
+ * step before their script, so a busy room touches the index about once a second, not per send. A
+ * batcher that dropped the entry meanwhile (the list was empty) finds it again from the step after
+ * the script (the list went from empty to not).
+ */
+const INDEXED_FOR_MS = 1000;
+const MAX_INDEXED = 10_000;
+
 /** The data as sent: the bytes when the emitter already has them (large data, encoded once). */
 const dataOf = (event: OutgoingRoomEvent): string | Buffer => event.dataBytes ?? event.data;
 
@@ -79,6 +88,8 @@ export class RedisPublisher {
   readonly #index: ReportIndex;
   /** Topics whose step waits its turn (see #step): resolved once that step was sent. */
   readonly #sending = new Map<string, Promise<void>>();
+  /** Rooms whose report index entry this node wrote, and when (bounded: cleared when full). */
+  readonly #indexed = new Map<string, number>();
 
   constructor(client: RedisClient) {
     this.#client = client;
@@ -141,8 +152,9 @@ export class RedisPublisher {
   async #step(step: Step, nowMs: number, ids: (string | undefined)[], gate?: Promise<unknown>): Promise<void> {
     const key = topicOf(step.kind === 'room' ? (step.events[0] as OutgoingRoomEvent) : step.event);
     const before = this.#sending.get(key);
+    const indexFirst = step.kind === 'room' && step.reports && !this.#recentlyIndexed(step.app, step.room);
     // The fast path: sent now, in call order (one connection per shard keeps a publisher's order).
-    if (before === undefined && gate === undefined) {
+    if (before === undefined && gate === undefined && !indexFirst) {
       await this.#send(step, nowMs, ids);
       return;
     }
@@ -154,6 +166,12 @@ export class RedisPublisher {
     let done: Promise<void>;
     try {
       if (before) await before;
+      // The index first, so a reader that sees the event finds its report (see report-index.ts);
+      // skipped when this node wrote the room's entry within the last second (a busy room).
+      if (step.kind === 'room' && step.reports && !this.#recentlyIndexed(step.app, step.room)) {
+        await this.#index.add(step.app, step.room);
+        this.#indexedNow(step.app, step.room);
+      }
       const refused = gate === undefined ? undefined : await gate;
       if (refused !== undefined) throw refused;
       done = this.#send(step, nowMs, ids);
@@ -162,6 +180,16 @@ export class RedisPublisher {
       if (this.#sending.get(key) === turn) this.#sending.delete(key);
     }
     await done;
+  }
+
+  #recentlyIndexed(app: string, room: string): boolean {
+    const at = this.#indexed.get(`${app}\u0000${room}`);
+    return at !== undefined && Date.now() - at < INDEXED_FOR_MS;
+  }
+
+  #indexedNow(app: string, room: string): void {
+    if (this.#indexed.size >= MAX_INDEXED) this.#indexed.clear();
+    this.#indexed.set(`${app}\u0000${room}`, Date.now());
   }
 
   /** Sends one step now; answers once it is done. */
@@ -178,7 +206,10 @@ export class RedisPublisher {
       ids[at] = typeof id === 'string' ? id : undefined;
     });
     // The list went from empty to not: a batcher may have dropped the entry since the first step.
-    if (answer[0] === 1) await this.#index.add(step.app, step.room);
+    if (answer[0] === 1) {
+      await this.#index.add(step.app, step.room);
+      this.#indexedNow(step.app, step.room);
+    }
     // A page send is acknowledged once its report is on a replica too (on a cluster with replicas),
     // so a failover right after still delivers its webhook event. Not acknowledged in time (no
     // replica answering), it is acknowledged anyway: telling the page to send again would repeat it.

@@ -2,11 +2,13 @@
  * Which rooms have webhook reports waiting. A room's reports live in its own slot (`{<app>:<room>}:w`,
  * written with the event); the index that lets the batcher find them lives in one of
  * REPORT_INDEX_KEYS slots (`wh:{ix<k>}`), so no key is touched by every page send. Being another
- * slot, the index is written in a step of its own, after the room's script and only when the room's
- * list went from empty to not: a busy room's page sends touch no index key between two batches. The
- * batcher drops an entry only after seeing the list empty, then looks again (see
- * RedisWebhookStore), so a list that filled meanwhile keeps its entry; a node that died between the
- * script and the index step leaves a list without an entry: the repair walk (SCAN) finds it.
+ * slot, the index is written in a step of its own: before the room's script (so a reader that sees
+ * the event finds its report; skipped when the node wrote the room's entry within the last second,
+ * so a busy room's page sends touch the index about once a second) and again after it when the
+ * room's list went from empty to not (so a batcher that dropped the entry meanwhile cannot leave the
+ * room unseen). The batcher drops an entry only after seeing the list empty, then looks again (see
+ * RedisWebhookStore); a node that died between the steps leaves a list without an entry: the repair
+ * walk (SCAN) finds it.
  */
 import type { RedisClient, Script } from './client.js';
 import { reportAppsKey, reportIndexOf, reportRoomsKey } from './keys.js';
