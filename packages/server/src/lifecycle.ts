@@ -365,7 +365,9 @@ function wire(
     presence: engine.presence,
     limiter: new RateLimiter(
       engine.limits,
-      options.engine?.kind === 'redis' && options.engine.cluster !== undefined ? { local: new MemoryLimitStore() } : {},
+      options.engine?.kind === 'redis' && options.engine.cluster !== undefined
+        ? { local: new MemoryLimitStore(), shards: 8 }
+        : {},
     ),
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,

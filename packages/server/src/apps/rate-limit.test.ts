@@ -218,3 +218,45 @@ describe('RateLimiter with a local store for a shared store that fails (a Redis 
     await expect(new RateLimiter(down.store).take('a', limit, T0)).rejects.toThrow(StoreError);
   });
 });
+
+describe('RateLimiter split over buckets (a Redis Cluster)', () => {
+  /** A memory store that records the keys taken from. */
+  function recording() {
+    const inner = new MemoryLimitStore();
+    const keys = new Set<string>();
+    const store: LimitStore = {
+      take: (key, ...rest) => {
+        keys.add(key);
+        return inner.take(key, ...rest);
+      },
+      peek: (...args) => inner.peek(...args),
+      acquire: (...args) => inner.acquire(...args),
+      release: (...args) => inner.release(...args),
+    };
+    return { store, keys };
+  }
+
+  it('allows the whole burst over its buckets, taken in turn under their own hash tags, then refuses', async () => {
+    const { store, keys } = recording();
+    const limiter = new RateLimiter(store, { shards: 4 });
+    const limit = { perSecond: 40, burst: 40 };
+    const answers = [];
+    for (let i = 0; i < 41; i++) answers.push(await limiter.take('app1', limit, T0));
+    expect(answers.slice(0, 40).every((wait) => wait === 0)).toBe(true);
+    expect(answers[40]).toBeGreaterThan(0);
+    expect([...keys].sort()).toEqual(['api:{app1:0}', 'api:{app1:1}', 'api:{app1:2}', 'api:{app1:3}']);
+    // A second later the rate is back in full: 40 more.
+    const later = [];
+    for (let i = 0; i < 40; i++) later.push(await limiter.take('app1', limit, T0 + 1000));
+    expect(later.every((wait) => wait === 0)).toBe(true);
+  });
+
+  it('keeps a limit too small to split in one bucket', async () => {
+    const { store, keys } = recording();
+    const limiter = new RateLimiter(store, { shards: 8 });
+    const limit = { perSecond: 10, burst: 20 };
+    for (let i = 0; i < 20; i++) expect(await limiter.take('app1', limit, T0)).toBe(0);
+    expect(await limiter.take('app1', limit, T0)).toBeGreaterThan(0);
+    expect([...keys]).toEqual(['api:app1']);
+  });
+});

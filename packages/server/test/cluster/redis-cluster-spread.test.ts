@@ -36,14 +36,18 @@ const INDEX = { name: 'webhook report index wh:{ix<k>}', pattern: /^wh:\{ix\d+\}
 
 /**
  * Keys of one app that an operation may touch, each an app-wide decision or queue by design (not
- * global: another app's are elsewhere): the app's API rate bucket (one count over every node), its
+ * global: another app's are elsewhere): the app's API rate buckets (one count over every node, split in 8 under their own tags), its
  * webhook events that are no page send (presence and user changes, in the order they happened), and
  * its users' "in a call" marks (a call's decision spans the call and both users: the app's slot).
  * docs/scaling.md says what they cost a single very large app. Each is touched at most about once
  * per operation; the test checks both.
  */
 const PER_APP: Array<{ name: string; pattern: (app: string) => RegExp }> = [
-  { name: 'API rate bucket lim:t:api:<app>', pattern: (app) => new RegExp(`^lim:t:api:${app}$`) },
+  // Split in 8 under their own tags on a cluster (apps/rate-limit.ts): one app's requests spread too.
+  {
+    name: 'API rate buckets lim:t:api:{<app>:<i>}',
+    pattern: (app) => new RegExp(`^lim:t:api:(\\{${app}:\\d\\}|${app})$`),
+  },
   { name: 'app webhook events wh:{<app>}:waiting', pattern: (app) => new RegExp(`^wh:\\{${app}\\}:waiting(:b)?$`) },
   { name: 'call marks call:{<app>}:u:<user>', pattern: (app) => new RegExp(`^call:\\{${app}\\}:u:`) },
 ];
