@@ -200,7 +200,8 @@ function wire(
     webhooks: () => engine.webhooks.stats(now()),
   });
   const broker = countedBroker(engine.broker, metrics);
-  const apps = new CachedAppStore(engine.apps, { now });
+  const onCluster = options.engine?.kind === 'redis' && options.engine.cluster !== undefined;
+  const apps = new CachedAppStore(engine.apps, { now, ...(onCluster ? { staleMs: 60_000 } : {}) });
   // What other nodes tell this one (answers to asks, page frames, console entries and watches), each
   // to the feature that registered for it: one subscription to this node's topic, one to every node's.
   const channel = new NodeChannel({ node: engine.node, broker: engine.broker, log });
@@ -363,12 +364,7 @@ function wire(
     ask,
     webhooks,
     presence: engine.presence,
-    limiter: new RateLimiter(
-      engine.limits,
-      options.engine?.kind === 'redis' && options.engine.cluster !== undefined
-        ? { local: new MemoryLimitStore(), shards: 8 }
-        : {},
-    ),
+    limiter: new RateLimiter(engine.limits, onCluster ? { local: new MemoryLimitStore(), shards: 8 } : {}),
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
     now,

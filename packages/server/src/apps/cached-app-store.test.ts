@@ -29,7 +29,7 @@ describe('CachedAppStore', () => {
   it('reads the store again once an entry is older than its time, not before', async () => {
     let now = 0;
     const { store, state } = backing([app]);
-    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now });
+    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now, staleMs: 60_000 });
     expect(await cached.get(app.key)).toEqual(app);
     now = 999;
     expect(await cached.get(app.key)).toEqual(app);
@@ -42,7 +42,7 @@ describe('CachedAppStore', () => {
   it('answers an app read before while the store is unavailable, for at most a minute', async () => {
     let now = 0;
     const { store, state } = backing([app]);
-    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now });
+    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now, staleMs: 60_000 });
     await cached.get(app.key);
     state.failure = new StoreError('unavailable');
     now = 5000;
@@ -51,10 +51,20 @@ describe('CachedAppStore', () => {
     await expect(cached.get(app.key)).rejects.toThrow(StoreError);
   });
 
-  it('fails a key it never read, and any read when the store fails otherwise than unavailable', async () => {
+  it('fails at once without staleMs (one Redis, embedded)', async () => {
     let now = 0;
     const { store, state } = backing([app]);
     const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now });
+    await cached.get(app.key);
+    state.failure = new StoreError('unavailable');
+    now = 1000;
+    await expect(cached.get(app.key)).rejects.toThrow(StoreError);
+  });
+
+  it('fails a key it never read, and any read when the store fails otherwise than unavailable', async () => {
+    let now = 0;
+    const { store, state } = backing([app]);
+    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now, staleMs: 60_000 });
     await cached.get(app.key);
     state.failure = new StoreError('unavailable');
     await expect(cached.get('other')).rejects.toThrow(StoreError);

@@ -1,13 +1,6 @@
 import { StoreError } from '../engines/store-error.js';
 import type { App, AppStore } from '../engines/types.js';
 
-/**
- * How long an app read before may stand in while the store does not answer (its shard failing over,
- * on a Redis Cluster), so requests for rooms of other shards go on; a change made meanwhile by another
- * node applies once the store answers again.
- */
-const STALE_MS = 60_000;
-
 interface Entry {
   app: App | undefined;
   at: number;
@@ -24,9 +17,20 @@ export class CachedAppStore implements AppStore {
   readonly #now: () => number;
   readonly #entries = new Map<string, Entry>();
   readonly #maxEntries: number;
+  readonly #staleMs: number;
 
-  constructor(store: AppStore, options: { ttlMs?: number; now?: () => number; maxEntries?: number } = {}) {
+  /**
+   * `staleMs` (a Redis Cluster: 60 s): how long an app read before may stand in while the store does
+   * not answer (the shard holding the apps failing over), so requests for rooms of the other shards
+   * go on; a change made meanwhile by another node applies once the store answers again. 0 (one
+   * Redis, embedded, where nothing else answers either): such a read fails as the store did.
+   */
+  constructor(
+    store: AppStore,
+    options: { ttlMs?: number; now?: () => number; maxEntries?: number; staleMs?: number } = {},
+  ) {
     this.#store = store;
+    this.#staleMs = options.staleMs ?? 0;
     this.#ttlMs = options.ttlMs ?? 1000;
     this.#now = options.now ?? Date.now;
     this.#maxEntries = options.maxEntries ?? 10_000;
@@ -41,7 +45,7 @@ export class CachedAppStore implements AppStore {
       return found.then(
         (app) => this.#remember(key, app, now),
         (error: unknown) => {
-          if (entry && now - entry.at < STALE_MS && error instanceof StoreError && error.kind === 'unavailable') {
+          if (entry && now - entry.at < this.#staleMs && error instanceof StoreError && error.kind === 'unavailable') {
             return entry.app;
           }
           throw error;
