@@ -14,20 +14,8 @@ import { createCluster } from '@redis/client';
 import calculateSlot from 'cluster-key-slot';
 import type { PublicationHandler, Unsubscribe } from '../types.js';
 import { type RedisClient, toStoreError } from './client.js';
+import { LocalTopics } from './local-topics.js';
 import { decodePublication } from './publication-codec.js';
-
-interface Subscription {
-  handler: PublicationHandler;
-  active: boolean;
-}
-
-interface Topic {
-  channel: string;
-  slot: number;
-  subscriptions: Set<Subscription>;
-  /** Settles when the shard confirmed the SSUBSCRIBE (or refused it). */
-  confirmed: Promise<void>;
-}
 
 /** The topics of one slot, and the primary (`host:port`) they were last heard through. */
 interface Slot {
@@ -46,7 +34,9 @@ export class RedisShardedSubscriber {
   readonly #prefix: string;
   readonly #cluster: ClusterClient;
   readonly #connected: Promise<void>;
-  readonly #topics = new Map<string, Topic>();
+  readonly #topics: LocalTopics;
+  /** The slot of each topic subscribed in Redis. */
+  readonly #slotOf = new Map<string, number>();
   readonly #slots = new Map<number, Slot>();
   readonly #gapped = new Set<string>();
   /** The shards' subscriber connections already watched for moved slots. */
@@ -69,6 +59,7 @@ export class RedisShardedSubscriber {
         },
       },
     });
+    this.#topics = new LocalTopics({ open: (topic) => this.#open(topic), close: (topic) => this.#close(topic) });
     this.#cluster.on('error', () => {});
     this.#cluster.on('node-error', () => {});
     const dropped = (info: { host?: string; port?: number }) => this.#dropped(`${info.host}:${info.port}`);
@@ -86,44 +77,7 @@ export class RedisShardedSubscriber {
 
   async subscribe(topic: string, handler: PublicationHandler): Promise<Unsubscribe> {
     if (this.#closed) throw toStoreError(new Error('the broker is closed'));
-    const subscription: Subscription = { handler, active: true };
-    let entry = this.#topics.get(topic);
-    if (!entry) {
-      const channel = this.#prefix + topic;
-      const slot = calculateSlot(channel);
-      const created: Topic = {
-        channel,
-        slot,
-        subscriptions: new Set(),
-        confirmed: this.#connected
-          .then(() => this.#cluster.sSubscribe(channel, this.#hear))
-          .then(() => {
-            this.#watchShard(slot);
-            if (this.#topics.get(topic) !== created) return;
-            let entry = this.#slots.get(slot);
-            if (!entry) {
-              entry = { topics: new Set(), address: this.#addressOf(slot) };
-              this.#slots.set(slot, entry);
-            }
-            entry.topics.add(topic);
-          }),
-      };
-      created.confirmed.catch(() => {
-        if (this.#topics.get(topic) === created) this.#topics.delete(topic);
-      });
-      this.#topics.set(topic, created);
-      entry = created;
-    }
-    const topicEntry = entry;
-    topicEntry.subscriptions.add(subscription);
-    try {
-      await topicEntry.confirmed;
-    } catch (error) {
-      subscription.active = false;
-      topicEntry.subscriptions.delete(subscription);
-      throw toStoreError(error);
-    }
-    return () => this.#unsubscribe(topic, topicEntry, subscription);
+    return this.#topics.subscribe(topic, handler);
   }
 
   /**
@@ -149,23 +103,48 @@ export class RedisShardedSubscriber {
     }
   }
 
+  /** The topic's first local subscription: SSUBSCRIBE on its shard, and its slot watched. */
+  async #open(topic: string): Promise<void> {
+    const channel = this.#prefix + topic;
+    const slot = calculateSlot(channel);
+    await this.#connected;
+    await this.#cluster.sSubscribe(channel, this.#hear);
+    this.#watchShard(slot);
+    if (!this.#topics.has(topic)) return;
+    this.#slotOf.set(topic, slot);
+    let entry = this.#slots.get(slot);
+    if (!entry) {
+      entry = { topics: new Set(), address: this.#addressOf(slot) };
+      this.#slots.set(slot, entry);
+    }
+    entry.topics.add(topic);
+  }
+
+  /** Its last one ended: SUNSUBSCRIBE, and forgotten. */
+  #close(topic: string): Promise<void> {
+    this.#gapped.delete(topic);
+    const slot = this.#slotOf.get(topic);
+    this.#slotOf.delete(topic);
+    const entry = slot === undefined ? undefined : this.#slots.get(slot);
+    entry?.topics.delete(topic);
+    if (slot !== undefined && entry?.topics.size === 0) this.#slots.delete(slot);
+    if (this.#closed) return Promise.resolve();
+    return this.#cluster.sUnsubscribe(this.#prefix + topic, this.#hear).then(
+      () => {},
+      () => {
+        // Disconnected: nothing to end.
+      },
+    );
+  }
+
   readonly #hear = (message: string, channel: string): void => {
     if (!channel.startsWith(this.#prefix)) return;
     const topic = channel.slice(this.#prefix.length);
-    const entry = this.#topics.get(topic);
     // Cut off and not told yet: a page handed a later event now would resume after the ones missed,
     // never getting them. Its pages resume from history once the gap is told.
-    if (!entry || this.#gapped.has(topic)) return;
+    if (!this.#topics.has(topic) || this.#gapped.has(topic)) return;
     const publication = decodePublication(message);
-    if (!publication) return;
-    for (const subscription of [...entry.subscriptions]) {
-      if (!subscription.active) continue;
-      try {
-        subscription.handler(publication);
-      } catch {
-        // One failing handler does not keep the publication from the others.
-      }
-    }
+    if (publication) this.#topics.deliver(topic, publication);
   };
 
   /**
@@ -184,8 +163,8 @@ export class RedisShardedSubscriber {
     this.#watched.add(client);
     client.on('sharded-channel-moved', (channel: string) => {
       if (!channel.startsWith(this.#prefix)) return;
-      const entry = this.#topics.get(channel.slice(this.#prefix.length));
-      const moved = entry === undefined ? undefined : this.#slots.get(entry.slot);
+      const slot = this.#slotOf.get(channel.slice(this.#prefix.length));
+      const moved = slot === undefined ? undefined : this.#slots.get(slot);
       if (moved) this.#gap(moved);
     });
   }
@@ -206,11 +185,8 @@ export class RedisShardedSubscriber {
   /** Slots whose primary changed without a drop seen (a reshard moved them) cut their topics off too. */
   #checkMoved(): void {
     if (this.#closed || !this.#cluster.isReady) return;
-    for (const slot of this.#slots.values()) {
-      const [first] = slot.topics;
-      const topic = first === undefined ? undefined : this.#topics.get(first);
-      if (!topic) continue;
-      const now = this.#addressOf(topic.slot);
+    for (const [number, slot] of this.#slots) {
+      const now = this.#addressOf(number);
       if (now !== undefined && slot.address !== undefined && now !== slot.address) this.#gap(slot);
     }
   }
@@ -227,16 +203,16 @@ export class RedisShardedSubscriber {
   /** Topics whose shard has a ready subscriber connection again are told to the listeners. */
   #checkHealed(): void {
     if (this.#healing || this.#closed) return;
-    const healed: Topic[] = [];
+    const healed: Array<{ topic: string; slot: number }> = [];
     for (const topic of this.#gapped) {
-      const entry = this.#topics.get(topic);
-      if (!entry) {
+      const slot = this.#slotOf.get(topic);
+      if (slot === undefined || !this.#topics.has(topic)) {
         this.#gapped.delete(topic);
         continue;
       }
       try {
-        const primary = this.#cluster.getSlotMaster(entry.slot);
-        if (this.#cluster.isReady && primary.pubSub?.client?.isReady === true) healed.push(entry);
+        const primary = this.#cluster.getSlotMaster(slot);
+        if (this.#cluster.isReady && primary.pubSub?.client?.isReady === true) healed.push({ topic, slot });
       } catch {
         // No owner known yet: checked again.
       }
@@ -245,52 +221,31 @@ export class RedisShardedSubscriber {
     this.#healing = true;
     // Subscribed on the owner now (again, harmless: listeners are a set), then heard and told, so a
     // page that resumes at once hears what comes after what history gives it.
-    void Promise.allSettled(healed.map((entry) => this.#cluster.sSubscribe(entry.channel, this.#hear))).then(
-      (results) => {
-        this.#healing = false;
-        const told: string[] = [];
-        results.forEach((result, i) => {
-          const entry = healed[i] as Topic;
-          const topic = entry.channel.slice(this.#prefix.length);
-          if (result.status !== 'fulfilled' || this.#topics.get(topic) !== entry) return;
-          const slot = this.#slots.get(entry.slot);
-          if (slot) slot.address = this.#addressOf(entry.slot);
-          this.#watchShard(entry.slot);
-          this.#gapped.delete(topic);
-          told.push(topic);
-        });
-        if (this.#gapped.size === 0 && this.#healTimer) {
-          clearInterval(this.#healTimer);
-          this.#healTimer = undefined;
+    const again = healed.map(({ topic }) => this.#cluster.sSubscribe(this.#prefix + topic, this.#hear));
+    void Promise.allSettled(again).then((results) => {
+      this.#healing = false;
+      const told: string[] = [];
+      results.forEach((result, i) => {
+        const { topic, slot } = healed[i] as { topic: string; slot: number };
+        if (result.status !== 'fulfilled' || this.#slotOf.get(topic) !== slot) return;
+        const entry = this.#slots.get(slot);
+        if (entry) entry.address = this.#addressOf(slot);
+        this.#watchShard(slot);
+        this.#gapped.delete(topic);
+        told.push(topic);
+      });
+      if (this.#gapped.size === 0 && this.#healTimer) {
+        clearInterval(this.#healTimer);
+        this.#healTimer = undefined;
+      }
+      if (told.length === 0 || this.#closed) return;
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener(told);
+        } catch {
+          // A failing listener does not keep the others from hearing.
         }
-        if (told.length === 0 || this.#closed) return;
-        for (const listener of [...this.#listeners]) {
-          try {
-            listener(told);
-          } catch {
-            // A failing listener does not keep the others from hearing.
-          }
-        }
-      },
-    );
-  }
-
-  #unsubscribe(topic: string, entry: Topic, subscription: Subscription): Promise<void> {
-    if (!subscription.active) return Promise.resolve();
-    subscription.active = false;
-    entry.subscriptions.delete(subscription);
-    if (entry.subscriptions.size > 0 || this.#topics.get(topic) !== entry) return Promise.resolve();
-    this.#topics.delete(topic);
-    this.#gapped.delete(topic);
-    const slot = this.#slots.get(entry.slot);
-    slot?.topics.delete(topic);
-    if (slot?.topics.size === 0) this.#slots.delete(entry.slot);
-    if (this.#closed) return Promise.resolve();
-    return this.#cluster.sUnsubscribe(entry.channel, this.#hear).then(
-      () => {},
-      () => {
-        // Disconnected: nothing to end.
-      },
-    );
+      }
+    });
   }
 }

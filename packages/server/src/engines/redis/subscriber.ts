@@ -1,29 +1,19 @@
 import type { Redis } from 'ioredis';
 import type { PublicationHandler, Unsubscribe } from '../types.js';
 import { type RedisClient, toStoreError } from './client.js';
+import { LocalTopics } from './local-topics.js';
 import { decodePublication } from './publication-codec.js';
-
-interface Subscription {
-  handler: PublicationHandler;
-  active: boolean;
-}
-
-interface Topic {
-  subscriptions: Set<Subscription>;
-  /** Settles when Redis confirmed the SUBSCRIBE (or refused it). */
-  confirmed: Promise<void>;
-}
 
 /**
  * A node's side of fan-out on one Redis: one subscriber connection, local subscriptions to one topic
- * sharing one Redis subscription, and a signal when the connection came back (what was published
- * meanwhile was not heard).
+ * sharing one Redis subscription (LocalTopics), and a signal when the connection came back (what was
+ * published meanwhile was not heard).
  */
 export class RedisSubscriber {
   readonly #client: RedisClient;
   readonly #subscriber: Redis;
   readonly #connected: Promise<void>;
-  readonly #topics = new Map<string, Topic>();
+  readonly #topics: LocalTopics;
   readonly #resubscribed = new Set<() => void>();
   #connectedBefore = false;
   #closed = false;
@@ -31,6 +21,21 @@ export class RedisSubscriber {
   constructor(client: RedisClient) {
     this.#client = client;
     this.#subscriber = client.duplicate();
+    this.#topics = new LocalTopics({
+      open: async (topic) => {
+        await this.#connected;
+        await this.#subscriber.subscribe(client.prefix + topic);
+      },
+      close: (topic) =>
+        this.#closed
+          ? Promise.resolve()
+          : this.#subscriber.unsubscribe(client.prefix + topic).then(
+              () => {},
+              () => {
+                // Disconnected: nothing to end; a resubscribed channel with no topic is ignored.
+              },
+            ),
+    });
     // ioredis subscribes again to every channel after a reconnect (autoResubscribe).
     this.#subscriber.on('message', (channel: string, message: string) => this.#deliver(channel, message));
     this.#subscriber.on('ready', () => {
@@ -47,31 +52,7 @@ export class RedisSubscriber {
 
   async subscribe(topic: string, handler: PublicationHandler): Promise<Unsubscribe> {
     if (this.#closed) throw toStoreError(new Error('the broker is closed'));
-    const subscription: Subscription = { handler, active: true };
-    let entry = this.#topics.get(topic);
-    if (!entry) {
-      const channel = this.#client.prefix + topic;
-      const created: Topic = {
-        subscriptions: new Set(),
-        confirmed: this.#connected.then(() => this.#subscriber.subscribe(channel)).then(() => {}),
-      };
-      created.confirmed.catch(() => {
-        // A refused subscription is forgotten, so the next subscribe asks Redis again.
-        if (this.#topics.get(topic) === created) this.#topics.delete(topic);
-      });
-      this.#topics.set(topic, created);
-      entry = created;
-    }
-    const topicEntry = entry;
-    topicEntry.subscriptions.add(subscription);
-    try {
-      await topicEntry.confirmed;
-    } catch (error) {
-      subscription.active = false;
-      topicEntry.subscriptions.delete(subscription);
-      throw toStoreError(error);
-    }
-    return () => this.#unsubscribe(topic, topicEntry, subscription);
+    return this.#topics.subscribe(topic, handler);
   }
 
   /**
@@ -87,7 +68,7 @@ export class RedisSubscriber {
 
   async #subscribeAgain(): Promise<void> {
     // ioredis subscribes again by itself; asking once more (harmless) tells us when it is confirmed.
-    const channels = [...this.#topics.keys()].map((topic) => this.#client.prefix + topic);
+    const channels = this.#topics.topics().map((topic) => this.#client.prefix + topic);
     try {
       if (channels.length > 0) await this.#subscriber.subscribe(...channels);
     } catch {
@@ -102,36 +83,12 @@ export class RedisSubscriber {
     }
   }
 
-  /** Ends one subscription at once (no more deliveries); the last one of a topic ends the Redis subscription. */
-  #unsubscribe(topic: string, entry: Topic, subscription: Subscription): Promise<void> {
-    if (!subscription.active) return Promise.resolve();
-    subscription.active = false;
-    entry.subscriptions.delete(subscription);
-    if (entry.subscriptions.size > 0 || this.#topics.get(topic) !== entry) return Promise.resolve();
-    this.#topics.delete(topic);
-    if (this.#closed) return Promise.resolve();
-    return this.#subscriber.unsubscribe(this.#client.prefix + topic).then(
-      () => {},
-      () => {
-        // Disconnected: nothing to end; a resubscribed channel with no topic is ignored.
-      },
-    );
-  }
-
   #deliver(channel: string, message: string): void {
-    const entry = this.#topics.get(channel.slice(this.#client.prefix.length));
-    if (!entry || !channel.startsWith(this.#client.prefix)) return;
+    if (!channel.startsWith(this.#client.prefix)) return;
+    const topic = channel.slice(this.#client.prefix.length);
+    if (!this.#topics.has(topic)) return;
     const publication = decodePublication(message);
-    if (!publication) return;
-    for (const subscription of [...entry.subscriptions]) {
-      // A handler may end its own or another subscription while handling.
-      if (!subscription.active) continue;
-      try {
-        subscription.handler(publication);
-      } catch {
-        // One failing handler does not keep the publication from the others.
-      }
-    }
+    if (publication) this.#topics.deliver(topic, publication);
   }
 
   async close(): Promise<void> {
