@@ -1,12 +1,10 @@
 import calculateSlot from 'cluster-key-slot';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newApp } from '../../src/index.js';
-import { type Receiver, startReceiver } from '../receiver.js';
-import { type ClusterNode as RedisNode, startRedisCluster, type TestRedisCluster } from '../redis-cluster.js';
-import { uniquePrefix } from '../redis-server.js';
-import { type Cluster, compareIds, startCluster, strictlyRising, tally, until } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import type { ClusterNode as RedisNode } from '../redis-cluster.js';
+import { compareIds, strictlyRising, tally, until } from './cluster.js';
 import { openResumingPage, type ResumingPage, untilGotAll } from './resuming-page.js';
 import { HISTORY, owns, roomsOnEveryPrimary, slotOfRoom, startTraffic } from './shard-traffic.js';
+import { useShardedService } from './sharded-service.js';
 
 /**
  * How long after the cluster settled on the promoted replica the nodes may still answer 503: the
@@ -22,32 +20,14 @@ const FOLLOW_MS = 5000;
  * resume and end with every acknowledged event, ids rising; acknowledged page sends are reported.
  */
 describe('Redis Cluster: a primary killed during traffic', () => {
-  let redis: TestRedisCluster;
-  let receiver: Receiver;
-  let cluster: Cluster;
-  const pages: ResumingPage[] = [];
-  const prefix = uniquePrefix('failover');
-
-  beforeAll(async () => {
-    redis = await startRedisCluster({ primaries: 3, replicas: 1 });
-    const app = newApp({ name: 'failover', rateLimit: { perSecond: 100_000, burst: 100_000 } });
-    receiver = await startReceiver(app);
-    cluster = await startCluster({
-      app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', cluster: redis.urls, prefix },
-      allowPrivateWebhooks: true,
-      webhooks: { windowMs: 100 },
-      gateway: { framesPerSecond: 5000, frameBurst: 5000 },
-    });
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(pages.map((p) => p.close()));
-    await cluster?.close();
-    await receiver?.close();
-    await redis?.close();
-  });
+  const service = useShardedService('failover', { replicas: 1, node: { webhooks: { windowMs: 100 } } });
 
   it('answers 200 or 503 only for the failed shard while it fails over; pages resume with every acknowledged event', async () => {
+    const redis = service.redis();
+    const receiver = service.receiver();
+    const cluster = service.cluster();
+    const pages = service.pages;
+    const prefix = service.prefix;
     const { app } = cluster;
     const primaries = (await redis.nodes()).filter((node) => node.role === 'primary');
     expect(primaries).toHaveLength(3);

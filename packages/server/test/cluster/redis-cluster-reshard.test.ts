@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newApp } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { helloPage } from '../pages.js';
-import { type Receiver, startReceiver } from '../receiver.js';
-import { type ClusterNode as RedisNode, startRedisCluster, type TestRedisCluster } from '../redis-cluster.js';
-import { uniquePrefix } from '../redis-server.js';
-import { type Cluster, compareIds, eventsOf, startCluster, strictlyRising, tally, until } from './cluster.js';
+import type { ClusterNode as RedisNode } from '../redis-cluster.js';
+import { compareIds, eventsOf, strictlyRising, tally, until } from './cluster.js';
 import { openResumingPage, type ResumingPage, untilGotAll } from './resuming-page.js';
 import { HISTORY, owns, slotOfRoom, startTraffic } from './shard-traffic.js';
+import { useShardedService } from './sharded-service.js';
 
 /** Slots `redis-cli --cluster reshard` moves by count: the source's lowest first. */
 const MOVED_BY_COUNT = 200;
@@ -19,31 +17,12 @@ const MOVED_BY_COUNT = 200;
  * room keeps its epoch (resumes are not truncated).
  */
 describe('Redis Cluster: slots moved during traffic', () => {
-  let redis: TestRedisCluster;
-  let receiver: Receiver;
-  let cluster: Cluster;
-  const pages: ResumingPage[] = [];
-
-  beforeAll(async () => {
-    redis = await startRedisCluster({ primaries: 3, replicas: 0 });
-    const app = newApp({ name: 'reshard', rateLimit: { perSecond: 100_000, burst: 100_000 } });
-    receiver = await startReceiver(app);
-    cluster = await startCluster({
-      app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', cluster: redis.urls, prefix: uniquePrefix('reshard') },
-      allowPrivateWebhooks: true,
-      webhooks: { windowMs: 100 },
-      gateway: { framesPerSecond: 5000, frameBurst: 5000 },
-    });
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(pages.map((p) => p.close()));
-    await cluster?.close();
-    await receiver?.close();
-    await redis?.close();
-  });
+  const service = useShardedService('reshard', { replicas: 0, node: { webhooks: { windowMs: 100 } } });
 
   it('loses nothing acknowledged, keeps ids rising and epochs unchanged while slots move by name and by count', async () => {
+    const redis = service.redis();
+    const cluster = service.cluster();
+    const pages = service.pages;
     const { app } = cluster;
     const [a, b, c] = (await redis.nodes()).filter((node) => node.role === 'primary') as [
       RedisNode,

@@ -1,12 +1,9 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newApp } from '../../src/index.js';
-import { helloPage, type RawPage } from '../pages.js';
-import { type Receiver, startReceiver } from '../receiver.js';
-import { startRedisCluster, type TestRedisCluster } from '../redis-cluster.js';
-import { uniquePrefix } from '../redis-server.js';
-import { type Cluster, joinRoom, startCluster } from './cluster.js';
+import { describe, expect, it } from 'vitest';
+import { helloPage } from '../pages.js';
+import { joinRoom } from './cluster.js';
 import { monitorPrimaries, type Touch, tagOf } from './redis-monitor.js';
+import { useShardedService } from './sharded-service.js';
 
 const HISTORY: [number, number] = [100, 1];
 const ROOMS = 1000;
@@ -71,35 +68,13 @@ async function inParallel<T>(items: T[], width: number, work: (item: T, i: numbe
  * node's (each in its own slot), never a key every operation shares.
  */
 describe('Redis Cluster: rooms spread over the shards, no global key per operation', () => {
-  let redis: TestRedisCluster;
-  let receiver: Receiver;
-  let cluster: Cluster;
-  let primaries: number[];
-  const prefix = uniquePrefix('spread');
-  const pages: RawPage[] = [];
-
-  beforeAll(async () => {
-    redis = await startRedisCluster({ primaries: 3, replicas: 1 });
-    primaries = (await redis.nodes()).filter((node) => node.role === 'primary').map((node) => node.port);
-    const app = newApp({ name: 'spread', rateLimit: { perSecond: 100_000, burst: 100_000 } });
-    receiver = await startReceiver(app);
-    cluster = await startCluster({
-      app: { ...app, webhook: receiver.url },
-      engine: { kind: 'redis', cluster: redis.urls, prefix },
-      offlineDelayMs: 200,
-      allowPrivateWebhooks: true,
-      // The shipped webhook window (1 s): the batches' own reads and writes are per window, not per operation.
-      gateway: { framesPerSecond: 5000, frameBurst: 5000 },
-    });
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(pages.map((p) => p.close()));
-    await cluster?.close();
-    await receiver?.close();
-    await redis?.close();
-  });
+  const service = useShardedService('spread', { replicas: 1, node: { offlineDelayMs: 200 } });
 
   it('1,000 rooms emitted to through the API land on all 3 primaries, none holding above 40% of them', async () => {
+    const redis = service.redis();
+    const cluster = service.cluster();
+    const prefix = service.prefix;
+    const primaries = (await redis.nodes()).filter((node) => node.role === 'primary').map((node) => node.port);
     const rooms = Array.from({ length: ROOMS }, (_, i) => `spread-${i}`);
     await inParallel(rooms, 24, async (room, i) => {
       const ids = await cluster.sdk(i).emit({ rooms: [room], event: 'e', data: i, history: { [room]: HISTORY } });
@@ -143,6 +118,12 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
   });
 
   it('a traffic run (emits, joins with presence, page sends, user emits) touches only room, user and node keys per operation', async () => {
+    const redis = service.redis();
+    const receiver = service.receiver();
+    const cluster = service.cluster();
+    const pages = service.pages;
+    const prefix = service.prefix;
+    const primaries = (await redis.nodes()).filter((node) => node.role === 'primary').map((node) => node.port);
     const app = cluster.app.key;
     const monitor = await monitorPrimaries(primaries, prefix);
     let ops = 0;
