@@ -32,10 +32,10 @@ describe('Redis Cluster: a primary killed during traffic', () => {
     const primaries = (await redis.nodes()).filter((node) => node.role === 'primary');
     expect(primaries).toHaveLength(3);
     const rooms = roomsOnEveryPrimary(app, primaries, 2, 'fo');
-    // The shard killed: the worst case, the one holding the app's own keys every request reads (its
-    // API rate-limit bucket; its settings when a node's cache of them expires). Rooms of the other
+    // The shard killed: the worst case, the one holding the app's own keys requests read (one of its
+    // API rate-limit buckets; its settings when a node's cache of them expires). Rooms of the other
     // shards must not notice.
-    const appKeys = [`${prefix}lim:t:api:${app.key}`, `${prefix}app:{apps}:${app.key}`];
+    const appKeys = [`${prefix}lim:t:api:{${app.key}:0}`, `${prefix}app:{apps}:${app.key}`];
     const victim = primaries.find((node) => owns(node, calculateSlot(appKeys[0] as string))) as RedisNode;
     const appKeysOnVictim = appKeys.filter((key) => owns(victim, calculateSlot(key)));
     const onVictim = new Set(rooms.filter((room) => owns(victim, slotOfRoom(app, room))));

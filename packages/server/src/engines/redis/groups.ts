@@ -1,6 +1,7 @@
 import { nodeOfPage } from '../node-id.js';
 import type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from '../types.js';
 import { type RedisClient, type Script, toStoreError } from './client.js';
+import { capOf, fromPageRecord, pageRecord } from './page-record.js';
 
 /**
  * The group scripts. Each works in one slot, the group's (`{<app>:<group>}`), on the keys it is
@@ -104,29 +105,6 @@ function toMember(json: unknown): GroupMember | undefined {
 const membersOf = (reply: unknown): GroupMember[] =>
   Array.isArray(reply) ? reply.map(toMember).filter((m): m is GroupMember => m !== undefined) : [];
 
-/** `max` or `unitFrom` as Lua compares it: a whole number (Infinity and NaN are no numbers there). */
-function capOf(max: number): number {
-  if (Number.isNaN(max)) return 0;
-  return Number.isFinite(max) ? Math.ceil(max) : max > 0 ? Number.MAX_SAFE_INTEGER : 0;
-}
-
-/** A node's record of one page in one group. */
-function nameOf(app: string, group: string, page: string): string {
-  return JSON.stringify([app, group, page]);
-}
-
-function fromName(name: string): [string, string, string] | undefined {
-  try {
-    const parsed = JSON.parse(name) as unknown;
-    if (Array.isArray(parsed) && parsed.length === 3 && parsed.every((part) => typeof part === 'string')) {
-      return parsed as [string, string, string];
-    }
-  } catch {
-    // Not one of ours: dropped.
-  }
-  return undefined;
-}
-
 /**
  * Group calls on Redis, shared by every node: each decision is one script in the group's slot, so a
  * group never holds more than `max` pages however many nodes join at once, exactly one join switches
@@ -170,7 +148,7 @@ export class RedisGroupStore implements GroupStore {
       joinedAt: member.joinedAt,
     });
     const node = this.#node(nodeOfPage(member.page));
-    const name = nameOf(app, group, member.page);
+    const name = pageRecord(app, group, member.page);
     // Recorded first, so the node's sweep finds the page whatever happens next.
     await this.#client.call((redis) => redis.sadd(node, name));
     const reply = await this.#join(this.#keys(app, group), [
@@ -187,7 +165,7 @@ export class RedisGroupStore implements GroupStore {
 
   async leave(app: string, group: string, page: string): Promise<GroupMember | undefined> {
     const member = toMember(await this.#leave(this.#keys(app, group), [page]));
-    await this.#clear(this.#node(nodeOfPage(page)), [nameOf(app, group, page)]);
+    await this.#clear(this.#node(nodeOfPage(page)), [pageRecord(app, group, page)]);
     return member;
   }
 
@@ -209,7 +187,7 @@ export class RedisGroupStore implements GroupStore {
       if (names.length === 0) break;
       const results = await Promise.allSettled(
         names.map(async (name): Promise<LapsedMember | undefined> => {
-          const [app, group, page] = fromName(name) ?? [];
+          const [app, group, page] = fromPageRecord(name) ?? [];
           const member =
             app === undefined || group === undefined || page === undefined
               ? undefined

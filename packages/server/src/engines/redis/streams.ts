@@ -8,6 +8,7 @@ import type {
   StreamWatch,
 } from '../types.js';
 import { type RedisClient, type Script, toStoreError } from './client.js';
+import { capOf, fromPageRecord, pageRecord } from './page-record.js';
 
 /**
  * The stream scripts. Each works in one slot, the stream's (`{<app>:<stream>}`), on the keys it is
@@ -199,29 +200,6 @@ function toState(presenter: unknown, since: unknown): StreamState {
   return state;
 }
 
-/** `max` as Lua compares it: a whole number (Infinity and NaN are no numbers there). */
-function capOf(max: number): number {
-  if (Number.isNaN(max)) return 0;
-  return Number.isFinite(max) ? Math.ceil(max) : max > 0 ? Number.MAX_SAFE_INTEGER : 0;
-}
-
-/** A node's record of one page on one stream. */
-function nameOf(app: string, stream: string, page: string): string {
-  return JSON.stringify([app, stream, page]);
-}
-
-function fromName(name: string): [string, string, string] | undefined {
-  try {
-    const parsed = JSON.parse(name) as unknown;
-    if (Array.isArray(parsed) && parsed.length === 3 && parsed.every((part) => typeof part === 'string')) {
-      return parsed as [string, string, string];
-    }
-  } catch {
-    // Not one of ours: dropped.
-  }
-  return undefined;
-}
-
 /** `{ member JSON, change }` (the leave script's answer) as a member and its change. */
 function toLeft(reply: unknown): { member: StreamMember; change: StreamChange } | undefined {
   if (!Array.isArray(reply)) return undefined;
@@ -275,7 +253,7 @@ export class RedisStreamStore implements StreamStore {
     // Only the member's own fields, so what comes back is what was given.
     const json = JSON.stringify({ page: member.page, user: member.user, role: member.role });
     const node = this.#node(nodeOfPage(member.page));
-    const name = nameOf(app, stream, member.page);
+    const name = pageRecord(app, stream, member.page);
     // Recorded first, so the node's sweep finds the page whatever happens next.
     await this.#client.call((redis) => redis.sadd(node, name));
     const reply = await this.#join(this.#keys(app, stream), [
@@ -298,7 +276,7 @@ export class RedisStreamStore implements StreamStore {
     nowMs: number,
   ): Promise<{ member: StreamMember; change: StreamChange } | undefined> {
     const left = toLeft(await this.#leave(this.#keys(app, stream), [page, String(nowMs)]));
-    await this.#clear(this.#node(nodeOfPage(page)), nameOf(app, stream, page));
+    await this.#clear(this.#node(nodeOfPage(page)), pageRecord(app, stream, page));
     return left;
   }
 
@@ -338,7 +316,7 @@ export class RedisStreamStore implements StreamStore {
       if (names.length === 0) break;
       const results = await Promise.allSettled(
         names.map(async (name): Promise<LapsedStreamMember | undefined> => {
-          const [app, stream, page] = fromName(name) ?? [];
+          const [app, stream, page] = fromPageRecord(name) ?? [];
           const left =
             app === undefined || stream === undefined || page === undefined
               ? undefined
