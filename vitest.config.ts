@@ -39,9 +39,18 @@ const CLUSTER_STORE_SUITES = [
 ].map((store) => `packages/server/src/engines/redis/${store}.test.ts`);
 
 /** Suites of 3 service nodes (test/cluster) that also run on a Redis Cluster; outages and restarts stay on one Redis. */
-const CLUSTER_NODE_SUITES = ['calls', 'delivery', 'node-death', 'presence', 'streams'].map(
-  (suite) => `packages/server/test/cluster/${suite}.test.ts`,
-);
+const CLUSTER_NODE_SUITES = [
+  'calls',
+  'console',
+  'delivery',
+  'group-units',
+  'limits',
+  'node-death',
+  'node-pause',
+  'presence',
+  'presence-scale',
+  'streams',
+].map((suite) => `packages/server/test/cluster/${suite}.test.ts`);
 
 export default defineConfig({
   resolve: {
