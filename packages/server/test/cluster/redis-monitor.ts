@@ -3,6 +3,7 @@
  * keys it named (a script's KEYS as given to EVALSHA/EVAL, a plain command's as Redis itself finds
  * them with COMMAND GETKEYS), and whether a script sent it (source `lua`).
  */
+import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 
 export interface Touch {
@@ -24,16 +25,80 @@ const MARK_DEADLINE_MS = 5_000;
 let marks = 0;
 
 /** Starts MONITOR on each port (the primaries), keeping only commands that name keys under `prefix`. */
+/**
+ * One MONITOR line's arguments: `+<time> [<db> <client>|lua] "arg" "arg" ...`, each argument quoted,
+ * with backslash escapes for quotes, backslashes, control characters and `x` plus two hex digits for
+ * other bytes (Redis's sdscatrepr).
+ */
+export function parseMonitorLine(line: string): { args: string[]; lua: boolean } | undefined {
+  const open = line.indexOf(' [');
+  const close = line.indexOf('] ', open);
+  if (!line.startsWith('+') || open < 0 || close < 0) return undefined;
+  const lua = line.slice(open + 2, close).includes('lua');
+  const args: string[] = [];
+  let i = close + 2;
+  while (i < line.length) {
+    if (line[i] !== '"') {
+      i++;
+      continue;
+    }
+    let arg = '';
+    i++;
+    while (i < line.length && line[i] !== '"') {
+      if (line[i] === '\\') {
+        const next = line[i + 1];
+        if (next === 'x') {
+          arg += String.fromCharCode(Number.parseInt(line.slice(i + 2, i + 4), 16));
+          i += 4;
+          continue;
+        }
+        arg += { n: '\n', r: '\r', t: '\t', a: '\u0007', b: '\b' }[next ?? ''] ?? next ?? '';
+        i += 2;
+        continue;
+      }
+      arg += line[i];
+      i++;
+    }
+    args.push(arg);
+    i++;
+  }
+  return { args, lua };
+}
+
+/** MONITOR on a raw socket: ioredis's monitor mode can throw "Command queue state error" out of band. */
+function rawMonitor(port: number, onLine: (args: string[], lua: boolean) => void): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let buffer = '';
+    let started = false;
+    socket.setEncoding('latin1');
+    socket.once('error', reject);
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let end = buffer.indexOf('\r\n'); end >= 0; end = buffer.indexOf('\r\n')) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!started) {
+          started = line === '+OK';
+          if (started) resolve(socket);
+          continue;
+        }
+        const parsed = parseMonitorLine(line);
+        if (parsed) onLine(parsed.args, parsed.lua);
+      }
+    });
+    socket.once('connect', () => socket.write('MONITOR\r\n'));
+  });
+}
+
+/** Starts MONITOR on each port (the primaries), keeping only commands that name keys under `prefix`. */
 export async function monitorPrimaries(ports: number[], prefix: string): Promise<Monitor> {
   const watches = await Promise.all(
     ports.map(async (port) => {
       const admin = new Redis({ host: '127.0.0.1', port });
-      const monitor = await admin.monitor();
-      const watch = { port, admin, monitor, seen: [] as Array<{ args: string[]; lua: boolean }> };
-      monitor.on('monitor', (_time: string, args: string[], source: string) =>
-        watch.seen.push({ args: args.map(String), lua: source === 'lua' }),
-      );
-      return watch;
+      const seen: Array<{ args: string[]; lua: boolean }> = [];
+      const monitor = await rawMonitor(port, (args, lua) => seen.push({ args, lua }));
+      return { port, admin, monitor, seen };
     }),
   );
   const admin = (watches[0] as (typeof watches)[number]).admin;
@@ -86,7 +151,7 @@ export async function monitorPrimaries(ports: number[], prefix: string): Promise
     },
     close() {
       for (const { admin: a, monitor } of watches) {
-        monitor.disconnect();
+        monitor.destroy();
         a.disconnect();
       }
     },
