@@ -179,7 +179,13 @@ describe('cluster: calls across nodes', () => {
       () => endedOf(call).length === 1 && receiver.events('group.left').some((e) => e.call === 'doomed'),
       'reports of the dead node',
       deadline,
-    );
+    ).catch((error: unknown) => {
+      // What did arrive, to tell a late report from a missing or a doubled one.
+      const left = receiver.events('group.left').filter((e) => e.call === 'doomed');
+      throw new Error(
+        `${(error as Error).message}: call.ended ${JSON.stringify(endedOf(call))}, group.left ${JSON.stringify(left)}`,
+      );
+    });
     // The other survivor sweeps too: none may report them again.
     await sweepRounds(LEASE_MS);
     expect(endedOf(call).map((e) => e.reason)).toEqual(['failed']);
