@@ -66,7 +66,7 @@ export function parseMonitorLine(line: string): { args: string[]; lua: boolean }
 }
 
 /** MONITOR on a raw socket: ioredis's monitor mode can throw "Command queue state error" out of band. */
-function rawMonitor(port: number, onLine: (args: string[], lua: boolean) => void): Promise<Socket> {
+export function rawMonitor(port: number, onLine: (args: string[], lua: boolean) => void): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let buffer = '';

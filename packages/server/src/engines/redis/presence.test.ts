@@ -2,6 +2,7 @@ import type { Member } from '@realtime/protocol';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { rawMonitor } from '../../../test/cluster/redis-monitor.js';
 import { redisTarget, startRedis, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { startTestRedis } from '../../../test/test-redis.js';
 import { presenceContract } from '../contract/presence.contract.js';
@@ -297,11 +298,12 @@ describe('RedisPresenceStore sweeps', () => {
     const addresses = await client.forEachPrimary(async (r) => `redis://${r.options.host}:${r.options.port}`);
     const watches = await Promise.all(
       addresses.map(async (url) => {
-        const watch = { admin: new Redis(url), monitor: await new Redis(url).monitor(), seen: [] as Seen[] };
-        watch.monitor.on('monitor', (_time: string, args: string[], source: string) =>
-          watch.seen.push({ args, source }),
+        const seen: Seen[] = [];
+        // On a raw socket: ioredis's monitor mode can throw out of band under load.
+        const monitor = await rawMonitor(Number(new URL(url).port), (args, lua) =>
+          seen.push({ args, source: lua ? 'lua' : 'client' }),
         );
-        return watch;
+        return { admin: new Redis(url), monitor, seen };
       }),
     );
     try {
@@ -327,7 +329,7 @@ describe('RedisPresenceStore sweeps', () => {
         const end = seen.findIndex(({ args }) => args.includes(marker));
         expect(end).toBeGreaterThanOrEqual(0);
         sent.push(...seen.slice(0, end));
-        monitor.disconnect();
+        monitor.destroy();
       }
       const admin = (watches[0] as (typeof watches)[number]).admin;
       const keysOf = async (args: string[]): Promise<string[]> => {
@@ -359,7 +361,7 @@ describe('RedisPresenceStore sweeps', () => {
       expect(touched).not.toContain(`${prefix}pr:nodes`);
     } finally {
       for (const { admin, monitor } of watches) {
-        monitor.disconnect();
+        monitor.destroy();
         admin.disconnect();
       }
     }
