@@ -170,8 +170,7 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
     try {
       // Node ids: the tag of each node's own keys.
       const seeds = new Redis({ host: '127.0.0.1', port: (await redis.primaryOf(`${prefix}{nodes}:lease`)).port });
-      const nodeIds = await seeds.zrange(`${prefix}{nodes}:lease`, 0, -1);
-      seeds.disconnect();
+      const nodeIds = await seeds.zrange(`${prefix}{nodes}:lease`, 0, -1).finally(() => seeds.disconnect());
       expect(nodeIds).toHaveLength(3);
       await monitor.mark();
 
