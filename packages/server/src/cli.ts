@@ -335,6 +335,11 @@ async function listen(options: ServerOptions): Promise<RunningServer> {
   } catch (error) {
     if (error instanceof RedisConfigRefused) throw new Failure(`cannot run on this Redis: ${oneLine(error.message)}`);
     const err = error as NodeJS.ErrnoException;
+    if (err.code === 'EADDRINUSE') {
+      throw new Failure(
+        `cannot listen on ${options.host ?? '127.0.0.1'}:${options.port}: the port is taken (EADDRINUSE); choose another with --port or REALTIME_PORT`,
+      );
+    }
     if (typeof err.code === 'string' && typeof err.syscall === 'string') {
       throw new Failure(`cannot listen: ${oneLine(err.message)}`);
     }

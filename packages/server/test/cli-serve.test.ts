@@ -158,7 +158,11 @@ describe('start failures', () => {
     const data = tempDir();
     const exit = await run(['serve', '--port', String(port), '--data', data]);
     expectOneLine(exit, 1, 'EADDRINUSE');
-    expect(exit.stderr).toContain('cannot listen');
+    expect(exit.stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is taken`);
+    expect(exit.stderr).toContain('--port or REALTIME_PORT');
+    // From the variable: the same line.
+    const fromEnv = await run(['serve', '--data', data], { REALTIME_PORT: String(port) });
+    expectOneLine(fromEnv, 1, `127.0.0.1:${port}: the port is taken`);
     // No app was made for a start that never listened.
     const listed = await run(['apps', 'list', '--json', '--data', data]);
     expect(listed.stdout).toBe('[]\n');
