@@ -33,7 +33,9 @@ import { socketUrl } from './url.js';
  * Options of {@link connect}.
  *
  * @example
- * // In Node (before 22) or in tests: inject the WebSocket, and make reconnects immediate.
+ * // In Node, `import { connect } from '@realtime/browser'` needs no WebSocket: the package's node
+ * // entry passes Node's own, or the ws package's before Node 22. Tests may inject one, and make
+ * // reconnects immediate:
  * import { WebSocket } from 'ws';
  * connect({ url: 'http://127.0.0.1:8080', site: 'app1', WebSocket, random: () => 0 });
  */
@@ -48,7 +50,7 @@ export interface ConnectOptions {
    * Absent, or a function giving null/undefined/'': the page is anonymous.
    */
   identity?: string | IdentitySource | undefined;
-  /** WebSocket constructor; default `globalThis.WebSocket`. In Node before 22, pass `WebSocket` of `ws`. */
+  /** WebSocket constructor; default `globalThis.WebSocket` (in Node, the package's node entry gives ws's when Node has none). */
   WebSocket?: WebSocketConstructor | undefined;
   /** Clock in milliseconds; default `Date.now`. */
   now?: (() => number) | undefined;
