@@ -32,6 +32,7 @@ import { Gateway, type GatewayOptions } from './gateway/gateway.js';
 import { groupModule } from './groups/group-module.js';
 import { GroupService } from './groups/group-service.js';
 import { Admission } from './http/admission.js';
+import { BrowserBundle, handleBrowserBundle } from './http/browser-bundle.js';
 import { TrustedProxies } from './http/client-address.js';
 import type { ApiDeps } from './http/context.js';
 import { createHttpServer } from './http/http-server.js';
@@ -405,8 +406,10 @@ function wire(
           log,
           now,
         };
+  const browserBundle = new BrowserBundle();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (handleOpsRequest(req, res, ops)) return;
+    if (handleBrowserBundle(req, res, browserBundle)) return;
     if (handleDashboardRequest(req, res, dashboard)) return;
     void handleApiRequest(req, res, deps);
   };
