@@ -24,10 +24,11 @@ const CONTROL: Array<{ name: string; pattern: RegExp }> = [
 const BATCHES = { name: 'webhook batches wh:{wh}...', pattern: /^wh:\{wh\}/ };
 
 /**
- * The webhook report index: 16 keys over 16 slots (spread over the shards), written when a room's
- * reports list goes from empty to not (at most once per room per batch window: a busy room's page
- * sends touch it once a window) and read once per batch. Rooms of this run get a page send or two a
- * window, so here that is about once per operation; never several.
+ * The webhook report index: 16 keys over 16 slots (spread over the shards), written before a room's
+ * reported page send when this node did not write the room's entry in the last second, again when the
+ * room's reports list goes from empty to not, and read once per batch. A busy room's page sends touch
+ * it about once a second; rooms this quiet (a page send or two a second each) about twice per
+ * operation with the batches' reads: a small constant, never growing with the operations.
  */
 const INDEX = { name: 'webhook report index wh:{ix<k>}', pattern: /^wh:\{ix\d+\}:/ };
 
@@ -261,8 +262,8 @@ describe('Redis Cluster: rooms spread over the shards, no global key per operati
       for (const { name } of PER_APP) {
         expect.soft(perOp(bigCount.kinds.get(name), bigOps), `${name} per operation`).toBeLessThanOrEqual(1.5);
       }
-      // The index: its write at most once a room's page send, and the batches' reads.
-      expect.soft(perOp(bigCount.kinds.get(INDEX.name), bigOps), `${INDEX.name} per operation`).toBeLessThanOrEqual(2);
+      // The index: its writes around a quiet room's page send, and the batches' reads.
+      expect.soft(perOp(bigCount.kinds.get(INDEX.name), bigOps), `${INDEX.name} per operation`).toBeLessThanOrEqual(3);
       expect
         .soft(perOp(bigCount.kinds.get(BATCHES.name), bigOps), `${BATCHES.name} per operation`)
         .toBeLessThanOrEqual(0.5);
