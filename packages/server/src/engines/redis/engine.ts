@@ -53,6 +53,13 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     options.offlineDelayMs === undefined ? {} : { offlineDelayMs: options.offlineDelayMs },
   );
   const webhooks = new RedisWebhookStore(client);
+  // A primary that failed over (or restarted) may have lost an index entry written just before: its
+  // room's reports would wait for the next repair walk (minutes). Walk at once, each time a new
+  // generation is confirmed (a failure is tried again by the prune's walk).
+  // Not awaited: the walk reads every key, and the new generation must not wait for it.
+  client.onNewGeneration(async () => {
+    void webhooks.repair().catch(() => undefined);
+  });
   const apps = new RedisAppStore(client);
   return {
     kind: 'redis',
