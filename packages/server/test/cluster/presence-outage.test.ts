@@ -115,7 +115,10 @@ describe('presence through a Redis outage', () => {
     expect(reported(events, 'member.left', { user: 'alice', room: 'alone' })).toHaveLength(1);
     expect(reported(events, 'room.vacated', { room: 'alone' })).toHaveLength(1);
     expect(reported(events, 'user.offline', { user: 'alice' })).toHaveLength(1);
-    expect(leftOf('alice')).toHaveLength(back?.listed ? 1 : 0);
+    // Listed when bob joined: he sees her leave, once. Not listed: her leave happened while he joined
+    // and may still arrive after `joined` (docs/protocol.md, Presence), at most once.
+    if (back?.listed) expect(leftOf('alice')).toHaveLength(1);
+    else expect(leftOf('alice').length).toBeLessThanOrEqual(1);
     expect(leftOf('carol')).toHaveLength(1);
   });
 

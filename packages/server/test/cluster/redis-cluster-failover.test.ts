@@ -20,7 +20,13 @@ const FOLLOW_MS = 5000;
  * resume and end with every acknowledged event, ids rising; acknowledged page sends are reported.
  */
 describe('Redis Cluster: a primary killed during traffic', () => {
-  const service = useShardedService('failover', { replicas: 1, node: { webhooks: { windowMs: 100 } } });
+  // The worst case: the shard killed holds the webhook batches (`{wh}`) and one of the app's API
+  // rate-limit buckets.
+  const service = useShardedService('failover', {
+    replicas: 1,
+    node: { webhooks: { windowMs: 100 } },
+    appBucketWith: '{wh}',
+  });
 
   it('answers 200 or 503 only for the failed shard while it fails over; pages resume with every acknowledged event', async () => {
     const redis = service.redis();
@@ -32,11 +38,12 @@ describe('Redis Cluster: a primary killed during traffic', () => {
     const primaries = (await redis.nodes()).filter((node) => node.role === 'primary');
     expect(primaries).toHaveLength(3);
     const rooms = roomsOnEveryPrimary(app, primaries, 2, 'fo');
-    // The shard killed: the worst case, the one holding the app's own keys requests read (one of its
-    // API rate-limit buckets; its settings when a node's cache of them expires). Rooms of the other
-    // shards must not notice.
+    // The shard killed: the worst case, the one holding the webhook batches and app's own keys
+    // requests read (one of its API rate-limit buckets; its settings when a node's cache of them
+    // expires). Rooms of the other shards must not notice.
     const appKeys = [`${prefix}lim:t:api:{${app.key}:0}`, `${prefix}app:{apps}:${app.key}`];
     const victim = primaries.find((node) => owns(node, calculateSlot(appKeys[0] as string))) as RedisNode;
+    expect(owns(victim, calculateSlot('{wh}')), 'the webhook batches on the shard killed').toBe(true);
     const appKeysOnVictim = appKeys.filter((key) => owns(victim, calculateSlot(key)));
     const onVictim = new Set(rooms.filter((room) => owns(victim, slotOfRoom(app, room))));
     expect(onVictim.size).toBe(2);
@@ -154,15 +161,19 @@ describe('Redis Cluster: a primary killed during traffic', () => {
     }
 
     // Every acknowledged page send was reported by the emit webhook, at least once.
-    const acknowledged = rooms.flatMap((room) => expectedIds(room).sent);
+    const acknowledged = rooms.flatMap((room) => expectedIds(room).sent.map((id) => ({ room, id })));
     expect(acknowledged.length).toBeGreaterThan(rooms.length);
-    await receiver.waitFor(
-      () => {
-        const reported = new Set(receiver.events('emit').map((e) => e.event_id));
-        return acknowledged.every((id) => reported.has(id));
-      },
-      'every acknowledged page send reported',
-      15_000,
-    );
+    const unreported = () => {
+      const reported = new Set(receiver.events('emit').map((e) => e.event_id));
+      return acknowledged.filter(({ id }) => !reported.has(id));
+    };
+    await receiver
+      .waitFor(() => unreported().length === 0, 'every acknowledged page send reported', 15_000)
+      .catch((error: Error) => {
+        const missing = unreported().map(
+          ({ room, id }) => `${id} in ${room}${onVictim.has(room) ? ' (failed shard)' : ''}`,
+        );
+        throw new Error(`${error.message}: ${missing.length} of ${acknowledged.length} missing: ${missing.join(', ')}`);
+      });
   }, 60_000);
 });

@@ -55,11 +55,9 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
   const webhooks = new RedisWebhookStore(client);
   // A primary that failed over (or restarted) may have lost an index entry written just before: its
   // room's reports would wait for the next repair walk (minutes). Walk at once, each time a new
-  // generation is confirmed (a failure is tried again by the prune's walk).
+  // generation is confirmed, tried again for a while if the cluster is still settling.
   // Not awaited: the walk reads every key, and the new generation must not wait for it.
-  client.onNewGeneration(async () => {
-    void webhooks.repair().catch(() => undefined);
-  });
+  client.onNewGeneration(async () => webhooks.repairSoon());
   const apps = new RedisAppStore(client);
   return {
     kind: 'redis',
@@ -78,6 +76,7 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {
+      webhooks.close();
       await redisBroker.close();
       await client.close();
     },

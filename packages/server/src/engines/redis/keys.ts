@@ -67,6 +67,11 @@ export function claimsKeyOf(list: string): string {
   return `${list}:b`;
 }
 
+/** The list a claims key belongs to. */
+export function listOfClaims(claims: string): string {
+  return claims.endsWith(':b') ? claims.slice(0, -2) : claims;
+}
+
 /** SCAN pattern of every room's waiting reports. */
 export function reportListPattern(prefix: string): string {
   return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}{*}:w`;

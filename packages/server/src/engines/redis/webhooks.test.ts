@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisTarget, type TestRedis, uniquePrefix } from '../../../test/redis-server.js';
 import { startTestRedis } from '../../../test/test-redis.js';
 import { webhookContract } from '../contract/webhooks.contract.js';
-import { RedisClient } from './client.js';
+import { StoreError } from '../store-error.js';
+import { RedisClient, type Script } from './client.js';
 import { REPORT_INDEX_KEYS, reportAppsKey, reportIndexOf, reportKey, reportRoomsKey, waitingKey } from './keys.js';
 import { RedisPublisher } from './publisher.js';
 import { RedisWebhookStore } from './webhooks.js';
@@ -131,6 +132,117 @@ describe('RedisWebhookStore: lists in their own slots, the index and the repair 
       expect(await client.call((r) => r.exists(`${own}:b`))).toBe(0);
       expect(await client.call((r) => r.exists(`${room}:b`))).toBe(0);
     } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('RedisWebhookStore: a step of forming a batch fails', () => {
+  /**
+   * Makes the named script fail for calls whose first key passes `which`: before it runs, or after
+   * (it ran; its answer was lost, as when a primary dies before replying). Set before the store exists.
+   */
+  function failScript(client: RedisClient, name: string, when: 'before' | 'after', which: (key: string) => boolean) {
+    const original = client.script.bind(client);
+    const failing = { left: 1 };
+    client.script = (n: string, lua: string): Script => {
+      const run = original(n, lua);
+      if (n !== name) return run;
+      return async (keys, args) => {
+        if (failing.left > 0 && which(keys[0] ?? '')) {
+          failing.left -= 1;
+          if (when === 'after') await run(keys, args);
+          throw new StoreError('unavailable', { message: `${name} failed (test)` });
+        }
+        return await run(keys, args);
+      };
+    };
+    return failing;
+  }
+
+  async function scene(fail: { script: string; when: 'before' | 'after'; which?: (key: string) => boolean }) {
+    const client = await open(uniquePrefix('whfail'));
+    const failing = failScript(client, fail.script, fail.when, fail.which ?? (() => true));
+    const store = new RedisWebhookStore(client);
+    const publisher = new RedisPublisher(client);
+    const send = async (room: string, n: number) => {
+      const report = { before: `{"id":"ev_${n}","at":${T0 + n},"type":"emit","event_id":"`, after: '"}' };
+      await publisher.publish([{ kind: 'room', app: 'app1', room, event: 'said', data: `${n}`, report }], T0 + n);
+    };
+    /** The ids of every event in the app's batches, as many times as batches hold them. */
+    const batched = async () =>
+      (await store.list('app1', 100)).flatMap((b) =>
+        (JSON.parse(b.body) as { events: { id: string }[] }).events.map((e) => e.id),
+      );
+    const claimsLeft = async () =>
+      await client.call((r) =>
+        r.exists(`${reportKey(client.prefix, 'app1', 'a')}:b`, `${reportKey(client.prefix, 'app1', 'b')}:b`),
+      );
+    return { client, store, send, batched, claimsLeft, failing };
+  }
+
+  /** Waits (bounded) until `test` answers true. */
+  async function until(test: () => Promise<boolean>, what: string): Promise<void> {
+    const deadline = Date.now() + 5000;
+    while (!(await test())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it('stores the events it took within a second once the batch store fails, not at the repair walk a minute on', async () => {
+    const { client, store, send, batched, claimsLeft, failing } = await scene({
+      script: 'rtWebhookAdd',
+      when: 'before',
+    });
+    try {
+      await send('a', 1);
+      await send('b', 2);
+      await expect(store.formBatch('app1', 'b_1', 100, T0 + 10)).rejects.toThrow('failed (test)');
+      expect(failing.left).toBe(0);
+      await until(async () => (await batched()).length === 2, 'the claimed events in a batch');
+      await until(async () => (await claimsLeft()) === 0, 'the claims dropped');
+      expect((await batched()).sort()).toEqual(['ev_1', 'ev_2']);
+      expect(await store.waiting()).toEqual(new Map());
+    } finally {
+      store.close();
+      await client.close();
+    }
+  });
+
+  it('stores no second copy when the batch store ran and only its answer was lost', async () => {
+    const { client, store, send, batched, claimsLeft } = await scene({ script: 'rtWebhookAdd', when: 'after' });
+    try {
+      await send('a', 1);
+      await send('b', 2);
+      await expect(store.formBatch('app1', 'b_1', 100, T0 + 10)).rejects.toThrow('failed (test)');
+      await until(async () => (await claimsLeft()) === 0, 'the claims settled');
+      expect(await batched()).toEqual(['ev_1', 'ev_2']);
+      expect(await store.list('app1', 100)).toHaveLength(1);
+    } finally {
+      store.close();
+      await client.close();
+    }
+  });
+
+  it("batches a room's events whose take ran but answered nothing, though the batch stored the other rooms'", async () => {
+    const { client, store, send, batched, claimsLeft } = await scene({
+      script: 'rtWebhookTake',
+      when: 'after',
+      which: (key) => key === reportKey(client.prefix, 'app1', 'b'),
+    });
+    try {
+      await send('a', 1);
+      await send('b', 2);
+      await send('a', 3);
+      const batch = await store.formBatch('app1', 'b_1', 100, T0 + 10);
+      expect(batch?.events).toBe(2);
+      await until(async () => (await batched()).length === 3, "room b's event in a batch of its own");
+      await until(async () => (await claimsLeft()) === 0, 'the claims dropped');
+      expect((await batched()).sort()).toEqual(['ev_1', 'ev_2', 'ev_3']);
+      expect(await store.list('app1', 100)).toHaveLength(2);
+    } finally {
+      store.close();
       await client.close();
     }
   });

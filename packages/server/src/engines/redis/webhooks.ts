@@ -12,6 +12,7 @@ import {
   appReportsPattern,
   batchKey,
   claimsKeyOf,
+  listOfClaims,
   REPORT_INDEX_KEYS,
   reportAppsKey,
   reportClaimsPattern,
@@ -46,12 +47,14 @@ local function member(seq, id) return string.format('%016d:%s', seq, id) end
 local FIELDS = {'state', 'attempts', 'failed', 'status', 'error', 'firstTryAt', 'at', 'nextAt', 'doneAt'}
 
 -- Stores a new batch (holder '' for none); answers its hash. A batch already stored under the id is
--- answered as it is (a repair may store what a node took and died with).
-local function new_batch(app, id, body, events, now, holder, lease_end)
+-- answered as it is (a repair may store what a node took and died with). skipped: the lists whose
+-- take failed, newline-joined ('' for none): claims they hold under the id are not in the batch.
+local function new_batch(app, id, body, events, now, holder, lease_end, skipped)
   if redis.call('exists', bkey(id)) == 1 then return redis.call('hgetall', bkey(id)) end
   local seq = redis.call('incr', W .. 'seq')
   local fields = {'id', id, 'app', app, 'body', body, 'events', events, 'state', 'pending', 'attempts', 0,
     'failed', 0, 'status', 0, 'createdAt', now, 'nextAt', now, 'seq', seq}
+  if skipped ~= '' then fields[#fields + 1] = 'skipped'; fields[#fields + 1] = skipped end
   if holder ~= '' then
     fields[#fields + 1] = 'holder'; fields[#fields + 1] = holder
     fields[#fields + 1] = 'until'; fields[#fields + 1] = lease_end
@@ -89,19 +92,24 @@ local out = {redis.call('llen', KEYS[1])}
 for _, event in ipairs(events) do out[#out + 1] = event end
 return out`;
 
-// ARGV: prefix, app, batch id, now, holder ('' for none), until, events...
+// ARGV: prefix, app, batch id, now, holder ('' for none), until, skipped lists ('' for none), events...
 const ADD_LUA = `${WEBHOOK_LUA}
 local events = {}
-for n = 7, #ARGV do events[#events + 1] = ARGV[n] end
-return new_batch(ARGV[2], ARGV[3], '{"events":[' .. table.concat(events, ',') .. ']}', #events, ARGV[4], ARGV[5], ARGV[6])`;
+for n = 8, #ARGV do events[#events + 1] = ARGV[n] end
+return new_batch(ARGV[2], ARGV[3], '{"events":[' .. table.concat(events, ',') .. ']}', #events, ARGV[4], ARGV[5], ARGV[6], ARGV[7])`;
 
-// ARGV: prefix, app, batch id the events were taken for, id to store them under, time, events...
-// Stores claimed events a node took and died with, unless their batch was stored. Answers 1 if stored.
+// ARGV: prefix, app, batch id the events were taken for, id to store them under, time, their list,
+// events... Stores claimed events whose batch was not stored (a node died or failed between the
+// steps), or was stored without them (their take failed: the list is among its skipped). Answers 1
+// if stored (again under the same id: the batch already there).
 const RECOVER_LUA = `${WEBHOOK_LUA}
-if redis.call('exists', bkey(ARGV[3])) == 1 then return 0 end
+if redis.call('exists', bkey(ARGV[3])) == 1 then
+  local skipped = redis.call('hget', bkey(ARGV[3]), 'skipped')
+  if not skipped or not string.find('\\n' .. skipped .. '\\n', '\\n' .. ARGV[6] .. '\\n', 1, true) then return 0 end
+end
 local events = {}
-for n = 6, #ARGV do events[#events + 1] = ARGV[n] end
-new_batch(ARGV[2], ARGV[4], '{"events":[' .. table.concat(events, ',') .. ']}', #events, ARGV[5], '', '')
+for n = 7, #ARGV do events[#events + 1] = ARGV[n] end
+new_batch(ARGV[2], ARGV[4], '{"events":[' .. table.concat(events, ',') .. ']}', #events, ARGV[5], '', '', '')
 return 1`;
 
 // ARGV: prefix, now, limit, holder, until. Oldest due first; leased ones are passed over.
@@ -277,6 +285,13 @@ const text = (value: number | string | null): string => (value === null ? '' : S
 
 /** Claims older than this were left by a node that died while storing their batch. */
 const CLAIM_STALE_MS = 60_000;
+/** How often a node tries again to settle claims of its own that a failure left (see #settle). */
+const SETTLE_EVERY_MS = 500;
+/** Claims of its own a node keeps to settle; past it (or CLAIM_STALE_MS), the repair walk's. */
+const UNSETTLED_MAX = 10_000;
+/** A repair walk a new generation starts is tried again after a failure, this many times at most. */
+const REPAIR_TRIES = 6;
+const REPAIR_RETRY_MS = 1000;
 /** How often prune walks the keyspace for lists a dead node left unindexed (a SCAN of every key). */
 const REPAIR_EVERY_MS = 5 * 60_000;
 const SCAN_COUNT = 500;
@@ -286,6 +301,18 @@ interface Source {
   app: string;
   room: string;
   list: string;
+}
+
+/** Events a node took from a list for a batch, whose storing failed or is in doubt. */
+interface Claim {
+  source: Source;
+  batchId: string;
+  at: number;
+}
+
+/** The id claimed events are stored under when recovered: the same whoever recovers them. */
+function recoveredId(list: string, room: string, batchId: string): string {
+  return `${batchId}-r${reportIndexOf(list, batchId).toString(36)}${room.length.toString(36)}`;
 }
 
 /** When an event happened, read from the start of its text (`{"id":"...","at":<ms>`); else 0. */
@@ -342,6 +369,13 @@ export class RedisWebhookStore implements WebhookStore {
   readonly #removeTries: Script;
   /** When prune last ran the repair walk. */
   #repaired: number | undefined;
+  /** Claims of this node a failure left, by claims key and batch id: settled at once when Redis answers. */
+  readonly #unsettled = new Map<string, Claim>();
+  #settleTimer: NodeJS.Timeout | undefined;
+  #settling = false;
+  /** A repair walk started by a new generation, with its retries. */
+  #repairing: Promise<void> | undefined;
+  #closed = false;
 
   /** `now` tells only the repair walk how old a claim is (every other time is the caller's). */
   constructor(client: RedisClient, options: { now?: () => number } = {}) {
@@ -459,6 +493,9 @@ export class RedisWebhookStore implements WebhookStore {
       }),
     );
     const lists = taken.map((result) => (result.status === 'fulfilled' ? result.value.events : []));
+    // A take that failed may still have run (its answer lost): what it claimed is not in this batch.
+    const skipped = sources.filter((_, i) => taken[i]?.status === 'rejected');
+    for (const source of skipped) this.#leftUnsettled(source, batchId);
     const events = merged(lists);
     if (events.length === 0) {
       const failure = taken.find((result) => result.status === 'rejected');
@@ -466,15 +503,23 @@ export class RedisWebhookStore implements WebhookStore {
     }
     let batch: StoredBatch | undefined;
     if (events.length > 0) {
-      // Claims stay until the batch is stored: a failure here leaves them to the repair walk.
-      batch = toBatch(await this.#add(this.#batches, [this.#prefix, app, batchId, now, '', '', ...events]));
-      await Promise.all(
-        sources.map((source, i) =>
-          (lists[i]?.length ?? 0) > 0
-            ? this.#client.call((redis) => redis.hdel(claimsKeyOf(source.list), batchId))
-            : undefined,
-        ),
+      const holding = sources.filter((_, i) => (lists[i]?.length ?? 0) > 0);
+      try {
+        const skippedLists = skipped.map((source) => source.list).join('\n');
+        batch = toBatch(
+          await this.#add(this.#batches, [this.#prefix, app, batchId, now, '', '', skippedLists, ...events]),
+        );
+      } catch (error) {
+        // Stored or not, it cannot tell: the claims are settled as soon as the batches' shard answers.
+        for (const source of holding) this.#leftUnsettled(source, batchId);
+        throw error;
+      }
+      const dropped = await Promise.allSettled(
+        holding.map((source) => this.#client.call((redis) => redis.hdel(claimsKeyOf(source.list), batchId))),
       );
+      dropped.forEach((result, i) => {
+        if (result.status === 'rejected') this.#leftUnsettled(holding[i] as Source, batchId);
+      });
     }
     await Promise.all(
       sources.map((source, i) => {
@@ -493,7 +538,7 @@ export class RedisWebhookStore implements WebhookStore {
     lease: { holder: string; ms: number },
   ): Promise<StoredBatch> {
     const batch = toBatch(
-      await this.#add(this.#batches, [this.#prefix, app, batchId, now, lease.holder, now + lease.ms, ...events]),
+      await this.#add(this.#batches, [this.#prefix, app, batchId, now, lease.holder, now + lease.ms, '', ...events]),
     );
     if (!batch) throw new Error('the batch script answered no batch');
     return batch;
@@ -615,13 +660,94 @@ export class RedisWebhookStore implements WebhookStore {
       for (const [batchId, value] of Object.entries(held)) {
         const [at, ...events] = value.split('\n');
         if (Number(at) > stale) continue;
+        const list = listOfClaims(source.list);
         if (events.length > 0) {
-          const id = `${batchId}-r${reportIndexOf(source.list, batchId).toString(36)}${source.room.length.toString(36)}`;
-          await this.#recover(this.#batches, [prefix, source.app, batchId, id, Number(at), ...events]);
+          const id = recoveredId(list, source.room, batchId);
+          await this.#recover(this.#batches, [prefix, source.app, batchId, id, Number(at), list, ...events]);
         }
         await this.#client.call((redis) => redis.hdel(source.list, batchId));
       }
     }
+  }
+
+  /**
+   * Notes claims this node made whose batch may not hold them (a take, a store or a claim drop
+   * failed, or its answer was lost), to settle as soon as Redis answers: without it they would wait
+   * for the repair walk (CLAIM_STALE_MS at least), as if this node had died.
+   */
+  #leftUnsettled(source: Source, batchId: string): void {
+    const key = `${claimsKeyOf(source.list)}\n${batchId}`;
+    if (this.#unsettled.size >= UNSETTLED_MAX && !this.#unsettled.has(key)) return;
+    // Aged by this node's clock, as the repair walk ages claims by its own.
+    this.#unsettled.set(key, { source, batchId, at: this.#now() });
+    if (this.#settleTimer === undefined && !this.#closed) {
+      this.#settleTimer = setInterval(() => void this.#settle(), SETTLE_EVERY_MS);
+      this.#settleTimer.unref();
+    }
+  }
+
+  /**
+   * Each claim noted: stored as a batch unless its batch holds it, then dropped. One that fails
+   * stays for the next tick; one older than CLAIM_STALE_MS is left to the repair walk.
+   */
+  async #settle(): Promise<void> {
+    if (this.#settling || this.#closed) return;
+    this.#settling = true;
+    try {
+      const stale = this.#now() - CLAIM_STALE_MS;
+      await Promise.all(
+        [...this.#unsettled].map(async ([key, claim]) => {
+          if (claim.at < stale) {
+            this.#unsettled.delete(key);
+            return;
+          }
+          try {
+            await this.#settleOne(claim);
+            this.#unsettled.delete(key);
+          } catch {
+            // Its shard still does not answer: the next tick tries again.
+          }
+        }),
+      );
+    } finally {
+      this.#settling = false;
+      if (this.#unsettled.size === 0 || this.#closed) {
+        clearInterval(this.#settleTimer);
+        this.#settleTimer = undefined;
+      }
+    }
+  }
+
+  async #settleOne({ source, batchId }: Claim): Promise<void> {
+    const claims = claimsKeyOf(source.list);
+    const held = await this.#client.call((redis) => redis.hget(claims, batchId));
+    if (held === null) return;
+    const [at, ...events] = held.split('\n');
+    if (events.length > 0) {
+      const id = recoveredId(source.list, source.room, batchId);
+      await this.#recover(this.#batches, [this.#prefix, source.app, batchId, id, Number(at), source.list, ...events]);
+    }
+    await this.#client.call((redis) => redis.hdel(claims, batchId));
+  }
+
+  /**
+   * The repair walk, tried again (a few times, seconds apart) while it fails: a new generation
+   * starts it while the cluster may still be settling. Not awaited by the caller; one at a time.
+   */
+  repairSoon(): void {
+    if (this.#repairing || this.#closed) return;
+    this.#repairing = (async () => {
+      for (let tries = 0; tries < REPAIR_TRIES && !this.#closed; tries += 1) {
+        try {
+          await this.repair();
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, REPAIR_RETRY_MS * 2 ** tries).unref());
+        }
+      }
+    })().finally(() => {
+      this.#repairing = undefined;
+    });
   }
 
   /** The app and room of a list or claims key found by SCAN (the key itself as `list`). */
@@ -690,6 +816,9 @@ export class RedisWebhookStore implements WebhookStore {
 
   close(): void {
     // The client is shared by the engine's stores and closed by whoever opened it.
+    this.#closed = true;
+    clearInterval(this.#settleTimer);
+    this.#settleTimer = undefined;
   }
 }
 
