@@ -50,3 +50,25 @@ describe('on a Redis Cluster: serve --redis-cluster and the apps commands', () =
     expectOneLine(bad, 2, 'REALTIME_REDIS_CLUSTER');
   });
 });
+
+describe('serve --redis-cluster with the whole cluster gone', () => {
+  let cluster: TestRedisCluster;
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
+  }, 60_000);
+  afterAll(() => cluster?.close());
+
+  it('stops on SIGTERM, draining, though no shard answers (a stop never waits on a shard forever)', async () => {
+    const served = await serve(['--redis-cluster', cluster.urls.join(',')]);
+    await served.waitFor((s) => /REALTIME_SECRET=\S+ node \S+\n/.test(s), 'the development app', 'stderr');
+    await cluster.close();
+    // Bounded: a stop that hangs fails here rather than at the test's timeout.
+    const stopped = await Promise.race([
+      served.stop(),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000).unref()),
+    ]);
+    expect(stopped, 'the server still runs 15 s after SIGTERM').toBeDefined();
+    expect(stopped?.code, stopped?.stderr).toBe(0);
+    expect(logLines(stopped?.stdout ?? '').some((line) => line.msg === 'stopped')).toBe(true);
+  });
+});

@@ -27,6 +27,8 @@ interface Slot {
 const HEAL_CHECK_MS = 200;
 /** How often the slots with topics are checked for having moved to another primary. */
 const MOVE_CHECK_MS = 500;
+/** How long a stop waits for the shards to end their subscriptions before cutting the connections. */
+const CLOSE_WAIT_MS = 1000;
 
 type ClusterClient = ReturnType<typeof createCluster>;
 
@@ -96,11 +98,15 @@ export class RedisShardedSubscriber {
     clearInterval(this.#moveTimer);
     this.#topics.clear();
     this.#slots.clear();
-    try {
-      await this.#cluster.close();
-    } catch {
-      this.#cluster.destroy();
-    }
+    // A graceful close waits for every shard to answer; one that is down would hold it forever.
+    const closed = await Promise.race([
+      this.#cluster.close().then(
+        () => true,
+        () => false,
+      ),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), CLOSE_WAIT_MS).unref()),
+    ]);
+    if (!closed) this.#cluster.destroy();
   }
 
   /** The topic's first local subscription: SSUBSCRIBE on its shard, and its slot watched. */
@@ -128,13 +134,14 @@ export class RedisShardedSubscriber {
     const entry = slot === undefined ? undefined : this.#slots.get(slot);
     entry?.topics.delete(topic);
     if (slot !== undefined && entry?.topics.size === 0) this.#slots.delete(slot);
-    if (this.#closed) return Promise.resolve();
-    return this.#cluster.sUnsubscribe(this.#prefix + topic, this.#hear).then(
-      () => {},
-      () => {
+    // Not waited for: a shard that is down would hold it until it answers (a stop would hang), and
+    // #hear ignores the topic from now on. Its connection sends it in order before a later SSUBSCRIBE.
+    if (!this.#closed) {
+      this.#cluster.sUnsubscribe(this.#prefix + topic, this.#hear).catch(() => {
         // Disconnected: nothing to end.
-      },
-    );
+      });
+    }
+    return Promise.resolve();
   }
 
   readonly #hear = (message: string, channel: string): void => {
