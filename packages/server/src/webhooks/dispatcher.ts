@@ -1,6 +1,7 @@
 import type { DeliveryError } from '@realtime/protocol';
 import type { Logger } from 'pino';
 import { diagnostics } from '../core/diagnostics.js';
+import { RepeatedFailure } from '../core/repeated-failure.js';
 import type { AppStore, StoredBatch, TryResult, WebhookStore } from '../engines/types.js';
 import type { Deliverer } from './deliver.js';
 import { eventJson, newId } from './event-json.js';
@@ -60,7 +61,11 @@ export class Dispatcher {
   #again = false;
   #closed = false;
 
+  /** Polled several times a second: a store that is away is logged once in a while, not each poll. */
+  readonly #readFailure: RepeatedFailure;
+
   constructor(deps: DispatcherDeps) {
+    this.#readFailure = new RepeatedFailure(deps.log, 'reading due webhook batches failed', { now: deps.now });
     this.#deps = deps;
     this.#lease = { holder: deps.node, ms: deps.timings.answerMs + LEASE_MARGIN_MS };
   }
@@ -99,15 +104,16 @@ export class Dispatcher {
   async #dispatchOnce(): Promise<void> {
     const room = MAX_TRIES_AT_ONCE - this.#inFlight.size;
     if (room <= 0) return;
-    const { store, log } = this.#deps;
+    const { store } = this.#deps;
     const full = [...this.#perApp.values()].some((n) => n >= MAX_TRIES_PER_APP);
     let due: StoredBatch[];
     try {
       due = await store.claimDue(this.#deps.now(), room + (full ? READ_PAST : 0), this.#lease);
     } catch (error) {
-      log.error({ err: error }, 'reading due webhook batches failed');
+      this.#readFailure.failed(error);
       return;
     }
+    this.#readFailure.succeeded();
     const back: StoredBatch[] = [];
     for (const batch of due) {
       // Its try outlived the lease and is still running: the claim renewed the lease; leave it be.
