@@ -27,7 +27,7 @@ interface Slot {
 const HEAL_CHECK_MS = 200;
 /** How often the slots with topics are checked for having moved to another primary. */
 const MOVE_CHECK_MS = 500;
-/** How long a stop waits for the shards to end their subscriptions before cutting the connections. */
+/** How long an unsubscribe, or a stop, waits for a shard to answer before going on without it. */
 const CLOSE_WAIT_MS = 1000;
 
 type ClusterClient = ReturnType<typeof createCluster>;
@@ -134,14 +134,16 @@ export class RedisShardedSubscriber {
     const entry = slot === undefined ? undefined : this.#slots.get(slot);
     entry?.topics.delete(topic);
     if (slot !== undefined && entry?.topics.size === 0) this.#slots.delete(slot);
-    // Not waited for: a shard that is down would hold it until it answers (a stop would hang), and
-    // #hear ignores the topic from now on. Its connection sends it in order before a later SSUBSCRIBE.
-    if (!this.#closed) {
-      this.#cluster.sUnsubscribe(this.#prefix + topic, this.#hear).catch(() => {
+    if (this.#closed) return Promise.resolve();
+    const ended = this.#cluster.sUnsubscribe(this.#prefix + topic, this.#hear).then(
+      () => {},
+      () => {
         // Disconnected: nothing to end.
-      });
-    }
-    return Promise.resolve();
+      },
+    );
+    // Waited for at most a moment: a shard that is down would hold it until it answers (a stop
+    // would hang), and #hear ignores the topic from now on anyway.
+    return Promise.race([ended, new Promise<void>((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
   }
 
   readonly #hear = (message: string, channel: string): void => {
