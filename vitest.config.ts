@@ -50,6 +50,7 @@ const CLUSTER_NODE_SUITES = [
   'node-pause',
   'presence',
   'presence-scale',
+  'room-reads',
   'streams',
 ].map((suite) => `packages/server/test/cluster/${suite}.test.ts`);
 
