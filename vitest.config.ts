@@ -14,6 +14,7 @@ const ENGINE_SUITES = [
   'packages/server/test/gateway-presence.test.ts',
   'packages/server/test/emit.test.ts',
   'packages/server/test/ask-online.test.ts',
+  'packages/server/test/room-reads.test.ts',
   'packages/server/test/replay-overtaken.test.ts',
   'packages/server/test/calls.test.ts',
   'packages/server/test/groups.test.ts',
@@ -49,6 +50,7 @@ const CLUSTER_NODE_SUITES = [
   'node-pause',
   'presence',
   'presence-scale',
+  'room-reads',
   'streams',
 ].map((suite) => `packages/server/test/cluster/${suite}.test.ts`);
 

@@ -612,6 +612,47 @@ describe('docs/openapi.yaml against a real server', () => {
     expect(types).toContain('user.offline');
   });
 
+  it('room reads: 200 with pages in the rooms, and their 400, 403, 405 and 429 answers', async () => {
+    const page = await helloPage(server.url, server.app.key, await sdk.identityToken('rhea', { info: { n: 1 } }));
+    pages.push(page);
+    page.send({ t: 'join', ref: 1, room: 'reads', token: await sdk.roomToken('reads', { presence: true }) });
+    await page.next((f) => f.t === 'joined', 'joined reads');
+    for (let i = 0; i < 3; i++) {
+      await postJson(server, `${API}/emit`, { rooms: ['reads'], event: 'e', data: { i }, history: { reads: [10, 1] } });
+    }
+    const listed = await call(server, { path: `${API}/rooms?prefix=rea&limit=1` });
+    expect(listed.json.rooms).toEqual([{ room: 'reads', pages: 1, users: 1 }]);
+    await call(server, { path: `${API}/rooms?cursor=${listed.json.cursor ?? ''}` });
+    const room = await call(server, { path: `${API}/rooms/reads` });
+    expect(room.json).toMatchObject({ pages: 1, users: 1, kept: 3 });
+    const members = await call(server, { path: `${API}/rooms/reads/members?limit=1` });
+    expect(members.json.members).toEqual([{ user: 'rhea', info: { n: 1 } }]);
+    const history = await call(server, { path: `${API}/rooms/reads/history?last=3&limit=2` });
+    expect(history.json.cursor).toEqual(expect.any(String));
+    await call(server, { path: `${API}/rooms/reads/history?cursor=${history.json.cursor}` });
+    await call(server, { path: `${API}/rooms/reads/history?since=0-0&epoch=${room.json.epoch}` });
+
+    for (const [target, code] of [
+      [`${API}/rooms?limit=0`, 'bad_request'],
+      [`${API}/rooms?cursor=%2A`, 'bad_request'],
+      [`${API}/rooms/%24x`, 'bad_room'],
+      [`${API}/rooms/a/members?cursor=x`, 'bad_request'],
+      [`${API}/rooms/a/history?since=1-0&last=1`, 'bad_request'],
+    ] as const) {
+      expect((await call(server, { path: target })).json.error, target).toBe(code);
+    }
+    const withBody = await call(server, { method: 'GET', path: `${API}/rooms/a`, body: '{}' });
+    expect(withBody.json.error).toBe('bad_request');
+    for (const path of [`${API}/rooms/a/members`, `${API}/rooms/a/history`]) {
+      expect((await call(as(bare), { path })).status, path).toBe(403);
+    }
+    for (const path of [`${API}/rooms`, `${API}/rooms/a`, `${API}/rooms/a/members`, `${API}/rooms/a/history`]) {
+      const refused = await call(server, { method: 'POST', path, unsigned: true });
+      expect([refused.status, refused.headers.allow], path).toEqual([405, 'GET']);
+      expect((await call(as(tiny), { path })).status, path).toBe(429);
+    }
+  });
+
   it('saw a success answer of every operation and each error status the document lists', () => {
     for (const { method, template } of operations()) {
       expect(checked.has(`${method} ${template} 200`), `${method} ${template} 200`).toBe(true);

@@ -3,6 +3,19 @@ import { field, isRecordArray, isStringArray, isStringRecord, isStringRecordArra
 import { type LocalKeyInput, parseLocalKey } from './local-key.js';
 import { apiPath, onlineQuery } from './paths.js';
 import { createTransport, DEFAULT_TIMEOUT_MS, type Transport } from './request.js';
+import {
+  type HistoryOptions,
+  type HistoryPage,
+  listRooms,
+  type MembersOptions,
+  type MembersPage,
+  type RoomInfo,
+  type RoomsOptions,
+  type RoomsPage,
+  readHistory,
+  readMembers,
+  readRoom,
+} from './rooms.js';
 import { keyForLabel, openJson, sealJson } from './sealing.js';
 import {
   type CallTokenOptions,
@@ -144,6 +157,60 @@ export class Realtime {
     if (ids.length === 0) return [];
     const answer = await this.#transport.signedRequest('GET', `${apiPath('online')}?${onlineQuery(ids)}`);
     return field(answer, 'online', isStringArray, 'an array of user ids');
+  }
+
+  // ---- The room reads: what is live, over every node (docs/api.md, "Rooms").
+
+  /**
+   * One page of the app's occupied rooms, by name, with their pages and presence users; pass the
+   * answer's `cursor` back for the next page (none: the list is done).
+   *
+   * @example
+   * let cursor: string | undefined;
+   * do {
+   *   const page = await realtime.rooms({ prefix: 'game:', cursor });
+   *   for (const { room, pages } of page.rooms) console.log(room, pages);
+   *   cursor = page.cursor;
+   * } while (cursor);
+   */
+  rooms(options: RoomsOptions = {}): Promise<RoomsPage> {
+    return listRooms(this.#transport, options);
+  }
+
+  /**
+   * One room now: its pages, presence users, kept events count and epoch. A room nobody is in
+   * answers zeros.
+   *
+   * @example
+   * const { pages, users, kept, epoch } = await realtime.room('lobby');
+   */
+  room(name: string): Promise<RoomInfo> {
+    return readRoom(this.#transport, name);
+  }
+
+  /**
+   * One page of a presence room's members, in join order, with the room's member count. Fails with
+   * `not_included` on a plan without presence.
+   *
+   * @example
+   * const { count, members, cursor } = await realtime.members('lobby', { limit: 50 });
+   */
+  members(room: string, options: MembersOptions = {}): Promise<MembersPage> {
+    return readMembers(this.#transport, room, options);
+  }
+
+  /**
+   * One page of a room's kept events, oldest first, as pages get them (sealed data stays sealed):
+   * `last` n, `since` an id (with its `epoch`), the next page by `cursor`, or from the oldest. Fails
+   * with `not_included` on a plan without history.
+   *
+   * @example
+   * // A page's first view, rendered on the server: the page then joins with since and epoch.
+   * const { events, epoch } = await realtime.history('lobby', { last: 50 });
+   * const since = events.at(-1)?.id;
+   */
+  history(room: string, options: HistoryOptions = {}): Promise<HistoryPage> {
+    return readHistory(this.#transport, room, options);
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * `@realtime/node`: the SDK for the customer's server. Sends signed requests to the realtime service
- * (emit, batch, ask, online, webhooks) and seals data the service must not read.
+ * (emit, batch, ask, online, room reads, webhooks) and seals data the service must not read.
  *
  * @example
  * import { Realtime, RealtimeError, roomLabel } from '@realtime/node';
@@ -16,6 +16,7 @@ export type {
   ErrorCode,
   EventIds,
   HistoryRule,
+  Member,
   Reply,
 } from '@realtime/protocol';
 export { isSealed, roomLabel, userLabel } from '@realtime/protocol';
@@ -31,6 +32,17 @@ export {
   type Transport,
   type TransportOptions,
 } from './request.js';
+export type {
+  HistoryEvent,
+  HistoryOptions,
+  HistoryPage,
+  MembersOptions,
+  MembersPage,
+  OccupiedRoom,
+  RoomInfo,
+  RoomsOptions,
+  RoomsPage,
+} from './rooms.js';
 export type {
   CallTokenOptions,
   DirectCallTokenOptions,

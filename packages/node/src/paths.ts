@@ -36,6 +36,23 @@ export function onlineQuery(ids: readonly string[]): string {
   return `ids=${ids.map((id) => encodeText(id, 'a user id')).join(',')}`;
 }
 
+/**
+ * A query string of named values, each percent-encoded; values left `undefined` are left out.
+ * Answers '' when none is given, else the string with its leading `?`.
+ *
+ * @example
+ * encodeQuery({ prefix: 'game:', cursor: undefined, limit: 10 }) // '?prefix=game%3A&limit=10'
+ */
+export function encodeQuery(params: Record<string, string | number | undefined>): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined) continue;
+    if (typeof value === 'number') parts.push(`${name}=${String(value)}`);
+    else parts.push(`${name}=${encodeText(value, name)}`);
+  }
+  return parts.length === 0 ? '' : `?${parts.join('&')}`;
+}
+
 function encodeText(value: string, what: string): string {
   if (typeof value !== 'string') throw new TypeError(`${what} must be a string, got ${typeof value}`);
   try {

@@ -365,6 +365,7 @@ function wire(
     ask,
     webhooks,
     presence: engine.presence,
+    history: engine.history,
     limiter: new RateLimiter(engine.limits, onCluster ? { local: new MemoryLimitStore(), shards: 8 } : {}),
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,

@@ -18,6 +18,7 @@ export function failingAppends(
     nextId: (...args) => history.nextId(...args),
     since: (...args) => history.since(...args),
     last: (...args) => history.last(...args),
+    count: (...args) => history.count(...args),
     prune: (...args) => history.prune(...args),
     removeApp: (...args) => history.removeApp(...args),
     close: () => history.close(),

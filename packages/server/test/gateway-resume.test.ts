@@ -281,6 +281,7 @@ describe('join: live events that arrive while history is read', () => {
         await gate;
         return store.last(...args);
       },
+      count: (...args) => store.count(...args),
       prune: (...args) => store.prune(...args),
       removeApp: (...args) => store.removeApp(...args),
       close: () => {},

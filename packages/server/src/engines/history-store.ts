@@ -45,6 +45,12 @@ export interface ResumeResult extends HistoryPage {
   dropped: boolean;
 }
 
+/** How many events a room keeps now, and the epoch of its stream. */
+export interface KeptCount {
+  count: number;
+  epoch: string;
+}
+
 /**
  * Room history. Contract:
  * - `append` gives the event an id `<ms>-<seq>` strictly greater than every id the room gave before,
@@ -55,6 +61,7 @@ export interface ResumeResult extends HistoryPage {
  * - Both read one page when given a bound (everything at once without one): the first events of the
  *   read and how many follow; the rest comes by `since` the page's last id, one bounded page at a time.
  * - Every read names the room's epoch; `since` given another epoch answers `truncated`.
+ * - `count` answers what `last` of every kept event would hold, without reading them.
  *
  * The service appends through `Broker.publish` (one step with the publication); `append` and
  * `nextId` are the same steps without a publication, for the contract suite and tools.
@@ -82,6 +89,11 @@ export interface HistoryStore {
     epoch?: string,
   ): Promise<ResumeResult> | ResumeResult;
   last(app: string, room: string, count: number, nowMs: number, page?: PageBound): Promise<HistoryPage> | HistoryPage;
+  /**
+   * How many events the room keeps now (what aged out is dropped first, as a read does) and its epoch:
+   * the epoch a `last` or `since` read at the same moment would name. Reads no event.
+   */
+  count(app: string, room: string, nowMs: number): MaybePromise<KeptCount>;
   /** Removes events past their age everywhere; returns how many went. */
   prune(nowMs: number): Promise<number> | number;
   /**

@@ -53,6 +53,8 @@ export interface PresenceStore {
   onlineUsers(app: string, range: NameRange): MaybePromise<{ users: OnlineUser[]; more: boolean }>;
   /** The app's rooms with a page in them on any node, by name as onlineUsers, with pages and presence members. */
   occupiedRooms(app: string, range: NameRange): MaybePromise<{ rooms: OccupiedRoom[]; more: boolean }>;
+  /** One room's pages on every node and its presence members, read together (both 0 when nobody is in it). */
+  roomSize(app: string, room: string): MaybePromise<RoomSize>;
   /**
    * The pages of `node` that hold anything here (open as a user, seated in a room, a presence
    * member): what a live node checks against the pages it really has, to close those whose records
@@ -90,7 +92,7 @@ export interface MemberCount {
   seq: number;
 }
 
-/** One page of a presence room's members; `cursor` is set when more may follow. */
+/** One page of a presence room's members; `cursor` (1 to 16 digits) is set when more may follow. */
 export interface MemberPage extends MemberCount {
   members: Member[];
   cursor?: string;
@@ -112,12 +114,16 @@ export interface OnlineUser {
   pages: number;
 }
 
-export interface OccupiedRoom {
-  room: string;
-  /** Pages in the room, on every node (at least 1). */
+/** How many are in a room, on every node. */
+export interface RoomSize {
+  /** Pages seated in the room. */
   pages: number;
   /** Presence members: users whose page joined it as a presence member, each once (memberCount). */
   members: number;
+}
+
+export interface OccupiedRoom extends RoomSize {
+  room: string;
 }
 
 /** What the pages of a dead node ended: a member left a presence room, or a room has no page left. */

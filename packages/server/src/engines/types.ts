@@ -29,7 +29,7 @@ export type { CallRecord, CallStore } from './call-store.js';
 export type { DashboardSessionStore } from './dashboard-session-store.js';
 export type { Engine } from './engine.js';
 export type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from './group-store.js';
-export type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from './history-store.js';
+export type { HistoryPage, HistoryStore, KeptCount, KeptEvent, PageBound, ResumeResult } from './history-store.js';
 export type { LimitStore } from './limit-store.js';
 export type { MaybePromise } from './maybe-promise.js';
 export type { NodeClaim, NodeStore } from './node-store.js';
@@ -42,6 +42,7 @@ export type {
   OccupiedRoom,
   OnlineUser,
   PresenceStore,
+  RoomSize,
 } from './presence-store.js';
 export type {
   LapsedStreamMember,

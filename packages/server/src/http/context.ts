@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { RateLimiter } from '../apps/rate-limit.js';
 import type { AskService } from '../asks/ask-service.js';
 import type { Emitter } from '../core/emit.js';
-import type { App, AppStore, PresenceStore } from '../engines/types.js';
+import type { App, AppStore, HistoryStore, PresenceStore } from '../engines/types.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** What the API handlers need; passed explicitly, never the whole server. */
@@ -12,6 +12,8 @@ export interface ApiDeps {
   ask: AskService;
   webhooks: Webhooks;
   presence: PresenceStore;
+  /** Read by the room reads (kept events, epochs); writes go through the emitter. */
+  history: HistoryStore;
   /** The API rate limit per app, over every node. */
   limiter: RateLimiter;
   log: Logger;

@@ -9,7 +9,7 @@ import type { ApiRequest, Handler } from './context.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
 import { decodeComponent, parseQuery } from './query.js';
 
-function requireFeature(request: ApiRequest, feature: Feature, what: string): void {
+export function requireFeature(request: ApiRequest, feature: Feature, what: string): void {
   if (!request.app.features.includes(feature)) {
     throw new ApiError('not_included', `the app's plan does not include ${feature} (${what})`);
   }

@@ -1,6 +1,7 @@
 import { API_BASE } from '@realtime/protocol';
 import type { Handler } from './context.js';
 import * as handlers from './handlers.js';
+import * as roomReads from './room-handlers.js';
 
 export interface Route {
   /** A fixed name for logs and metrics (never the path, which holds user ids). */
@@ -19,6 +20,21 @@ export const ROUTES: Route[] = [
   { name: 'emit_batch', method: 'POST', pattern: new RegExp(`^${base}\\/emit\\/batch$`), handler: handlers.emitBatch },
   { name: 'ask', method: 'POST', pattern: new RegExp(`^${base}\\/users\\/${segment}\\/ask$`), handler: handlers.ask },
   { name: 'online', method: 'GET', pattern: new RegExp(`^${base}\\/online$`), handler: handlers.online },
+  // The room reads (room-handlers.ts): occupied rooms, one room, its presence members, its kept events.
+  { name: 'rooms', method: 'GET', pattern: new RegExp(`^${base}\\/rooms$`), handler: roomReads.rooms },
+  { name: 'room', method: 'GET', pattern: new RegExp(`^${base}\\/rooms\\/${segment}$`), handler: roomReads.room },
+  {
+    name: 'room_members',
+    method: 'GET',
+    pattern: new RegExp(`^${base}\\/rooms\\/${segment}\\/members$`),
+    handler: roomReads.members,
+  },
+  {
+    name: 'room_history',
+    method: 'GET',
+    pattern: new RegExp(`^${base}\\/rooms\\/${segment}\\/history$`),
+    handler: roomReads.history,
+  },
   {
     name: 'webhooks_test',
     method: 'POST',

@@ -451,6 +451,37 @@ export function historyContract(name: string, makeStore: () => Promise<HistoryHa
       });
     });
 
+    describe('count', () => {
+      it('counts the kept events of a room, as limit and age leave them, with the epoch reads name', async () => {
+        const empty = await store.count('a', 'lobby', T0);
+        expect(empty.count).toBe(0);
+        expect(empty.epoch).toBe((await store.last('a', 'lobby', 1, T0)).epoch);
+        await fill('a', 'lobby', 7, [5, 1], T0);
+        await store.append('a', 'lobby', { event: 'e', data: '1' }, [10, 2], T0 + 30 * MINUTE);
+        await store.nextId('a', 'lobby', T0 + 30 * MINUTE);
+        await fill('b', 'lobby', 2, KEEP_ALL, T0);
+        expect(await store.count('a', 'lobby', T0 + 30 * MINUTE)).toEqual({ count: 6, epoch: empty.epoch });
+        expect((await store.count('b', 'lobby', T0)).count).toBe(2);
+        expect((await store.count('a', 'elsewhere', T0)).count).toBe(0);
+        // An hour on, the first five aged out; the count drops them as a read would.
+        expect(await store.count('a', 'lobby', T0 + HOUR)).toEqual({ count: 1, epoch: empty.epoch });
+        expect(ids(await allLast(store, 'a', 'lobby', 100, T0 + HOUR))).toHaveLength(1);
+        expect((await store.count('a', 'lobby', T0 + 3 * HOUR)).count).toBe(0);
+      });
+
+      it('names the epoch a later read names, and a new one once the data was lost', async () => {
+        const first = await store.count('a', 'fresh', T0);
+        await fill('a', 'fresh', 1, KEEP_ALL, T0);
+        expect((await store.since('a', 'fresh', '0-0', T0)).epoch).toBe(first.epoch);
+        if (!harness.wipe) return;
+        store = (await harness.wipe()) ?? store;
+        const after = await store.count('a', 'fresh', T0 + MINUTE);
+        expect(after.count).toBe(0);
+        expect(after.epoch).not.toBe(first.epoch);
+        expect((await store.last('a', 'fresh', 1, T0 + MINUTE)).epoch).toBe(after.epoch);
+      });
+    });
+
     describe('pages', () => {
       /** Reads a whole `last` read page by page as a replay does: `since` the last id, for what remains. */
       async function pagedLast(room: string, count: number, bound: PageBound, now = T0): Promise<KeptEvent[][]> {

@@ -10,6 +10,7 @@ import type {
   OccupiedRoom,
   OnlineUser,
   PresenceStore,
+  RoomSize,
 } from '../types.js';
 import { MemberList } from './member-list.js';
 import { NameIndex } from './name-index.js';
@@ -238,11 +239,12 @@ export class MemoryPresenceStore implements PresenceStore {
 
   occupiedRooms(app: string, range: NameRange): { rooms: OccupiedRoom[]; more: boolean } {
     const { names, more } = this.#occupiedRooms.list(app, range);
-    const rooms = names.map((room) => {
-      const key = `${app}\u0000${room}`;
-      return { room, pages: this.#occupied.get(key)?.size ?? 0, members: this.#rooms.get(key)?.size ?? 0 };
-    });
-    return { rooms, more };
+    return { rooms: names.map((room) => ({ room, ...this.roomSize(app, room) })), more };
+  }
+
+  roomSize(app: string, room: string): RoomSize {
+    const key = `${app}\u0000${room}`;
+    return { pages: this.#occupied.get(key)?.size ?? 0, members: this.#rooms.get(key)?.size ?? 0 };
   }
 
   /** Dead nodes' pages set apart to sweep, with the lapse that set them apart (see sweepNode). */

@@ -1,5 +1,5 @@
 import type { HistoryRule } from '@realtime/protocol';
-import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
+import type { HistoryPage, HistoryStore, KeptCount, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import type { RedisClient, Script } from './client.js';
 import { appRoomsPattern, expiryStackPattern, roomKeys, roomKeysOfStack } from './keys.js';
 import { ROOM_LUA } from './room-lua.js';
@@ -61,6 +61,14 @@ out[2] = total - read_page(room, len - total, total, tonumber(ARGV[5]), tonumber
 save_room(room)
 return out`;
 
+// Answers {epoch, kept events}.
+const COUNT_LUA = `${ROOM_LUA}
+local room = open_room(room_keys(1), ARGV[1], ARGV[2], tonumber(ARGV[3]))
+trim_age(room, tonumber(ARGV[3]))
+local out = {room.epoch, redis.call('llen', room.k.i)}
+save_room(room)
+return out`;
+
 // Ages out one room's events without touching its epoch (prune needs no generation); answers how many went.
 const PRUNE_LUA = `${ROOM_LUA}
 local room = {k = room_keys(1), dropped = parse_id(redis.call('hget', KEYS[1], 'd')), dirty = false}
@@ -102,6 +110,7 @@ export class RedisHistoryStore implements HistoryStore {
   readonly #nextId: Script;
   readonly #since: Script;
   readonly #last: Script;
+  readonly #count: Script;
   readonly #prune: Script;
 
   constructor(client: RedisClient) {
@@ -110,6 +119,7 @@ export class RedisHistoryStore implements HistoryStore {
     this.#nextId = client.script('rtHistoryNextId', NEXT_ID_LUA);
     this.#since = client.script('rtHistorySince', SINCE_LUA);
     this.#last = client.script('rtHistoryLast', LAST_LUA);
+    this.#count = client.script('rtHistoryCount', COUNT_LUA);
     this.#prune = client.script('rtHistoryPrune', PRUNE_LUA);
   }
 
@@ -178,6 +188,11 @@ export class RedisHistoryStore implements HistoryStore {
       await this.#last(this.#room(app, room), [...this.#open(), Math.floor(nowMs), Math.max(0, count), ...bound(page)]),
     );
     return { events: toEvents(reply, 2), remaining: Number(reply[1]), epoch: String(reply[0]) };
+  }
+
+  async count(app: string, room: string, nowMs: number): Promise<KeptCount> {
+    const reply = asArray(await this.#count(this.#room(app, room), [...this.#open(), Math.floor(nowMs)]));
+    return { count: Number(reply[1]), epoch: String(reply[0]) };
   }
 
   /**

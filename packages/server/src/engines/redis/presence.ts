@@ -12,6 +12,7 @@ import type {
   OccupiedRoom,
   OnlineUser,
   PresenceStore,
+  RoomSize,
 } from '../types.js';
 import type { RedisArg, RedisClient, Script } from './client.js';
 
@@ -712,6 +713,11 @@ export class RedisPresenceStore implements PresenceStore {
       strings(await this.#scripts.roomSize(this.#roomKeys(app, room), [])).map(Number),
     );
     return { rooms: names.map(([room, pages = 0, members = 0]) => ({ room, pages, members })), more };
+  }
+
+  async roomSize(app: string, room: string): Promise<RoomSize> {
+    const [pages = 0, members = 0] = strings(await this.#scripts.roomSize(this.#roomKeys(app, room), [])).map(Number);
+    return { pages, members };
   }
 
   /**

@@ -50,6 +50,9 @@ export class CommittedHistory implements HistoryStore, WriteUnits {
   readonly last: HistoryStore['last'] = withStoreErrors((...args: Parameters<HistoryStore['last']>) =>
     this.#store.last(...args),
   );
+  readonly count: HistoryStore['count'] = withStoreErrors((...args: Parameters<HistoryStore['count']>) =>
+    this.#store.count(...args),
+  );
   readonly prune: HistoryStore['prune'] = withStoreErrors((...args: Parameters<HistoryStore['prune']>) =>
     this.#store.prune(...args),
   );

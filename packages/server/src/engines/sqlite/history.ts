@@ -1,6 +1,6 @@
 import type { HistoryRule } from '@realtime/protocol';
 import { compareEventIds, type EventId, formatEventId, nextEventId, parseEventId } from '../event-id.js';
-import type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from '../types.js';
+import type { HistoryPage, HistoryStore, KeptCount, KeptEvent, PageBound, ResumeResult } from '../types.js';
 import { type Db, dbEpoch } from './db.js';
 import type { GroupHooks } from './group-commit.js';
 
@@ -113,6 +113,7 @@ export class SqliteHistoryStore implements HistoryStore {
   #forgotten: EventId | undefined;
   readonly #sinceTx;
   readonly #lastTx;
+  readonly #countTx;
   /** Where the file's streams began (ms); undefined until read, 0 for a file without the mark. */
   #began: number | undefined;
   readonly #readBegan;
@@ -223,6 +224,11 @@ export class SqliteHistoryStore implements HistoryStore {
       (app: string, room: string, count: number, now: number, page: PageBound): HistoryPage =>
         this.#last(app, room, count, now, page),
     );
+    this.#countTx = db.transaction((app: string, room: string, now: number): KeptCount => {
+      this.#beganAt(now);
+      const kept = this.#keptRoom(app, room, now) ? (this.#countRoom.get(app, room)?.n ?? 0) : 0;
+      return { count: kept, epoch: this.#epoch };
+    });
     const deleteEvents = db.prepare('DELETE FROM history WHERE app = ?');
     const deleteRooms = db.prepare('DELETE FROM rooms WHERE app = ?');
     this.#removeAppTx = db.transaction((app: string) => {
@@ -377,6 +383,10 @@ export class SqliteHistoryStore implements HistoryStore {
     if (!start) return { events: [], remaining: 0, epoch };
     const events = readPage(this.#from.iterate(app, room, start.ms, start.seq), page);
     return { events, remaining: total - events.length, epoch };
+  }
+
+  count(app: string, room: string, nowMs: number): KeptCount {
+    return this.#countTx(app, room, nowMs);
   }
 
   prune(nowMs: number): number {
