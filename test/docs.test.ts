@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { DELIVERY_ERRORS, ERRORS, FEATURES } from '@realtime/protocol';
 import { describe, expect, it } from 'vitest';
 
@@ -106,5 +106,30 @@ describe('docs/api.md', () => {
   it('mentions every code of ERRORS', () => {
     const mentioned = new Set(backticked(api));
     for (const code of Object.keys(ERRORS)) expect(mentioned.has(code), `${code} is not in docs/api.md`).toBe(true);
+  });
+});
+
+describe('README.md', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const cli = readFileSync(new URL('../packages/server/src/cli.ts', import.meta.url), 'utf8');
+
+  it('has a row for every variable the CLI reads, with its flag', () => {
+    const variables = new Set(cli.match(/\bREALTIME_[A-Z_]*[A-Z]\b/g) ?? []);
+    expect(variables.size).toBeGreaterThan(10);
+    const rows = new Map<string, string>();
+    for (const line of readme.split('\n')) {
+      const row = /^\| `(REALTIME_[A-Z_]+)` \| `(--[a-z-]+)` \|/.exec(line);
+      if (row) rows.set(row[1] as string, row[2] as string);
+    }
+    const missing = [...variables].filter((name) => !rows.has(name));
+    expect(missing, 'variables without a README row').toEqual([]);
+    for (const [name, flag] of rows) expect(cli, `${flag} of ${name}`).toContain(`'${flag.slice(2)}'`);
+  });
+
+  it('links every page of docs/', () => {
+    const pages = readdirSync(new URL('../docs/', import.meta.url)).filter((name) => name.endsWith('.md'));
+    expect(pages.length).toBeGreaterThan(5);
+    const missing = pages.filter((page) => !readme.includes(`(docs/${page})`));
+    expect(missing, 'docs pages README does not link').toEqual([]);
   });
 });
