@@ -1,6 +1,6 @@
 /**
- * The React page of react.test.ts, bundled by esbuild: a connection badge, and a lobby (mounted
- * until "Leave") that lists its members and its chat and news lines, and sends chat. Written with
+ * The React page of react.test.ts, bundled by esbuild: a connection badge, and a room (`lobby` until "Move",
+ * mounted until "Leave") that lists its members and its chat and news lines, and sends chat. Written with
  * createElement so the tests' type-check covers it without a JSX setting.
  */
 import { connect, type RealtimeClient, Room } from '@realtime/browser';
@@ -13,7 +13,8 @@ export interface PageConfig {
   url: string;
   site: string;
   identity: string;
-  token: string;
+  /** Room tokens by room name: `lobby` and `side`. */
+  tokens: Record<string, string>;
 }
 
 /** What the test reads: how often the page listened to `chat` (useEvent must not listen again for a new listener). */
@@ -34,9 +35,9 @@ function Badge() {
   return h('p', { id: 'state' }, useConnectionState());
 }
 
-function Lobby({ token }: { token: string }) {
+function Lobby({ name, tokens }: { name: string; tokens: Record<string, string> }) {
   // A new token function each render: the room must not be joined again for it.
-  const { room, status } = useRoom('lobby', { token: async () => token });
+  const { room, status } = useRoom(name, { token: async () => tokens[name] ?? '' });
   const members = useMembers(room);
   const [label, setLabel] = useState('v1');
   const [lines, setLines] = useState<string[]>([]);
@@ -78,21 +79,23 @@ function Lobby({ token }: { token: string }) {
   );
 }
 
-function App({ client, token }: { client: RealtimeClient; token: string }) {
+function App({ client, tokens }: { client: RealtimeClient; tokens: Record<string, string> }) {
   const [inLobby, setInLobby] = useState(true);
+  const [name, setName] = useState('lobby');
   return h(
     RealtimeProvider,
     { client },
     h(Badge),
     h('button', { id: 'toggle', type: 'button', onClick: () => setInLobby((v) => !v) }, inLobby ? 'Leave' : 'Join'),
-    inLobby ? h(Lobby, { token }) : null,
+    h('button', { id: 'move', type: 'button', onClick: () => setName('side') }, 'Move to side'),
+    inLobby ? h(Lobby, { name, tokens }) : null,
   );
 }
 
-win.mount = ({ url, site, identity, token }) => {
+win.mount = ({ url, site, identity, tokens }) => {
   const client = connect({ url, site, identity: async () => identity });
   const root = document.getElementById('root');
   if (!root) throw new Error('no #root');
   // StrictMode: effects run, are undone and run again, as in development.
-  createRoot(root).render(h(StrictMode, null, h(App, { client, token })));
+  createRoot(root).render(h(StrictMode, null, h(App, { client, tokens })));
 };

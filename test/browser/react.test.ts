@@ -67,7 +67,10 @@ describe('@realtime/react in Chromium', () => {
       url: server.url,
       site: server.app.key,
       identity: await sdk.identityToken(user),
-      token: await sdk.roomToken('lobby', { userId: user, presence: true, send: ['chat'] }),
+      tokens: {
+        lobby: await sdk.roomToken('lobby', { userId: user, presence: true, send: ['chat'] }),
+        side: await sdk.roomToken('side', { userId: user, presence: true }),
+      },
     };
     await page.evaluate((config) => (window as unknown as ReactWindow).mount(config), config);
     return page;
@@ -93,7 +96,7 @@ describe('@realtime/react in Chromium', () => {
       WAIT,
     );
 
-  it('connects, joins, renders emits, sends and members, and leaves the room when the lobby unmounts', async () => {
+  it('connects, joins, renders emits, sends and members, and leaves the room on unmount and on a new name', async () => {
     const ann = await open('ann');
     await shows(ann, '#state', 'connected');
     await shows(ann, '#room', 'joined');
@@ -127,6 +130,12 @@ describe('@realtime/react in Chromium', () => {
     await bob.click('#toggle');
     await shows(bob, '#room', 'joined');
     await items(ann, '#members', ['ann', 'bob']);
+
+    // bob's room name changes: he leaves lobby and joins side, alone there.
+    await bob.click('#move');
+    await items(ann, '#members', ['ann']);
+    await shows(bob, '#room', 'joined');
+    await items(bob, '#members', ['bob']);
     await Promise.all([ann.close(), bob.close()]);
   });
 });
