@@ -4,7 +4,7 @@
  * createElement so the tests' type-check covers it without a JSX setting.
  */
 import { connect, type RealtimeClient, Room } from '@realtime/browser';
-import { RealtimeProvider, useConnectionState, useEvent, useMembers, useRoom } from '@realtime/react';
+import { RealtimeProvider, useConnectionState, useEvent, useMembers, useRealtime, useRoom } from '@realtime/react';
 import { createElement as h, StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
@@ -33,6 +33,13 @@ Room.prototype.on = function (this: Room, name: string, listener: (...args: neve
 
 function Badge() {
   return h('p', { id: 'state' }, useConnectionState());
+}
+
+/** The last user event `notice` (sent to this page's user, not to a room). */
+function Notice() {
+  const [notice, setNotice] = useState('');
+  useEvent(useRealtime(), 'notice', (data: string) => setNotice(data));
+  return h('p', { id: 'notice' }, notice);
 }
 
 function Lobby({ name, tokens }: { name: string; tokens: Record<string, string> }) {
@@ -86,6 +93,7 @@ function App({ client, tokens }: { client: RealtimeClient; tokens: Record<string
     RealtimeProvider,
     { client },
     h(Badge),
+    h(Notice),
     h('button', { id: 'toggle', type: 'button', onClick: () => setInLobby((v) => !v) }, inLobby ? 'Leave' : 'Join'),
     h('button', { id: 'move', type: 'button', onClick: () => setName('side') }, 'Move to side'),
     inLobby ? h(Lobby, { name, tokens }) : null,

@@ -76,10 +76,7 @@ describe('@realtime/react in Chromium', () => {
     return page;
   }
 
-  const text = (page: Page, selector: string) =>
-    page
-      .waitForFunction((selector) => document.querySelector(selector)?.textContent ?? '', selector, WAIT)
-      .then((handle) => handle.jsonValue());
+  const text = (page: Page, selector: string) => page.textContent(selector, WAIT);
   /** Waits until the items of `list` are `expected`, in order. */
   const items = (page: Page, list: string, expected: string[]) =>
     page.waitForFunction(
@@ -107,6 +104,10 @@ describe('@realtime/react in Chromium', () => {
     // The server's emit renders on both pages, once each (StrictMode's second run left no extra listener).
     await sdk.emit({ rooms: ['lobby'], event: 'news', data: { text: 'from the server' } });
     for (const page of [ann, bob]) await items(page, '#lines', ['v1 news: from the server']);
+    // And a user event, through useEvent on the client.
+    await sdk.emit({ users: ['bob'], event: 'notice', data: 'for bob' });
+    await shows(bob, '#notice', 'for bob');
+    expect(await text(ann, '#notice')).toBe('');
 
     // A page send renders on the other page, from its user.
     await ann.fill('#text', 'hi');
