@@ -1,6 +1,6 @@
 /**
  * The React page of react.test.ts, bundled by esbuild: a connection badge, and a room (`lobby` until "Move",
- * mounted until "Leave") that lists its members and its chat and news lines, and sends chat. Written with
+ * mounted by "Join", unmounted by "Leave") that lists its members and its chat and news lines, and sends chat. Written with
  * createElement so the tests' type-check covers it without a JSX setting.
  */
 import { connect, type RealtimeClient, Room } from '@realtime/browser';
@@ -17,14 +17,25 @@ export interface PageConfig {
   tokens: Record<string, string>;
 }
 
-/** What the test reads: how often the page listened to `chat` (useEvent must not listen again for a new listener). */
+/**
+ * What the test reads: how often the page listened to `chat` (useEvent must not listen again for a
+ * new listener), and the types of the frames the page wrote (StrictMode's second run of effects
+ * must send no leave and no second join).
+ */
 export interface ReactWindow {
   mount(config: PageConfig): void;
   chatListens: number;
+  sent: string[];
 }
 
 const win = window as unknown as ReactWindow;
 win.chatListens = 0;
+win.sent = [];
+const write = WebSocket.prototype.send;
+WebSocket.prototype.send = function (this: WebSocket, data: string | ArrayBufferLike | Blob | ArrayBufferView) {
+  if (typeof data === 'string') win.sent.push(`${JSON.parse(data).t} ${JSON.parse(data).room ?? ''}`.trim());
+  return write.call(this, data);
+};
 const on = Room.prototype.on as (this: Room, name: string, listener: (...args: never[]) => void) => () => void;
 Room.prototype.on = function (this: Room, name: string, listener: (...args: never[]) => void) {
   if (name === 'chat') win.chatListens++;
@@ -87,7 +98,8 @@ function Lobby({ name, tokens }: { name: string; tokens: Record<string, string> 
 }
 
 function App({ client, tokens }: { client: RealtimeClient; tokens: Record<string, string> }) {
-  const [inLobby, setInLobby] = useState(true);
+  // Joined by a click once connected: StrictMode's second run of effects then meets a live socket.
+  const [inLobby, setInLobby] = useState(false);
   const [name, setName] = useState('lobby');
   return h(
     RealtimeProvider,

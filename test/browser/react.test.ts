@@ -58,24 +58,6 @@ describe('@realtime/react in Chromium', () => {
     await server?.close();
   });
 
-  async function open(user: string): Promise<Page> {
-    const page = await browser.newPage();
-    page.on('pageerror', (error) => console.error(`${user}'s page:`, error));
-    await page.goto(pages.url);
-    await page.waitForFunction(() => typeof (window as unknown as ReactWindow).mount === 'function', null, WAIT);
-    const config: PageConfig = {
-      url: server.url,
-      site: server.app.key,
-      identity: await sdk.identityToken(user),
-      tokens: {
-        lobby: await sdk.roomToken('lobby', { userId: user, presence: true, send: ['chat'] }),
-        side: await sdk.roomToken('side', { userId: user, presence: true }),
-      },
-    };
-    await page.evaluate((config) => (window as unknown as ReactWindow).mount(config), config);
-    return page;
-  }
-
   const text = (page: Page, selector: string) => page.textContent(selector, WAIT);
   /** Waits until the items of `list` are `expected`, in order. */
   const items = (page: Page, list: string, expected: string[]) =>
@@ -93,13 +75,38 @@ describe('@realtime/react in Chromium', () => {
       WAIT,
     );
 
+  async function open(user: string): Promise<Page> {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => console.error(`${user}'s page:`, error));
+    await page.goto(pages.url);
+    await page.waitForFunction(() => typeof (window as unknown as ReactWindow).mount === 'function', null, WAIT);
+    const config: PageConfig = {
+      url: server.url,
+      site: server.app.key,
+      identity: await sdk.identityToken(user),
+      tokens: {
+        lobby: await sdk.roomToken('lobby', { userId: user, presence: true, send: ['chat'] }),
+        side: await sdk.roomToken('side', { userId: user, presence: true }),
+      },
+    };
+    await page.evaluate((config) => (window as unknown as ReactWindow).mount(config), config);
+    await shows(page, '#state', 'connected');
+    await page.click('#toggle');
+    return page;
+  }
+
   it('connects, joins, renders emits, sends and members, and leaves the room on unmount and on a new name', async () => {
     const ann = await open('ann');
-    await shows(ann, '#state', 'connected');
     await shows(ann, '#room', 'joined');
     const bob = await open('bob');
     await shows(bob, '#room', 'joined');
     for (const page of [ann, bob]) await items(page, '#members', ['ann', 'bob']);
+    // StrictMode ran the effects twice: still one join, no leave.
+    const sent = async (page: Page) =>
+      (await page.evaluate(() => (window as unknown as ReactWindow).sent)).filter((frame) =>
+        /^(join|leave) /.test(frame),
+      );
+    expect(await sent(ann)).toEqual(['join lobby']);
 
     // The server's emit renders on both pages, once each (StrictMode's second run left no extra listener).
     await sdk.emit({ rooms: ['lobby'], event: 'news', data: { text: 'from the server' } });
@@ -125,6 +132,7 @@ describe('@realtime/react in Chromium', () => {
     // bob's lobby unmounts: the room is left (ann sees him go); bob's page stays connected.
     await bob.click('#toggle');
     await items(ann, '#members', ['ann']);
+    expect(await sent(bob)).toEqual(['join lobby', 'leave lobby']);
     expect(await text(bob, '#state')).toBe('connected');
     expect(await bob.$('#room')).toBeNull();
     // And mounts again: joined once more.
