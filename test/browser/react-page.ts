@@ -32,8 +32,11 @@ const win = window as unknown as ReactWindow;
 win.chatListens = 0;
 win.sent = [];
 const write = WebSocket.prototype.send;
-WebSocket.prototype.send = function (this: WebSocket, data: string | ArrayBufferLike | Blob | ArrayBufferView) {
-  if (typeof data === 'string') win.sent.push(`${JSON.parse(data).t} ${JSON.parse(data).room ?? ''}`.trim());
+WebSocket.prototype.send = function (this: WebSocket, data: Parameters<WebSocket['send']>[0]) {
+  if (typeof data === 'string') {
+    const { t, room } = JSON.parse(data) as { t: string; room?: string };
+    win.sent.push(room ? `${t} ${room}` : t);
+  }
   return write.call(this, data);
 };
 const on = Room.prototype.on as (this: Room, name: string, listener: (...args: never[]) => void) => () => void;
