@@ -1,6 +1,8 @@
 /**
  * Clients of `@realtime/browser` connected to the browser package's scripted fake service, for the
- * hooks' stores: the real SDK on a real socket, the service's frames written by each test.
+ * hooks' stores: the real SDK on a real socket, the service's frames written by each test. Not the
+ * browser package's useFakeService: its clients are of that package's sources, the hooks take the
+ * built package's types (classes with private fields do not match across the two).
  */
 import { connect, type RealtimeClient } from '@realtime/browser';
 import { afterEach, beforeEach } from 'vitest';
