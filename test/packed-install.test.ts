@@ -275,6 +275,15 @@ describe('the packed packages', () => {
     expect(seenInNode.sent).toMatch(/^\d+-\d+$/);
     expect(seenInNode.emitted).toMatch(/^\d+-\d+$/);
 
+    // What reached the page may trail what the Node program saw by a moment: waited for, bounded.
+    await page.waitForFunction(
+      () => {
+        const { seen } = window as unknown as { seen: { news: unknown[]; chat: { from: string }[]; sent?: string } };
+        return seen.news.length > 0 && seen.chat.some((m) => m.from === 'nia') && seen.sent !== undefined;
+      },
+      undefined,
+      { timeout: 10_000 },
+    );
     const seenInPage = await page.evaluate(() => (window as unknown as { seen: unknown }).seen);
     expect(seenInPage).toMatchObject({
       joined: ['nia'],
