@@ -10,9 +10,10 @@
  * package lists (not kept by `npm ci`) are fetched once per machine, then come from the cache too.
  * better-sqlite3 is native: its install script (prebuild-install) looks for a prebuilt binary in a
  * local folder before GitHub. The folder holds the binary the workspace's own install made for the
- * same better-sqlite3 version and Node ABI (compiled from source here: GitHub is out of reach), so the
- * scratch install runs the real install script without compiling SQLite again (a minute) and
- * without the network; a version or ABI that differs finds nothing there and compiles.
+ * same better-sqlite3 version and Node ABI (downloaded from GitHub, or compiled from source where
+ * GitHub is out of reach, as on the machine this was written on), so the scratch install runs the
+ * real install script without compiling SQLite again (a minute) and without the network; a version
+ * or ABI that differs finds nothing there and compiles.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -165,6 +166,8 @@ describe('the packed packages', () => {
       expect(pkg.keywords?.length).toBeGreaterThan(2);
       expect(pkg.repository).toMatchObject({ type: 'git', directory: `packages/${short}` });
       expect(pkg.exports['.']?.types).toBe('./dist/index.d.ts');
+      // As npm writes it: a leading ./ makes `npm publish` rewrite it with a warning.
+      if (short === 'server') expect(pkg.bin).toEqual({ realtime: 'bin/realtime.js' });
       // Each other package of this repository by its version, resolved to the installed tarball.
       for (const [dependency, range] of Object.entries(pkg.dependencies ?? {})) {
         if (!dependency.startsWith('@realtime/')) continue;
@@ -187,6 +190,27 @@ describe('the packed packages', () => {
         });
       }
     }
+  });
+
+  it('type-check in a Node program (NodeNext) and in a page (bundler resolution, no Node types, declarations checked)', async () => {
+    for (const file of ['types-node.ts', 'types-page.ts']) {
+      writeFileSync(join(app, file), readFileSync(join(ROOT, 'test/packed', file)));
+    }
+    // The workspace's compiler (the user's own, in their project); @types/node is the one thing
+    // taken from the workspace, as a Node program has it.
+    const tsc = join(ROOT, 'node_modules/.bin/tsc');
+    const common = ['--noEmit', '--strict', '--target', 'es2022', '--lib', 'es2023,dom'];
+    const nodeTypes = ['--types', 'node', '--typeRoots', join(ROOT, 'node_modules/@types')];
+    const nodeFlags = ['--module', 'nodenext', '--moduleResolution', 'nodenext', '--skipLibCheck', ...nodeTypes];
+    const nodeProgram = await run(tsc, [...common, ...nodeFlags, 'types-node.ts'], app, 60_000);
+    expect(nodeProgram.code, nodeProgram.stdout + nodeProgram.stderr).toBe(0);
+    const pageScript = await run(
+      tsc,
+      [...common, '--module', 'esnext', '--moduleResolution', 'bundler', '--types', '', 'types-page.ts'],
+      app,
+      60_000,
+    );
+    expect(pageScript.code, pageScript.stdout + pageScript.stderr).toBe(0);
   });
 
   it('serve with npx realtime; the installed SDKs in Node and in a Chromium page: emit, join, send, ask, presence', async () => {
