@@ -83,7 +83,7 @@ interface PackageJson {
   engines?: { node?: string };
   publishConfig?: { access?: string };
   repository?: { type: string; url: string; directory: string };
-  exports: Record<string, Record<string, string>>;
+  exports: Record<string, Record<string, string> | string>;
   dependencies?: Record<string, string>;
   bin?: Record<string, string>;
 }
@@ -165,7 +165,8 @@ describe('the packed packages', () => {
       expect(pkg.engines?.node).toMatch(/^>=20/);
       expect(pkg.keywords?.length).toBeGreaterThan(2);
       expect(pkg.repository).toMatchObject({ type: 'git', directory: `packages/${short}` });
-      expect(pkg.exports['.']?.types).toBe('./dist/index.d.ts');
+      expect(pkg.exports['.']).toMatchObject({ types: './dist/index.d.ts' });
+      expect(pkg.exports['./package.json']).toBe('./package.json');
       // As npm writes it: a leading ./ makes `npm publish` rewrite it with a warning.
       if (short === 'server') expect(pkg.bin).toEqual({ realtime: 'bin/realtime.js' });
       // Each other package of this repository by its version, resolved to the installed tarball.
