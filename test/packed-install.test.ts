@@ -180,6 +180,10 @@ describe('the packed packages', () => {
       }
       for (const file of files) {
         expect(file, name).not.toMatch(/\.test\.|\/contract\//);
+        if (/\.(js|d\.ts)$/.test(file)) {
+          const linked = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(readFileSync(join(installed, file), 'utf8'))?.[1];
+          if (linked) expect(files, `${name}/${file} -> ${linked}`).toContain(posix.join(posix.dirname(file), linked));
+        }
         if (!file.endsWith('.map')) continue;
         const map = JSON.parse(readFileSync(join(installed, file), 'utf8')) as {
           sources: string[];
