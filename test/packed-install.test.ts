@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeChromium, launchChromium, servePages } from './browser/chromium.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['protocol', 'node', 'browser', 'server'] as const;
+const PACKAGES = ['protocol', 'node', 'browser', 'server', 'react'] as const;
 const INSTALL_MS = 240_000;
 
 /** npm and npx beside this node, so the scratch project runs with the same Node (and ABI) as the tests. */
