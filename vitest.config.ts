@@ -18,6 +18,8 @@ const ENGINE_SUITES = [
   'packages/server/test/calls.test.ts',
   'packages/server/test/groups.test.ts',
   'packages/server/test/streams.test.ts',
+  'packages/server/test/user-actions.test.ts',
+  'packages/server/test/idempotent-emit.test.ts',
   'test/browser/engine-smoke.test.ts',
 ];
 
@@ -29,9 +31,11 @@ const CLUSTER_STORE_SUITES = [
   'dashboard-sessions',
   'groups',
   'history',
+  'idempotency',
   'limits',
   'nodes',
   'presence',
+  'revocations',
   'room-lua',
   'streams',
   'ttl',

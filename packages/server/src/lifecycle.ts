@@ -57,6 +57,8 @@ import type { StreamOptions } from './streams/options.js';
 import { STREAM_CONNECT_TIMEOUT_MS, unitLimits, unitMedia } from './streams/options.js';
 import { streamModule } from './streams/stream-module.js';
 import { StreamService } from './streams/stream-service.js';
+import { TokenRevocations } from './users/token-revocations.js';
+import { UserService } from './users/user-service.js';
 import { iceConfig } from './units/ice-settings.js';
 import { MediaApps } from './units/media-apps.js';
 import { UnitHost } from './units/unit-host.js';
@@ -335,6 +337,18 @@ function wire(
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.streams === undefined ? {} : { options: options.streams }),
   });
+  // Revocations of tokens, checked at every hello and join from this node's cache.
+  const revocations = new TokenRevocations({ store: engine.revocations, log, now });
+  const userService = new UserService({
+    node: engine.node,
+    broker,
+    channel,
+    store: engine.revocations,
+    revocations,
+    closeRevoked: (app, user, before) => gateway.current?.closeRevoked(app, user, before) ?? 0,
+    log,
+    now,
+  });
   // One publish path: API emits and page sends go through the same emitter.
   const emitter = new Emitter({ node: engine.node, broker, now, events });
   const gatewayDeps: GatewayDeps = {
@@ -350,6 +364,7 @@ function wire(
     log,
     now,
     traffic: metrics.traffic,
+    revocations,
   };
   const modules = () => [
     roomModule(gatewayDeps),
@@ -369,6 +384,8 @@ function wire(
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
     now,
+    users: userService,
+    idempotency: engine.idempotency,
   };
 
   const readiness = new Readiness(options.shutdownDelayMs);
@@ -441,6 +458,7 @@ function wire(
     listener.drain,
     serviceComponent('node channel', channel),
     serviceComponent('asks', ask),
+    serviceComponent('users', userService),
     listener.close,
     serviceComponent('node lease', nodes),
     serviceComponent('user presence', users),

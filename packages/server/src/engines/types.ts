@@ -22,6 +22,7 @@ export type {
   RoomEvent,
   Unsubscribe,
   UserEvent,
+  UserClose,
   UserFrame,
 } from './broker.js';
 export { BROADCAST_TOPIC, nodeTopic, roomTopic, topicOf, userTopic } from './broker.js';
@@ -30,6 +31,7 @@ export type { DashboardSessionStore } from './dashboard-session-store.js';
 export type { Engine } from './engine.js';
 export type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from './group-store.js';
 export type { HistoryPage, HistoryStore, KeptEvent, PageBound, ResumeResult } from './history-store.js';
+export type { IdempotencyStore, Reservation } from './idempotency-store.js';
 export type { LimitStore } from './limit-store.js';
 export type { MaybePromise } from './maybe-promise.js';
 export type { NodeClaim, NodeStore } from './node-store.js';
@@ -43,6 +45,7 @@ export type {
   OnlineUser,
   PresenceStore,
 } from './presence-store.js';
+export type { AppRevocations, RevocationStore, RevokeOutcome } from './revocation-store.js';
 export type {
   LapsedStreamMember,
   StreamChange,

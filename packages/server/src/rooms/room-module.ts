@@ -97,6 +97,7 @@ function roomService(deps: GatewayDeps): RoomService {
     emitter: deps.emitter,
     departures: deps.departures,
     verifyToken: verifyRoomToken,
+    ...(deps.revocations === undefined ? {} : { revocations: deps.revocations }),
     log: deps.log,
     now: deps.now,
   });
