@@ -67,7 +67,12 @@ describe('Idempotency-Key on emit and emit/batch', () => {
 
   it('a batch retried delivers once; concurrent duplicates do not both deliver', async () => {
     const key = newKey();
-    const body = { events: [{ rooms: ['feed'], event: 'batched', history: { feed: [10, 1] } }, { users: ['x'], event: 'y' }] };
+    const body = {
+      events: [
+        { rooms: ['feed'], event: 'batched', history: { feed: [10, 1] } },
+        { users: ['x'], event: 'y' },
+      ],
+    };
     const answers = await Promise.all(Array.from({ length: 5 }, () => emit(body, key, `${API}/emit/batch`)));
     const ok = answers.filter((a) => a.status === 200);
     expect(ok.length).toBeGreaterThan(0);

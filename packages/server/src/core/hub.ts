@@ -176,7 +176,8 @@ export class Hub<P extends Page = Page> {
     return this.#add(this.#users, userTopic(app, user), page, (pages) => (publication) => {
       if (publication.kind === 'user') fanOutUser(pages, publication, this.#encoder);
       else if (publication.kind === 'user.frame') fanOutPageFrame(pages, publication, this.#encoder);
-      else if (publication.kind === 'user.close') for (const page of [...pages]) page.close?.(publication.code, publication.reason);
+      else if (publication.kind === 'user.close')
+        for (const page of [...pages]) page.close?.(publication.code, publication.reason);
       else if (publication.kind === 'ask') this.#asks(publication, [...pages]);
     });
   }

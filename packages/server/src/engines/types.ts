@@ -21,8 +21,8 @@ export type {
   Report,
   RoomEvent,
   Unsubscribe,
-  UserEvent,
   UserClose,
+  UserEvent,
   UserFrame,
 } from './broker.js';
 export { BROADCAST_TOPIC, nodeTopic, roomTopic, topicOf, userTopic } from './broker.js';

@@ -16,12 +16,12 @@ import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { refill } from '../engines/token-bucket.js';
 import type { App } from '../engines/types.js';
+import { issuedAt } from '../users/token-revocations.js';
+import { revokedReason } from '../users/user-service.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
 import { DEFAULT_RECONNECT_SPREAD, type ReconnectSpread, reconnectDelays } from './reconnect-spread.js';
-import { issuedAt } from '../users/token-revocations.js';
-import { revokedReason } from '../users/user-service.js';
 import { TokenError, verifyIdentity } from './tokens.js';
 
 export interface GatewayOptions {

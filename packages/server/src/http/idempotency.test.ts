@@ -78,7 +78,7 @@ describe('idempotent', () => {
 
   it('an emit that reached some rooms keeps the key held: a retry within the hold does not run', async () => {
     let now = 1_000_000;
-    const d = deps(new MemoryIdempotencyStore(), () => now);
+    const d = { ...deps(new MemoryIdempotencyStore(), () => now), inFlightWaitMs: 0 };
     await expect(
       idempotent(request('{}', 'k'), d, 'emit', async () => {
         throw new EmitIncomplete('unavailable', [{ event: 0, room: 'r' }], 1, undefined);

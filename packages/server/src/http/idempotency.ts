@@ -44,7 +44,7 @@ function fingerprint(route: string, body: Buffer): string {
  */
 export async function idempotent(
   request: ApiRequest,
-  deps: Pick<ApiDeps, 'idempotency' | 'log' | 'now'>,
+  deps: Pick<ApiDeps, 'idempotency' | 'log' | 'now'> & { inFlightWaitMs?: number },
   route: string,
   run: () => Promise<Record<string, unknown>>,
 ): Promise<Record<string, unknown>> {
@@ -63,7 +63,7 @@ export async function idempotent(
         'this Idempotency-Key was used with another request body (or route) in the last 5 minutes',
       );
     }
-    if (waited >= IN_FLIGHT_WAIT_MS) {
+    if (waited >= (deps.inFlightWaitMs ?? IN_FLIGHT_WAIT_MS)) {
       throw new ApiError(
         'idempotency_conflict',
         'a request with this Idempotency-Key is still in flight: retry once it answers',

@@ -37,7 +37,10 @@ export async function admit(
   // Refused when issued before a revocation of its user's (its `sub`) or the app's tokens.
   const revoked = deps.revocations?.revoked(app.key, claims.sub, claims) ?? false;
   if (revoked === true || (revoked !== false && (await revoked))) {
-    throw new RoomRefusal('token_revoked', 'the room token was issued before a revocation of its tokens: fetch a fresh one');
+    throw new RoomRefusal(
+      'token_revoked',
+      'the room token was issued before a revocation of its tokens: fetch a fresh one',
+    );
   }
   if (page.state === 'closed') return undefined;
   return { app, claims };

@@ -30,7 +30,8 @@ export function revocationEnd(beforeMs: number): number {
  */
 export function issuedAt(claims: IssuedClaims): number {
   const floor = claims.exp * 1000 - (LIMITS.tokenMaxLifetimeSeconds + LIMITS.tokenLeewaySeconds) * 1000;
-  const iat = typeof claims.iat === 'number' && Number.isFinite(claims.iat) ? claims.iat * 1000 : Number.NEGATIVE_INFINITY;
+  const iat =
+    typeof claims.iat === 'number' && Number.isFinite(claims.iat) ? claims.iat * 1000 : Number.NEGATIVE_INFINITY;
   return Math.max(iat, floor);
 }
 
@@ -115,18 +116,18 @@ export class TokenRevocations implements RevocationCheck {
     if (running) return running;
     const generation = this.#generation;
     const readAt = this.#deps.now();
-    const reading = (async () => {
-      try {
-        const revocations = await this.#deps.store.read(app, readAt);
+    const reading: Promise<AppRevocations> = Promise.resolve()
+      .then(() => this.#deps.store.read(app, readAt))
+      .then((revocations) => {
         if (generation === this.#generation) {
           if (this.#apps.size >= MAX_CACHED_APPS) this.#apps.clear();
           this.#apps.set(app, { revocations: { app: revocations.app, users: new Map(revocations.users) }, readAt });
         }
         return revocations;
-      } finally {
+      })
+      .finally(() => {
         if (this.#reading.get(app) === reading) this.#reading.delete(app);
-      }
-    })();
+      });
     this.#reading.set(app, reading);
     return reading;
   }

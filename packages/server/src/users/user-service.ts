@@ -39,7 +39,9 @@ export class UserService {
 
   constructor(deps: UserServiceDeps) {
     this.#deps = deps;
-    deps.channel.onBroadcast('tokens.revoked', (message) => this.#revokedHere(message.app, message.user, message.before));
+    deps.channel.onBroadcast('tokens.revoked', (message) =>
+      this.#revokedHere(message.app, message.user, message.before),
+    );
   }
 
   start(): void {
@@ -58,7 +60,10 @@ export class UserService {
    */
   async disconnect(app: string, user: string): Promise<void> {
     const { broker, node, now } = this.#deps;
-    await broker.publish([{ kind: 'user.close', app, user, code: CLOSE.disconnected, reason: DISCONNECTED_REASON }], now());
+    await broker.publish(
+      [{ kind: 'user.close', app, user, code: CLOSE.disconnected, reason: DISCONNECTED_REASON }],
+      now(),
+    );
     if (diagnostics.acted.hasSubscribers) diagnostics.acted.publish({ node, app, action: 'disconnect', user });
   }
 

@@ -53,7 +53,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return this.#client.key(`idem:${app}:${createHash('sha256').update(key).digest('hex')}`);
   }
 
-  async reserve(app: string, key: string, fingerprint: string, holdUntilMs: number, nowMs: number): Promise<Reservation> {
+  async reserve(
+    app: string,
+    key: string,
+    fingerprint: string,
+    holdUntilMs: number,
+    nowMs: number,
+  ): Promise<Reservation> {
     const found = (await this.#reserve([this.#record(app, key)], [fingerprint, holdUntilMs, nowMs])) as unknown[];
     const [state, answer] = found;
     if (state === 'reserved' || state === 'in_flight' || state === 'conflict') return { state };

@@ -16,7 +16,10 @@ describe('publication codec: user closes and token revocations', () => {
   });
 
   it('carries a revocation of the whole app and of one user', () => {
-    const whole: Outgoing = { kind: 'broadcast', message: { type: 'tokens.revoked', app: 'a', before: 1_800_000_000_000 } };
+    const whole: Outgoing = {
+      kind: 'broadcast',
+      message: { type: 'tokens.revoked', app: 'a', before: 1_800_000_000_000 },
+    };
     const one: Outgoing = {
       kind: 'broadcast',
       message: { type: 'tokens.revoked', app: 'a', user: 'b{c}', before: 5 },

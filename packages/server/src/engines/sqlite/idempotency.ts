@@ -47,16 +47,18 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   readonly reserve = withStoreErrors(
     (app: string, key: string, fingerprint: string, holdUntilMs: number, nowMs: number): Reservation =>
-      this.#db.transaction((): Reservation => {
-        this.#prune.run(nowMs);
-        const found = this.#find.get(app, key);
-        if (found === undefined || found.until_ms <= nowMs) {
-          this.#put.run(app, key, fingerprint, holdUntilMs);
-          return { state: 'reserved' };
-        }
-        if (found.fingerprint !== fingerprint) return { state: 'conflict' };
-        return found.answer === null ? { state: 'in_flight' } : { state: 'answered', answer: found.answer };
-      }).immediate(),
+      this.#db
+        .transaction((): Reservation => {
+          this.#prune.run(nowMs);
+          const found = this.#find.get(app, key);
+          if (found === undefined || found.until_ms <= nowMs) {
+            this.#put.run(app, key, fingerprint, holdUntilMs);
+            return { state: 'reserved' };
+          }
+          if (found.fingerprint !== fingerprint) return { state: 'conflict' };
+          return found.answer === null ? { state: 'in_flight' } : { state: 'answered', answer: found.answer };
+        })
+        .immediate(),
   );
 
   readonly complete = withStoreErrors(

@@ -50,15 +50,17 @@ export class SqliteRevocationStore implements RevocationStore {
       maxUsers: number,
       nowMs: number,
     ): RevokeOutcome =>
-      this.#db.transaction((): RevokeOutcome => {
-        this.#prune.run(app, nowMs);
-        const name = user ?? '';
-        if (user !== undefined && this.#has.get(app, name) === undefined) {
-          if ((this.#count.get(app)?.n ?? 0) >= maxUsers) return 'full';
-        }
-        this.#upsert.run(app, name, beforeMs, keepUntilMs);
-        return 'stored';
-      }).immediate(),
+      this.#db
+        .transaction((): RevokeOutcome => {
+          this.#prune.run(app, nowMs);
+          const name = user ?? '';
+          if (user !== undefined && this.#has.get(app, name) === undefined) {
+            if ((this.#count.get(app)?.n ?? 0) >= maxUsers) return 'full';
+          }
+          this.#upsert.run(app, name, beforeMs, keepUntilMs);
+          return 'stored';
+        })
+        .immediate(),
   );
 
   readonly read = withStoreErrors((app: string, nowMs: number): AppRevocations => {
