@@ -5,6 +5,7 @@ import {
   CLOSE,
   HEARTBEAT_MS,
   type HelloFrame,
+  type IdentityClaims,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
   SOCKET_PATH,
@@ -313,21 +314,7 @@ export class Gateway {
         return;
       }
     }
-    if (claims && this.#deps.revocations) {
-      let revoked: boolean;
-      try {
-        const checked = this.#deps.revocations.revoked(conn.app.key, claims.sub, claims);
-        revoked = checked === true || (checked !== false && (await checked));
-      } catch (error) {
-        this.#deps.log.error({ err: error, page: conn.id }, 'reading the revocations of a new page failed');
-        conn.close(1013, 'the service could not check the identity; reconnect');
-        return;
-      }
-      if (revoked) {
-        conn.close(CLOSE.tokenRevoked, 'the identity token was issued before a revocation of its tokens');
-        return;
-      }
-    }
+    if (claims && !(await this.#identityHolds(conn, claims))) return;
     // The page may have gone while its identity was checked: then it never opened as its user.
     if ((conn.state as string) === 'closed') return;
     if (claims) {
@@ -347,6 +334,9 @@ export class Gateway {
         return;
       }
     }
+    // A revocation told between the check above and the user's subscription found no page to close:
+    // checked again (from the cache, at once) now that the page is where a revocation looks.
+    if (claims && !(await this.#identityHolds(conn, claims))) return;
     if ((conn.state as string) === 'closed') return;
     conn.state = 'open';
     this.#byId.set(conn.id, conn);
@@ -360,6 +350,26 @@ export class Gateway {
         this.#deps.log.error({ err: error, page: conn.id }, 'opening a page in a module failed');
       }
     }
+  }
+
+  /**
+   * Whether the page's identity is not revoked; a revoked one closes the page with 4005, and a
+   * revocation store that cannot be read with 1013 (the page tries again with its backoff).
+   */
+  async #identityHolds(conn: Connection, claims: IdentityClaims): Promise<boolean> {
+    const revocations = this.#deps.revocations;
+    if (!revocations) return true;
+    let revoked: boolean;
+    try {
+      const checked = revocations.revoked(conn.app.key, claims.sub, claims);
+      revoked = checked === true || (checked !== false && (await checked));
+    } catch (error) {
+      this.#deps.log.error({ err: error, page: conn.id }, 'reading the revocations of a page failed');
+      conn.close(1013, 'the service could not check the identity; reconnect');
+      return false;
+    }
+    if (revoked) conn.close(CLOSE.tokenRevoked, 'the identity token was issued before a revocation of its tokens');
+    return !revoked;
   }
 
   /** An error frame for a refused frame; anything unexpected is logged and reported without detail. */
