@@ -50,7 +50,7 @@ import { Readiness } from './lifecycle/readiness.js';
 import { serviceComponent } from './lifecycle/service.js';
 import { webhookDelivery, webhooksComponent, withExtraSink } from './lifecycle/webhooks.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
-import { countedBroker, countedDeliverer } from './metrics/instrument.js';
+import { countedBroker, countedDeliverer, countedIdempotency } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
 import { roomModule } from './rooms/room-module.js';
 import type { StreamOptions } from './streams/options.js';
@@ -385,7 +385,7 @@ function wire(
     log,
     now,
     users: userService,
-    idempotency: engine.idempotency,
+    idempotency: countedIdempotency(engine.idempotency, metrics),
   };
 
   const readiness = new Readiness(options.shutdownDelayMs);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signToken } from './gateway-tools.js';
-import { API, type RawAnswer, send, startTestServer, type TestServer } from './helpers.js';
+import { API, fetchPlain, type RawAnswer, send, startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
 
 /**
@@ -52,6 +52,9 @@ describe('Idempotency-Key on emit and emit/batch', () => {
     // Without the key the same body is delivered again, as always.
     await emit(body);
     expect(await delivered('once')).toBe(2);
+    const metrics = (await fetchPlain(server.url, '/metrics')).text;
+    expect(metrics).toMatch(/realtime_idempotency_reserves_total\{outcome="reserved"\} [1-9]/);
+    expect(metrics).toMatch(/realtime_idempotency_reserves_total\{outcome="answered"\} [1-9]/);
   });
 
   it('the same key with another body, or on the other route, answers 409 idempotency_conflict', async () => {
