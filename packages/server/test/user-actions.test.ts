@@ -116,6 +116,14 @@ describe('POST /users/{id}/disconnect and POST /tokens/revoke', () => {
       expect(late.ws.readyState).toBe(late.ws.OPEN);
     });
 
+    it("a user's revocation closes a page whose identity is newer but whose room token of that user is older", async () => {
+      const now = SECONDS();
+      const kay = await page(await identity('kay', now));
+      expect((await join(kay, 'den', await roomToken('den', now - 30, 'kay'), 1)).t).toBe('joined');
+      expect((await post(server, `${API}/tokens/revoke`, { user: 'kay', before: (now - 10) * 1000 })).status).toBe(200);
+      expect((await kay.closed).code).toBe(CLOSE.tokenRevoked);
+    });
+
     it('the whole app: pages with older room tokens are closed, joins with them answer token_revoked', async () => {
       const now = SECONDS();
       const anonymous = await page();
