@@ -341,7 +341,8 @@ function wire(
   const revocations = new TokenRevocations({ store: engine.revocations, log, now });
   const userService = new UserService({
     node: engine.node,
-    broker,
+    // The engine's own broker: closes and revocations are no emits of the app's, and not counted as such.
+    broker: engine.broker,
     channel,
     store: engine.revocations,
     revocations,
