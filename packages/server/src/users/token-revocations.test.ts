@@ -101,6 +101,17 @@ describe('TokenRevocations', () => {
     expect(store.reads).toBe(reads + 1);
   });
 
+  it("a revocation told of one app leaves another app's read cached", async () => {
+    const now = T * 1000;
+    const store = countingStore(new MemoryRevocationStore());
+    const cache = new TokenRevocations({ store, log, now: () => now });
+    const reading = cache.revoked('b', 'ann', claims(T - 1));
+    cache.noted('a', 'ann', now);
+    expect(await reading).toBe(false);
+    expect(cache.revoked('b', 'ann', claims(T - 1))).toBe(false);
+    expect(store.reads).toBe(1);
+  });
+
   it('a failing read rejects (the caller answers unavailable) and is tried again next time', async () => {
     const now = T * 1000;
     let fail = true;

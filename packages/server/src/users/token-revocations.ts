@@ -48,6 +48,12 @@ interface Cached {
   readAt: number;
 }
 
+/** A read of one app's revocations under way; `missed` once a revocation was told meanwhile (not cached then). */
+interface Reading {
+  answer: Promise<AppRevocations>;
+  missed: boolean;
+}
+
 /** How long a node trusts its cached revocations of an app without being told of a change. */
 export const REVOCATIONS_STALE_MS = 30_000;
 /** Apps whose revocations a node keeps cached; past it the cache starts over. */
@@ -68,9 +74,7 @@ export interface TokenRevocationsDeps {
 export class TokenRevocations implements RevocationCheck {
   readonly #deps: TokenRevocationsDeps;
   readonly #apps = new Map<string, Cached>();
-  readonly #reading = new Map<string, Promise<AppRevocations>>();
-  /** Rises at every `forget`: a read begun before it is not cached. */
-  #generation = 0;
+  readonly #reading = new Map<string, Reading>();
 
   constructor(deps: TokenRevocationsDeps) {
     this.#deps = deps;
@@ -90,8 +94,7 @@ export class TokenRevocations implements RevocationCheck {
     const cached = this.#apps.get(app);
     if (!cached) {
       // Read whole from the store when next needed; a read under way may have missed this one.
-      this.#generation++;
-      this.#reading.delete(app);
+      this.#abandon(app);
       return;
     }
     const { revocations } = cached;
@@ -106,29 +109,38 @@ export class TokenRevocations implements RevocationCheck {
 
   /** Publications may have been missed: everything is read again. */
   forget(): void {
-    this.#generation++;
     this.#apps.clear();
-    this.#reading.clear();
+    for (const app of [...this.#reading.keys()]) this.#abandon(app);
+  }
+
+  /** The read under way for the app, if any, is answered but not cached; the next check reads again. */
+  #abandon(app: string): void {
+    const reading = this.#reading.get(app);
+    if (!reading) return;
+    reading.missed = true;
+    this.#reading.delete(app);
   }
 
   #read(app: string): Promise<AppRevocations> {
     const running = this.#reading.get(app);
-    if (running) return running;
-    const generation = this.#generation;
+    if (running) return running.answer;
     const readAt = this.#deps.now();
-    const reading: Promise<AppRevocations> = Promise.resolve()
-      .then(() => this.#deps.store.read(app, readAt))
-      .then((revocations) => {
-        if (generation === this.#generation) {
-          if (this.#apps.size >= MAX_CACHED_APPS) this.#apps.clear();
-          this.#apps.set(app, { revocations: { app: revocations.app, users: new Map(revocations.users) }, readAt });
-        }
-        return revocations;
-      })
-      .finally(() => {
-        if (this.#reading.get(app) === reading) this.#reading.delete(app);
-      });
+    const reading: Reading = {
+      missed: false,
+      answer: Promise.resolve()
+        .then(() => this.#deps.store.read(app, readAt))
+        .then((revocations) => {
+          if (!reading.missed) {
+            if (this.#apps.size >= MAX_CACHED_APPS) this.#apps.clear();
+            this.#apps.set(app, { revocations: { app: revocations.app, users: new Map(revocations.users) }, readAt });
+          }
+          return revocations;
+        })
+        .finally(() => {
+          if (this.#reading.get(app) === reading) this.#reading.delete(app);
+        }),
+    };
     this.#reading.set(app, reading);
-    return reading;
+    return reading.answer;
   }
 }
