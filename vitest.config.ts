@@ -131,7 +131,13 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'redis-cluster',
-          include: [...ENGINE_SUITES, ...CLUSTER_STORE_SUITES, ...CLUSTER_NODE_SUITES],
+          include: [
+            ...ENGINE_SUITES,
+            ...CLUSTER_STORE_SUITES,
+            ...CLUSTER_NODE_SUITES,
+            // Two nodes in one process acting on users (disconnect, revoke, idempotency keys).
+            'packages/server/test/user-actions-nodes.test.ts',
+          ],
           globalSetup: ['packages/server/test/cluster-setup.ts'],
           env: { REALTIME_TEST_ENGINE: 'redis-cluster', REALTIME_TEST_REDIS: 'cluster' },
         },
