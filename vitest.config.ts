@@ -19,6 +19,8 @@ const ENGINE_SUITES = [
   'packages/server/test/calls.test.ts',
   'packages/server/test/groups.test.ts',
   'packages/server/test/streams.test.ts',
+  'packages/server/test/user-actions.test.ts',
+  'packages/server/test/idempotent-emit.test.ts',
   'test/browser/engine-smoke.test.ts',
 ];
 
@@ -30,9 +32,11 @@ const CLUSTER_STORE_SUITES = [
   'dashboard-sessions',
   'groups',
   'history',
+  'idempotency',
   'limits',
   'nodes',
   'presence',
+  'revocations',
   'room-lua',
   'streams',
   'ttl',
@@ -129,7 +133,13 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'redis-cluster',
-          include: [...ENGINE_SUITES, ...CLUSTER_STORE_SUITES, ...CLUSTER_NODE_SUITES],
+          include: [
+            ...ENGINE_SUITES,
+            ...CLUSTER_STORE_SUITES,
+            ...CLUSTER_NODE_SUITES,
+            // Two nodes in one process acting on users (disconnect, revoke, idempotency keys).
+            'packages/server/test/user-actions-nodes.test.ts',
+          ],
           globalSetup: ['packages/server/test/cluster-setup.ts'],
           env: { REALTIME_TEST_ENGINE: 'redis-cluster', REALTIME_TEST_REDIS: 'cluster' },
         },

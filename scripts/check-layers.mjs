@@ -27,6 +27,7 @@ export const LAYERS = {
   streams: 2,
   units: 2,
   webhooks: 2,
+  users: 2,
   metrics: 2,
   config: 2,
   // The core: emit, hub, presence, events.

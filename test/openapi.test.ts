@@ -474,6 +474,40 @@ describe('docs/openapi.yaml against a real server', () => {
     }
   });
 
+  it('disconnect, tokens/revoke and emit with an Idempotency-Key: 200, 400, 409 and 413 answers', async () => {
+    const disconnected = await postJson(server, `${API}/users/alice/disconnect`, {});
+    expect(disconnected.json).toEqual({ ok: true });
+    expect((await call(server, { method: 'POST', path: `${API}/users/%24x/disconnect` })).json.error).toBe(
+      'bad_request',
+    );
+    expect((await postJson(server, `${API}/tokens/revoke`, { user: 'alice', before: Date.now() })).json).toEqual({
+      ok: true,
+    });
+    expect((await postJson(server, `${API}/tokens/revoke`, { before: Date.now() - 60_000 })).json).toEqual({
+      ok: true,
+    });
+    expect((await postJson(server, `${API}/tokens/revoke`, { before: 'now' })).json.error).toBe('bad_request');
+    const big = await call(server, { path: `${API}/tokens/revoke`, body: Buffer.alloc(2 * 1_048_576 + 1, 0x20) });
+    expect([big.status, big.json.error]).toEqual([413, 'too_large']);
+
+    const key: [string, string][] = [['Idempotency-Key', 'openapi-1']];
+    const event = JSON.stringify({ rooms: ['lobby'], event: 'once', history: { lobby: [5, 1] } });
+    const first = await call(server, { path: `${API}/emit`, body: event, headers: key });
+    expect((await call(server, { path: `${API}/emit`, body: event, headers: key })).json).toEqual(first.json);
+    const other = await call(server, {
+      path: `${API}/emit`,
+      body: JSON.stringify({ users: ['a'], event: 'x' }),
+      headers: key,
+    });
+    expect([other.status, other.json.error]).toEqual([409, 'idempotency_conflict']);
+    const batch = JSON.stringify({ events: [{ users: ['a'], event: 'x' }] });
+    expect((await call(server, { path: `${API}/emit/batch`, body: batch, headers: key })).json.error).toBe(
+      'idempotency_conflict',
+    );
+    const badKey: [string, string][] = [['Idempotency-Key', 'x'.repeat(201)]];
+    expect((await call(server, { path: `${API}/emit`, body: event, headers: badKey })).json.error).toBe('bad_request');
+  });
+
   it('403 not_included for each feature of the plan', async () => {
     const bareServer = as(bare);
     const cases: [string, string, unknown][] = [

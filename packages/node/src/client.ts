@@ -105,8 +105,13 @@ export class Realtime {
    * const ids = await realtime.emit({ rooms: ['lobby'], event: 'chat', data: { text: 'hi' }, history: { lobby: [100, 24] } });
    * ids.lobby // '1700000000000-0'
    */
-  async emit(event: EmitEvent): Promise<EventIds> {
-    const answer = await this.#transport.signedRequest('POST', apiPath('emit'), JSON.stringify(event));
+  async emit(event: EmitEvent, options: EmitOptions = {}): Promise<EventIds> {
+    const answer = await this.#transport.signedRequest(
+      'POST',
+      apiPath('emit'),
+      JSON.stringify(event),
+      idempotencyOptions(options),
+    );
     return field(answer, 'ids', isStringRecord, 'an object of event ids');
   }
 
@@ -120,9 +125,43 @@ export class Realtime {
    *   { users: ['alice'], event: 'y', data: 2 },
    * ]);
    */
-  async emitBatch(events: EmitEvent[]): Promise<EventIds[]> {
-    const answer = await this.#transport.signedRequest('POST', apiPath('emit', 'batch'), JSON.stringify({ events }));
+  async emitBatch(events: EmitEvent[], options: EmitOptions = {}): Promise<EventIds[]> {
+    const answer = await this.#transport.signedRequest(
+      'POST',
+      apiPath('emit', 'batch'),
+      JSON.stringify({ events }),
+      idempotencyOptions(options),
+    );
     return field(answer, 'ids', isStringRecordArray, 'an array of event id objects');
+  }
+
+  /**
+   * Closes every open page of the user, on every node, with close code 4004: the pages do not
+   * reconnect by themselves (the browser SDK's state becomes `closed` with that code). Resolves once
+   * the service has sent the close on its way to every node.
+   *
+   * @example
+   * await realtime.disconnect('alice'); // after banning Alice
+   */
+  async disconnect(userId: string): Promise<void> {
+    await this.#transport.signedRequest('POST', apiPath('users', userId, 'disconnect'));
+  }
+
+  /**
+   * Refuses from now on the identity and room tokens issued before `before` (ms since the epoch;
+   * default now) for one user, or for every user of the app without `user`, and closes the pages
+   * holding them (close code 4005: pages whose tokens come from functions fetch fresh ones).
+   *
+   * @example
+   * await realtime.revokeTokens({ user: 'alice' }); // after Alice changed her password
+   * await realtime.revokeTokens({ before: Date.parse('2026-11-27T10:00:00Z') }); // every user
+   */
+  async revokeTokens(options: RevokeTokensOptions = {}): Promise<void> {
+    const body = JSON.stringify({
+      ...(options.user === undefined ? {} : { user: options.user }),
+      before: options.before ?? this.#now(),
+    });
+    await this.#transport.signedRequest('POST', apiPath('tokens', 'revoke'), body);
   }
 
   /**
@@ -312,4 +351,33 @@ export class Realtime {
     }
     return this.#localKey;
   }
+}
+
+/** Options of {@link Realtime.emit} and {@link Realtime.emitBatch}. */
+export interface EmitOptions {
+  /**
+   * Makes a retry safe: the service delivers once per key (1 to 200 printable ASCII characters) and
+   * answers a retry with the same body, within 5 minutes, with the same ids. The same key with another
+   * body fails with `idempotency_conflict`. Use a new key for each distinct emit.
+   *
+   * @example
+   * const key = randomUUID();
+   * await realtime.emit(event, { idempotencyKey: key }).catch(() => realtime.emit(event, { idempotencyKey: key }));
+   */
+  idempotencyKey?: string;
+}
+
+/** Options of {@link Realtime.revokeTokens}. */
+export interface RevokeTokensOptions {
+  /** The user whose tokens are revoked; without it, every user's. */
+  user?: string;
+  /** Tokens issued before this time (ms since the epoch) are refused; default now. */
+  before?: number;
+}
+
+function idempotencyOptions(options: EmitOptions): { headers?: Record<string, string> } {
+  const key = options.idempotencyKey;
+  if (key === undefined) return {};
+  if (typeof key !== 'string') throw new TypeError('`idempotencyKey` must be a string');
+  return { headers: { 'Idempotency-Key': key } };
 }

@@ -20,7 +20,13 @@ export type {
   Reply,
 } from '@realtime/protocol';
 export { isSealed, roomLabel, userLabel } from '@realtime/protocol';
-export { type AskOptions, Realtime, type RealtimeOptions } from './client.js';
+export {
+  type AskOptions,
+  type EmitOptions,
+  Realtime,
+  type RealtimeOptions,
+  type RevokeTokensOptions,
+} from './client.js';
 export { RealtimeError, type RealtimeErrorCode, type RealtimeErrorDetails, type TransportErrorCode } from './errors.js';
 export { LOCAL_KEY_BYTES, type LocalKeyInput, parseLocalKey } from './local-key.js';
 export {

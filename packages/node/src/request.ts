@@ -29,6 +29,8 @@ export interface TransportOptions {
 export interface SignedRequestOptions {
   /** Time limit of this request in milliseconds, instead of the transport's. */
   timeoutMs?: number | undefined;
+  /** Extra headers (an `Idempotency-Key`); they are sent, not signed. */
+  headers?: Record<string, string> | undefined;
 }
 
 /** A signed HTTP connection to one service address; owns a keep-alive connection pool. */
@@ -88,6 +90,7 @@ export function createTransport(options: TransportOptions): Transport {
       [HEADERS.signature]: sign({ key: publishKey, timestamp, method, path: sentPath, body }),
     };
     if (body.length > 0) headers['content-type'] = 'application/json';
+    for (const [name, value] of Object.entries(requestOptions.headers ?? {})) headers[name.toLowerCase()] = value;
     const timeoutMs = checkTimeout(requestOptions.timeoutMs ?? defaultTimeoutMs);
     const signal = AbortSignal.timeout(timeoutMs);
 

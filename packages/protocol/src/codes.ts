@@ -18,6 +18,10 @@ export const ERRORS = {
   request_timeout: { status: 408, message: 'The request did not arrive in time.' },
   no_webhook: { status: 409, message: 'The app has no webhook address.' },
   not_resendable: { status: 409, message: 'The batch was taken or is out of its resend window.' },
+  idempotency_conflict: {
+    status: 409,
+    message: 'The Idempotency-Key was used with another body, or its first request is still in flight.',
+  },
   too_large: { status: 413, message: 'The body or its data is too large.' },
   too_many: { status: 413, message: 'Too many rooms, users, ids or events.' },
   rate_limited: { status: 429, message: 'The app is over its rate limit; retry after the time given.' },

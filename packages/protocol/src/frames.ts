@@ -213,6 +213,7 @@ export const SOCKET_ERRORS = {
   reserved: 'Event names starting with $ are kept for the room itself.',
   bad_token: 'The token is malformed, not signed with this app, or its claims are not valid.',
   token_expired: 'The token has expired.',
+  token_revoked: "The token was issued before a revocation of its user's or app's tokens: fetch a fresh one.",
   wrong_room: 'The room token was issued for another room.',
   wrong_user: 'The room token was issued to another user.',
   not_allowed: "The room token's rules do not allow this event.",
@@ -251,6 +252,13 @@ export const CLOSE = {
   badIdentity: 4002,
   /** stop: the first frame was not a valid hello. */
   badHello: 4003,
+  /** stop: the app's server disconnected the user (POST /users/{id}/disconnect); do not reconnect by itself. */
+  disconnected: 4004,
+  /**
+   * stop (or reconnect with fresh tokens): the page's identity or a room token was issued before a
+   * revocation (POST /tokens/revoke). A client whose tokens come from functions fetches new ones.
+   */
+  tokenRevoked: 4005,
   /** reconnect: the service is restarting or stopping. */
   shutdown: 4100,
   /** reconnect: no frame came from the page for too long. */

@@ -29,4 +29,10 @@ export const LIMITS = {
   tokenMaxLifetimeSeconds: 24 * 3600,
   tokenLeewaySeconds: 300,
   identityInfoBytes: 1024,
+  /** `Idempotency-Key`: 1 to 200 printable ASCII characters. */
+  idempotencyKeyMaxLength: 200,
+  /** How long an emit's answer is kept for a retry with the same Idempotency-Key. */
+  idempotencyWindowMs: 5 * 60_000,
+  /** User revocations in force per app (each lasts until no token issued before it can be valid). */
+  revokedUsersPerApp: 10_000,
 } as const;

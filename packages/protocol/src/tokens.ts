@@ -7,6 +7,8 @@ import type { HistoryRule } from './wire.js';
 export interface IdentityClaims {
   sub: string;
   info?: Record<string, unknown>;
+  /** When it was issued (seconds): revocations (POST /tokens/revoke) refuse tokens issued before theirs. */
+  iat?: number;
   exp: number;
 }
 
@@ -23,6 +25,8 @@ export interface RoomClaims {
   sealed?: boolean;
   /** `[limit, hours]`: the room keeps page sends. */
   history?: HistoryRule;
+  /** When it was issued (seconds): revocations (POST /tokens/revoke) refuse tokens issued before theirs. */
+  iat?: number;
   exp: number;
 }
 

@@ -50,7 +50,7 @@ import { Readiness } from './lifecycle/readiness.js';
 import { serviceComponent } from './lifecycle/service.js';
 import { webhookDelivery, webhooksComponent, withExtraSink } from './lifecycle/webhooks.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
-import { countedBroker, countedDeliverer } from './metrics/instrument.js';
+import { countedBroker, countedDeliverer, countedIdempotency } from './metrics/instrument.js';
 import { Metrics } from './metrics/metrics.js';
 import { roomModule } from './rooms/room-module.js';
 import type { StreamOptions } from './streams/options.js';
@@ -60,6 +60,8 @@ import { StreamService } from './streams/stream-service.js';
 import { iceConfig } from './units/ice-settings.js';
 import { MediaApps } from './units/media-apps.js';
 import { UnitHost } from './units/unit-host.js';
+import { TokenRevocations } from './users/token-revocations.js';
+import { UserService } from './users/user-service.js';
 import { createDeliverer } from './webhooks/deliver.js';
 import type { WebhookTimings } from './webhooks/retry-policy.js';
 import { Webhooks } from './webhooks/webhooks.js';
@@ -335,6 +337,19 @@ function wire(
     ...(options.calls?.ice === undefined ? {} : { ice: options.calls.ice }),
     ...(options.streams === undefined ? {} : { options: options.streams }),
   });
+  // Revocations of tokens, checked at every hello and join from this node's cache.
+  const revocations = new TokenRevocations({ store: engine.revocations, log, now });
+  const userService = new UserService({
+    node: engine.node,
+    // The engine's own broker: closes and revocations are no emits of the app's, and not counted as such.
+    broker: engine.broker,
+    channel,
+    store: engine.revocations,
+    revocations,
+    closeRevoked: (app, user, before) => gateway.current?.closeRevoked(app, user, before) ?? 0,
+    log,
+    now,
+  });
   // One publish path: API emits and page sends go through the same emitter.
   const emitter = new Emitter({ node: engine.node, broker, now, events });
   const gatewayDeps: GatewayDeps = {
@@ -350,6 +365,7 @@ function wire(
     log,
     now,
     traffic: metrics.traffic,
+    revocations,
   };
   const modules = () => [
     roomModule(gatewayDeps),
@@ -370,6 +386,8 @@ function wire(
     answered: (route, status, startedMs, overAppRate) => metrics.answered(route, status, startedMs, overAppRate),
     log,
     now,
+    users: userService,
+    idempotency: countedIdempotency(engine.idempotency, metrics),
   };
 
   const readiness = new Readiness(options.shutdownDelayMs);
@@ -442,6 +460,7 @@ function wire(
     listener.drain,
     serviceComponent('node channel', channel),
     serviceComponent('asks', ask),
+    serviceComponent('users', userService),
     listener.close,
     serviceComponent('node lease', nodes),
     serviceComponent('user presence', users),

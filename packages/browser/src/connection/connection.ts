@@ -1,4 +1,5 @@
 import {
+  CLOSE,
   type ClientFrame,
   closeAdvice,
   HEARTBEAT_MS,
@@ -240,7 +241,13 @@ export class Connection {
 
   #advice(code: number): 'stop' | BackoffKind {
     // 4002: the identity is not valid; a function may give a fresh one, a fixed string never will.
-    if (code === 4002) return this.#options.identityRefreshes ? 'reconnect' : 'stop';
+    if (code === CLOSE.badIdentity) return this.#options.identityRefreshes ? 'reconnect' : 'stop';
+    // 4005: tokens were revoked. Fresh ones come from an identity function, and room token functions
+    // are called again at each re-join; a fixed identity string would only be refused again.
+    if (code === CLOSE.tokenRevoked) {
+      return this.#options.identityRefreshes || this.#options.identity === undefined ? 'reconnect' : 'stop';
+    }
+    // 4004 (the app's server disconnected the user) is in the stop range: closed, no reconnect.
     return closeAdvice(code);
   }
 

@@ -81,6 +81,13 @@ export type AskAnswered = Happened & { user: string; event: string } & (
     | { outcome: 'declined' | 'timeout' }
   );
 
+/**
+ * The app's server acted on users: disconnected one's pages, or revoked tokens of one user or (no
+ * `user`) of the whole app issued before `before` (ms). Told by the node that took the request.
+ */
+export type UsersActed = Happened &
+  ({ action: 'disconnect'; user: string } | { action: 'revoke'; user: string | undefined; before: number });
+
 /** A webhook batch was tried: the batch as it stands after the try, and the try's status or error. */
 export interface WebhookTried extends Happened {
   batch: StoredBatch;
@@ -114,6 +121,7 @@ export const diagnostics = {
   asked: named<AskAsked>('realtime:ask.asked'),
   answered: named<AskAnswered>('realtime:ask.answered'),
   webhook: named<WebhookTried>('realtime:webhook.tried'),
+  acted: named<UsersActed>('realtime:users.acted'),
   refused: named<FrameRefused>('realtime:frame.refused'),
 } as const;
 

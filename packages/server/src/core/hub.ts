@@ -23,6 +23,8 @@ export interface Page {
   deliver(frame: Frame): void;
   /** The page cannot keep up: it is closed as a slow consumer. */
   slow(): void;
+  /** Closes the page with a close code (its user was disconnected); pages that cannot be closed leave it out. */
+  close?(code: number, reason: string): void;
 }
 
 /** A page's place in a room. While `replay` is set the page is catching up on history: live frames wait there. */
@@ -174,6 +176,8 @@ export class Hub<P extends Page = Page> {
     return this.#add(this.#users, userTopic(app, user), page, (pages) => (publication) => {
       if (publication.kind === 'user') fanOutUser(pages, publication, this.#encoder);
       else if (publication.kind === 'user.frame') fanOutPageFrame(pages, publication, this.#encoder);
+      else if (publication.kind === 'user.close')
+        for (const page of [...pages]) page.close?.(publication.code, publication.reason);
       else if (publication.kind === 'ask') this.#asks(publication, [...pages]);
     });
   }

@@ -119,6 +119,9 @@ export class NodeChannel {
       case 'console.app_gone':
         handlers['console.app_gone']?.(message);
         break;
+      case 'tokens.revoked':
+        handlers['tokens.revoked']?.(message);
+        break;
     }
   }
 

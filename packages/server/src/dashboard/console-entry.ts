@@ -3,7 +3,17 @@
  * dashboard's page reads the same types.
  */
 
-export type ConsoleKind = 'emit' | 'send' | 'join' | 'leave' | 'presence' | 'ask' | 'reply' | 'webhook';
+export type ConsoleKind =
+  | 'emit'
+  | 'send'
+  | 'join'
+  | 'leave'
+  | 'presence'
+  | 'ask'
+  | 'reply'
+  | 'webhook'
+  | 'disconnect'
+  | 'revoke';
 
 /** One happening as a hot path hands it over: the tap stamps it and cuts its data. */
 export interface Tapped {

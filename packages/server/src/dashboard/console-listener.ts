@@ -10,6 +10,7 @@ import {
   type MemberChanged,
   type PageInRoom,
   type UserChanged,
+  type UsersActed,
   type WebhookTried,
 } from '../core/diagnostics.js';
 import { cutData } from './console-data.js';
@@ -69,6 +70,19 @@ function answered(tap: ConsoleRecorder, answer: AskAnswered): void {
   );
 }
 
+/** The app's server disconnected a user, or revoked tokens (of a user, or of the whole app without one). */
+function acted(tap: ConsoleRecorder, message: UsersActed): void {
+  if (message.action === 'disconnect') {
+    tap.record(message.app, { kind: 'disconnect', user: message.user });
+    return;
+  }
+  const data = JSON.stringify({ before: message.before });
+  tap.record(
+    message.app,
+    message.user === undefined ? { kind: 'revoke', data } : { kind: 'revoke', user: message.user, data },
+  );
+}
+
 /** A try: its status or error, and which batch, which try, what next. */
 function webhook(tap: ConsoleRecorder, { app, batch, kind, result }: WebhookTried): void {
   const data = {
@@ -124,6 +138,7 @@ export function listenForConsole(node: string, tap: ConsoleRecorder, log: Logger
   on(diagnostics.answered, answered);
   on(diagnostics.webhook, webhook);
   on(diagnostics.refused, refused);
+  on(diagnostics.acted, acted);
   return () => {
     for (const stop of stops.splice(0)) stop();
   };

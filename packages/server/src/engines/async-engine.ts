@@ -44,6 +44,8 @@ export function asyncEngine(engine: Engine): Engine {
     groups: deferred(engine.groups),
     streams: deferred(engine.streams),
     dashboardSessions: deferred(engine.dashboardSessions),
+    revocations: deferred(engine.revocations),
+    idempotency: deferred(engine.idempotency),
     broker: {
       publish: (events, nowMs) => later(() => broker.publish(events, nowMs)),
       subscribe: (topic, handler) =>

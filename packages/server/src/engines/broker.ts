@@ -5,7 +5,14 @@ import type { MaybePromise } from './maybe-promise.js';
  * What travels between nodes, by `kind`: to a room's pages, to a user's pages (an event, a page frame
  * or an ask's question), to one node, or to every node. Each kind has its topic (see topicOf).
  */
-export type Publication = RoomEvent | UserEvent | UserFrame | AskQuestion | NodePublication | BroadcastPublication;
+export type Publication =
+  | RoomEvent
+  | UserEvent
+  | UserFrame
+  | UserClose
+  | AskQuestion
+  | NodePublication
+  | BroadcastPublication;
 
 /** An event to every page in a room. */
 export interface RoomEvent {
@@ -41,6 +48,18 @@ export interface UserFrame {
   user: string;
   frame: string;
   except?: string;
+}
+
+/**
+ * Closes every open page of a user, on every node, with a close code of the page protocol (the app's
+ * server disconnected the user, or revoked their tokens).
+ */
+export interface UserClose {
+  kind: 'user.close';
+  app: string;
+  user: string;
+  code: number;
+  reason: string;
 }
 
 /** An ask's question to a user's pages on every node; their answers go to node `replyTo`. */
@@ -86,7 +105,12 @@ export type BroadcastMessage =
   /** Which apps a node's live consoles watch: the announcement's JSON text. */
   | { type: 'console.watch'; announcement: string }
   /** An app was deleted: every node ends its consoles. */
-  | { type: 'console.app_gone'; app: string };
+  | { type: 'console.app_gone'; app: string }
+  /**
+   * Tokens of the app (or of one user) issued before `before` (ms) are revoked: every node updates
+   * its cache and closes its pages that hold such tokens.
+   */
+  | { type: 'tokens.revoked'; app: string; user?: string; before: number };
 
 /** A webhook event stored in the same step as a room event: its JSON text, cut where the event's id goes. */
 export interface Report {
@@ -175,6 +199,7 @@ export function topicOf(publication: Publication | Outgoing): string {
       return roomTopic(publication.app, publication.room);
     case 'user':
     case 'user.frame':
+    case 'user.close':
     case 'ask':
       return userTopic(publication.app, publication.user);
     case 'node':

@@ -14,7 +14,9 @@ import { openDb } from './sqlite/db.js';
 import { GroupCommit } from './sqlite/group-commit.js';
 import { SqliteHistoryStore } from './sqlite/history.js';
 import { CommittedHistory } from './sqlite/history-commit.js';
+import { SqliteIdempotencyStore } from './sqlite/idempotency.js';
 import { savePendingOffline, takePendingOffline } from './sqlite/pending-offline.js';
+import { SqliteRevocationStore } from './sqlite/revocations.js';
 import { SqliteWebhookStore } from './sqlite/webhooks.js';
 import type { AppStore, Engine, HistoryStore, LimitStore, WebhookStore } from './types.js';
 
@@ -79,6 +81,8 @@ export function openEmbeddedEngine(options: EmbeddedOptions): Engine {
     groups: new MemoryGroupStore(),
     streams: new MemoryStreamStore(),
     dashboardSessions: new SqliteDashboardSessionStore(db),
+    revocations: new SqliteRevocationStore(db),
+    idempotency: new SqliteIdempotencyStore(db),
     // A real read through the webhook queue: the store every accepted event passes through.
     check: async () => {
       await stores.webhooks.waiting();

@@ -4,9 +4,11 @@ import type { CallStore } from './call-store.js';
 import type { DashboardSessionStore } from './dashboard-session-store.js';
 import type { GroupStore } from './group-store.js';
 import type { HistoryStore } from './history-store.js';
+import type { IdempotencyStore } from './idempotency-store.js';
 import type { LimitStore } from './limit-store.js';
 import type { NodeStore } from './node-store.js';
 import type { PresenceStore } from './presence-store.js';
+import type { RevocationStore } from './revocation-store.js';
 import type { StreamStore } from './stream-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
@@ -34,6 +36,10 @@ export interface Engine {
   streams: StreamStore;
   /** The dashboard's signing secret and open sessions, shared by every node. */
   dashboardSessions: DashboardSessionStore;
+  /** Token revocations of apps and users (POST /tokens/revoke), kept across restarts where anything is. */
+  revocations: RevocationStore;
+  /** Idempotency keys of API emits: reserved, then their answers for the retry window. */
+  idempotency: IdempotencyStore;
   /** A cheap round trip to the storage (readiness probes); rejects with a StoreError when it cannot. */
   check(): Promise<void>;
   /**

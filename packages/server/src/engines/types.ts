@@ -21,6 +21,7 @@ export type {
   Report,
   RoomEvent,
   Unsubscribe,
+  UserClose,
   UserEvent,
   UserFrame,
 } from './broker.js';
@@ -30,6 +31,7 @@ export type { DashboardSessionStore } from './dashboard-session-store.js';
 export type { Engine } from './engine.js';
 export type { GroupJoin, GroupLimits, GroupMember, GroupStore, LapsedMember } from './group-store.js';
 export type { HistoryPage, HistoryStore, KeptCount, KeptEvent, PageBound, ResumeResult } from './history-store.js';
+export type { IdempotencyStore, Reservation } from './idempotency-store.js';
 export type { LimitStore } from './limit-store.js';
 export type { MaybePromise } from './maybe-promise.js';
 export type { NodeClaim, NodeStore } from './node-store.js';
@@ -44,6 +46,7 @@ export type {
   PresenceStore,
   RoomSize,
 } from './presence-store.js';
+export type { AppRevocations, RevocationStore, RevokeOutcome } from './revocation-store.js';
 export type {
   LapsedStreamMember,
   StreamChange,

@@ -24,6 +24,8 @@ export class Connection implements RoomPage, AskTarget {
   greeted = false;
   user: string | null = null;
   info: Member['info'];
+  /** When the page's identity counts as issued (ms, users/token-revocations.ts); undefined without one. */
+  issued: number | undefined;
   readonly rooms = new Map<string, Membership>();
   /** Asks sent to this page and not answered yet. */
   readonly asks = new Set<string>();

@@ -4,6 +4,7 @@ import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
 import type { UserPresence } from '../core/user-presence.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
+import type { RevocationCheck } from '../users/token-revocations.js';
 import type { Connection } from './connection.js';
 import type { Traffic } from './outbox.js';
 
@@ -25,4 +26,6 @@ export interface GatewayDeps {
   now: () => number;
   /** What pages were sent, for metrics. */
   traffic: Traffic;
+  /** Refuses identities and room tokens issued before a revocation; none checked without it. */
+  revocations?: RevocationCheck;
 }

@@ -5,6 +5,7 @@ import {
   CLOSE,
   HEARTBEAT_MS,
   type HelloFrame,
+  type IdentityClaims,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
   SOCKET_PATH,
@@ -16,6 +17,8 @@ import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
 import { refill } from '../engines/token-bucket.js';
 import type { App } from '../engines/types.js';
+import { issuedAt } from '../users/token-revocations.js';
+import { revokedReason } from '../users/user-service.js';
 import { Connection, DEFAULT_STALL_MS } from './connection.js';
 import type { GatewayDeps } from './context.js';
 import { FrameError, FrameRegistry, frame, frameSubject, type PageModule, type Parsed } from './frame-registry.js';
@@ -311,11 +314,13 @@ export class Gateway {
         return;
       }
     }
+    if (claims && !(await this.#identityHolds(conn, claims))) return;
     // The page may have gone while its identity was checked: then it never opened as its user.
     if ((conn.state as string) === 'closed') return;
     if (claims) {
       conn.user = claims.sub;
       conn.info = claims.info;
+      conn.issued = issuedAt(claims);
     }
     if (conn.user !== null) {
       try {
@@ -329,6 +334,9 @@ export class Gateway {
         return;
       }
     }
+    // A revocation told between the check above and the user's subscription found no page to close:
+    // checked again (from the cache, at once) now that the page is where a revocation looks.
+    if (claims && !(await this.#identityHolds(conn, claims))) return;
     if ((conn.state as string) === 'closed') return;
     conn.state = 'open';
     this.#byId.set(conn.id, conn);
@@ -342,6 +350,26 @@ export class Gateway {
         this.#deps.log.error({ err: error, page: conn.id }, 'opening a page in a module failed');
       }
     }
+  }
+
+  /**
+   * Whether the page's identity is not revoked; a revoked one closes the page with 4005, and a
+   * revocation store that cannot be read with 1013 (the page tries again with its backoff).
+   */
+  async #identityHolds(conn: Connection, claims: IdentityClaims): Promise<boolean> {
+    const revocations = this.#deps.revocations;
+    if (!revocations) return true;
+    let revoked: boolean;
+    try {
+      const checked = revocations.revoked(conn.app.key, claims.sub, claims);
+      revoked = checked === true || (checked !== false && (await checked));
+    } catch (error) {
+      this.#deps.log.error({ err: error, page: conn.id }, 'reading the revocations of a page failed');
+      conn.close(1013, 'the service could not check the identity; reconnect');
+      return false;
+    }
+    if (revoked) conn.close(CLOSE.tokenRevoked, 'the identity token was issued before a revocation of its tokens');
+    return !revoked;
   }
 
   /** An error frame for a refused frame; anything unexpected is logged and reported without detail. */
@@ -436,6 +464,23 @@ export class Gateway {
     return pages.length;
   }
 
+  /**
+   * Closes with 4005 the open pages of the app holding an identity or room token (of `user`, or of
+   * anyone) issued before `beforeMs`, spread like reconnectAll: they fetch fresh tokens and come
+   * back, not all in the same second. Answers how many.
+   */
+  closeRevoked(app: string, user: string | undefined, beforeMs: number): number {
+    const candidates = user === undefined ? this.#connections : this.#deps.hub.pagesOf(app, user);
+    const revoked: Connection[] = [];
+    for (const conn of candidates) {
+      if (conn.state === 'closed' || conn.app.key !== app) continue;
+      if (holdsRevoked(conn, user, beforeMs)) revoked.push(conn);
+    }
+    const delay = reconnectDelays(revoked.length, this.#options.reconnect, this.#options.random);
+    for (const conn of revoked) conn.close(CLOSE.tokenRevoked, revokedReason(delay()));
+    return revoked.length;
+  }
+
   /** Closes every open page with 4100: they reconnect (to any node) and resume from their last ids. */
   reconnectAll(): void {
     this.#closeAllSpread('the service lost events for this page; resume');
@@ -496,4 +541,14 @@ export class Gateway {
     await Promise.all(closing);
     this.#wss.close();
   }
+}
+
+/** Whether the page's identity, or one of its room tokens, is of `user` (any user: undefined) and issued before. */
+function holdsRevoked(conn: Connection, user: string | undefined, beforeMs: number): boolean {
+  if (conn.issued !== undefined && conn.issued < beforeMs && (user === undefined || conn.user === user)) return true;
+  for (const membership of conn.rooms.values()) {
+    const { claims } = membership;
+    if ((user === undefined || claims.sub === user) && issuedAt(claims) < beforeMs) return true;
+  }
+  return false;
 }

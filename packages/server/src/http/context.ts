@@ -1,8 +1,10 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { RateLimiter } from '../apps/rate-limit.js';
 import type { AskService } from '../asks/ask-service.js';
 import type { Emitter } from '../core/emit.js';
-import type { App, AppStore, HistoryStore, PresenceStore } from '../engines/types.js';
+import type { App, AppStore, HistoryStore, IdempotencyStore, PresenceStore } from '../engines/types.js';
+import type { UserService } from '../users/user-service.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 
 /** What the API handlers need; passed explicitly, never the whole server. */
@@ -18,6 +20,10 @@ export interface ApiDeps {
   limiter: RateLimiter;
   log: Logger;
   now: () => number;
+  /** Disconnects users and revokes tokens (the routes of user-actions.ts). */
+  users: Pick<UserService, 'disconnect' | 'revoke'>;
+  /** Idempotency keys of emits (idempotency.ts). */
+  idempotency: IdempotencyStore;
   /**
    * Told of every answer: the route's name ('none' when no route matched), its status, when it began,
    * and whether it was refused for the app's request rate (other 429s are asks in flight).
@@ -33,6 +39,8 @@ export interface ApiRequest {
   /** The raw query string (after '?'), not decoded. */
   query: string;
   body: Buffer;
+  /** The request's headers (the Idempotency-Key of emits). */
+  headers: IncomingHttpHeaders;
 }
 
 /** A handler returns the answer's fields; `ok: true` is added by the pipeline. */

@@ -6,6 +6,7 @@ import { checkEventName, encodeData, unknownField, validateEvent } from '../core
 import { ResendRefused } from '../webhooks/webhooks.js';
 import { ApiError, accept, problemError } from './api-error.js';
 import type { ApiRequest, Handler } from './context.js';
+import { idempotent } from './idempotency.js';
 import { batchDataBytes, dataBytes } from './json-span.js';
 import { decodeComponent, parseQuery } from './query.js';
 
@@ -51,6 +52,9 @@ export const emit: Handler = (request, deps) => {
   const body = jsonObject(request.body, 'an event to send');
   const event = accept(validateEvent(body, '', needsSpan(request.body) ? dataBytes(request.body) : undefined));
   if (event.history.size > 0) requireFeature(request, 'history', 'history on emit');
+  if (request.headers['idempotency-key'] !== undefined) {
+    return idempotent(request, deps, 'emit', async () => ({ ids: await deps.emitter.emit(request.app.key, event) }));
+  }
   const ids = deps.emitter.emit(request.app.key, event);
   return ids instanceof Promise ? ids.then((done) => ({ ids: done })) : { ids };
 };
@@ -74,7 +78,9 @@ export const emitBatch: Handler = async (request, deps) => {
     if (event.history.size > 0) requireFeature(request, 'history', `history on events[${i}]`);
   });
   // Stored all together before any is delivered: a failed batch delivered nothing, so a retry cannot duplicate.
-  return { ids: await deps.emitter.emitAll(request.app.key, events) };
+  return idempotent(request, deps, 'emit_batch', async () => ({
+    ids: await deps.emitter.emitAll(request.app.key, events),
+  }));
 };
 
 const ASK_FIELDS = new Set(['event', 'data', 'timeout', 'all']);

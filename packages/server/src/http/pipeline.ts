@@ -10,7 +10,13 @@ import { matchRoute } from './routes.js';
 import { verifyRequest } from './verify.js';
 
 /** Headers a client may send once only: a repeated one is ambiguous, so it is refused. */
-const SINGLE_HEADERS = new Set(['x-service-site', 'x-service-timestamp', 'x-service-signature', 'content-type']);
+const SINGLE_HEADERS = new Set([
+  'x-service-site',
+  'x-service-timestamp',
+  'x-service-signature',
+  'content-type',
+  'idempotency-key',
+]);
 
 function repeatedHeader(req: IncomingMessage): string | undefined {
   const seen = new Set<string>();
@@ -75,7 +81,7 @@ export async function handleApiRequest(req: IncomingMessage, res: ServerResponse
 
     checkContentType(req, body);
     const params = match.params.map((raw) => decodeComponent(raw, 'the path'));
-    const handled = match.route.handler({ app, params, query, body }, deps);
+    const handled = match.route.handler({ app, params, query, body, headers: req.headers }, deps);
     const answer = handled instanceof Promise ? await handled : handled;
     sendJson(res, 200, JSON.stringify({ ok: true, ...answer }));
   } catch (error) {

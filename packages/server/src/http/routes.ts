@@ -2,6 +2,7 @@ import { API_BASE } from '@realtime/protocol';
 import type { Handler } from './context.js';
 import * as handlers from './handlers.js';
 import * as roomReads from './room-handlers.js';
+import * as userActions from './user-actions.js';
 
 export interface Route {
   /** A fixed name for logs and metrics (never the path, which holds user ids). */
@@ -47,6 +48,19 @@ export const ROUTES: Route[] = [
     method: 'POST',
     pattern: new RegExp(`^${base}\\/webhooks\\/${segment}\\/resend$`),
     handler: handlers.webhookResend,
+  },
+  // Acting on users (user-actions.ts).
+  {
+    name: 'user_disconnect',
+    method: 'POST',
+    pattern: new RegExp(`^${base}\\/users\\/${segment}\\/disconnect$`),
+    handler: userActions.disconnectUser,
+  },
+  {
+    name: 'tokens_revoke',
+    method: 'POST',
+    pattern: new RegExp(`^${base}\\/tokens\\/revoke$`),
+    handler: userActions.revokeTokens,
   },
 ];
 

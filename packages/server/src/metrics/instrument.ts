@@ -1,4 +1,4 @@
-import type { Broker } from '../engines/types.js';
+import type { Broker, IdempotencyStore } from '../engines/types.js';
 import type { Deliverer } from '../webhooks/webhooks.js';
 import type { Metrics } from './metrics.js';
 
@@ -77,5 +77,26 @@ export function countedDeliverer(deliverer: Deliverer, metrics: Metrics): Delive
       return result;
     },
     close: () => deliverer.close(),
+  };
+}
+
+/** Counts what each Idempotency-Key reserve found (first use, a retry answered, in flight, a conflict). */
+export function countedIdempotency(store: IdempotencyStore, metrics: Metrics): IdempotencyStore {
+  const outcomes = metrics.idempotentEmits;
+  return {
+    reserve(app, key, fingerprint, holdUntilMs, nowMs) {
+      const found = store.reserve(app, key, fingerprint, holdUntilMs, nowMs);
+      if (!(found instanceof Promise)) {
+        outcomes.labels(found.state).inc();
+        return found;
+      }
+      return found.then((reservation) => {
+        outcomes.labels(reservation.state).inc();
+        return reservation;
+      });
+    },
+    complete: (app, key, fingerprint, answer, keepUntilMs, nowMs) =>
+      store.complete(app, key, fingerprint, answer, keepUntilMs, nowMs),
+    release: (app, key, fingerprint) => store.release(app, key, fingerprint),
   };
 }

@@ -20,6 +20,12 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly idempotentEmits = new Counter({
+    name: 'realtime_idempotency_reserves_total',
+    help: 'Looks at the Idempotency-Key of an emit or batch, by what was found: reserved (first use), answered (a retry given the stored answer), conflict, in_flight (a duplicate looks again every 50 ms while it waits).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly historyAppendSeconds = new Histogram({
     name: 'realtime_history_append_duration_seconds',
     help: "Time to write an event to room history (its statements, inside the turn's group transaction).",

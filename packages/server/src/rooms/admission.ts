@@ -17,7 +17,7 @@ export interface Admission {
  * closed meanwhile (or its app is gone), so there is nothing to join.
  */
 export async function admit(
-  deps: Pick<RoomServiceDeps, 'apps' | 'verifyToken' | 'now'>,
+  deps: Pick<RoomServiceDeps, 'apps' | 'verifyToken' | 'now' | 'revocations'>,
   page: RoomPage,
   frame: Pick<JoinFrame, 'room' | 'token'>,
 ): Promise<Admission | undefined> {
@@ -33,6 +33,14 @@ export async function admit(
   }
   if (claims.presence && !app.features.includes('presence')) {
     throw new RoomRefusal('not_included', "the app's plan does not include presence");
+  }
+  // Refused when issued before a revocation of its user's (its `sub`) or the app's tokens.
+  const revoked = deps.revocations?.revoked(app.key, claims.sub, claims) ?? false;
+  if (revoked === true || (revoked !== false && (await revoked))) {
+    throw new RoomRefusal(
+      'token_revoked',
+      'the room token was issued before a revocation of its tokens: fetch a fresh one',
+    );
   }
   if (page.state === 'closed') return undefined;
   return { app, claims };

@@ -4,6 +4,7 @@ import type { Departures } from '../core/departures.js';
 import type { Emitter } from '../core/emit.js';
 import type { Hub } from '../core/hub.js';
 import type { AppStore, Broker, HistoryStore, PresenceStore } from '../engines/types.js';
+import type { RevocationCheck } from '../users/token-revocations.js';
 
 /** What the rooms need: each step of a join, leave, list or send takes the part of this it uses. */
 export interface RoomServiceDeps {
@@ -21,6 +22,8 @@ export interface RoomServiceDeps {
   departures: Pick<Departures, 'record'>;
   /** Checks a room token under the app's secret; throws for a token that does not hold. */
   verifyToken(token: string, secret: string, nowMs: number): Promise<RoomClaims>;
+  /** Refuses room tokens issued before a revocation (POST /tokens/revoke); none checked without it. */
+  revocations?: RevocationCheck;
   log: Logger;
   now: () => number;
 }

@@ -1,4 +1,5 @@
 import {
+  CLOSE,
   CURSOR_MAX_LENGTH,
   EPOCH_MAX_LENGTH,
   EVENT_ID_PATTERN,
@@ -97,14 +98,39 @@ function roomService(deps: GatewayDeps): RoomService {
     emitter: deps.emitter,
     departures: deps.departures,
     verifyToken: verifyRoomToken,
+    ...(deps.revocations === undefined ? {} : { revocations: deps.revocations }),
     log: deps.log,
     now: deps.now,
   });
 }
 
+/**
+ * A revocation told while the join ran (after its token was checked, before the page held the room)
+ * found no room to close: checked again, from the cache at once, now that the page holds it.
+ */
+async function keepUnlessRevoked(deps: GatewayDeps, conn: Connection, room: string): Promise<void> {
+  const claims = conn.rooms.get(room)?.claims;
+  if (!claims || !deps.revocations || conn.state === 'closed') return;
+  try {
+    const checked = deps.revocations.revoked(conn.app.key, claims.sub, claims);
+    if (checked === true || (checked !== false && (await checked))) {
+      conn.close(CLOSE.tokenRevoked, 'a room token was issued before a revocation of its tokens');
+    }
+  } catch (error) {
+    // The join was answered already: the token was checked at its start, and this is only the late look.
+    deps.log.warn({ err: error, page: conn.id }, 'checking the revocations after a join failed');
+  }
+}
+
+/** Joins, then keeps the room only while its token is not revoked. */
+async function joinRoom(deps: GatewayDeps, rooms: RoomService, conn: Connection, frame: JoinFrame): Promise<void> {
+  await rooms.join(conn, frame);
+  await keepUnlessRevoked(deps, conn, frame.room);
+}
+
 /** One join frame as the room module handles it, for driving a page without a socket (the resume tests). */
 export function join(deps: GatewayDeps, conn: Connection, frame: JoinFrame): Promise<void> {
-  return answer(deps, conn, frame, () => roomService(deps).join(conn, frame));
+  return answer(deps, conn, frame, () => joinRoom(deps, roomService(deps), conn, frame));
 }
 
 /**
@@ -120,7 +146,7 @@ export function roomModule(deps: GatewayDeps, rooms: RoomService = roomService(d
           optional: { since: 'json', epoch: 'json', last: 'json' },
           check: joinProblem,
         },
-        (conn, f) => answer(deps, conn, f, () => rooms.join(conn, f)),
+        (conn, f) => answer(deps, conn, f, () => joinRoom(deps, rooms, conn, f)),
       ),
       leave: frame<LeaveFrame>({ required: { ref: 'ref', room: 'string' } }, (conn, f) =>
         answer(deps, conn, f, () => rooms.leave(conn, f)),

@@ -9,9 +9,11 @@ import { checkRedisConfig } from './config-check.js';
 import { RedisDashboardSessionStore } from './dashboard-sessions.js';
 import { RedisGroupStore } from './groups.js';
 import { RedisHistoryStore } from './history.js';
+import { RedisIdempotencyStore } from './idempotency.js';
 import { RedisLimitStore } from './limits.js';
 import { RedisNodeStore } from './nodes.js';
 import { RedisPresenceStore } from './presence.js';
+import { RedisRevocationStore } from './revocations.js';
 import { RedisStreamStore } from './streams.js';
 import { RedisWebhookStore } from './webhooks.js';
 
@@ -73,6 +75,8 @@ export async function openRedisEngine(options: RedisEngineOptions): Promise<Engi
     groups: new RedisGroupStore(client),
     streams: new RedisStreamStore(client),
     dashboardSessions: new RedisDashboardSessionStore(client),
+    revocations: new RedisRevocationStore(client),
+    idempotency: new RedisIdempotencyStore(client),
     check: () => client.check(),
     onDataLost: (repair) => client.onNewGeneration(repair),
     close: async () => {

@@ -8,6 +8,7 @@
  *   room event   ["r",id|null,app,room,event,from?,origin?]   body: data
  *   user event   ["u",app,user,event]                          body: data
  *   user frame   ["f",app,user,except?]                        body: frame
+ *   user close   ["c",app,user,code]                           body: close reason
  *   ask          ["a",app,user,ask,replyTo,event]              body: data
  *   node         ["n",node,app,"f",page]                       body: page frame
  *                ["n",node,app,"s",service]                    body: data
@@ -16,6 +17,7 @@
  *                ["n",node,app,"e"]                            body: console entry
  *   broadcast    ["b","w"]                                     body: console watch announcement
  *                ["b","g"]                                     body: the deleted app's key
+ *                ["b","t",app,before,user?]                    body: empty (tokens revoked)
  *
  * The publish script writes a room event's id into its header, between `head` and `tail`.
  */
@@ -58,6 +60,8 @@ export function encodePublication(event: Outgoing): Encoded {
         event.except === undefined ? ['f', event.app, event.user] : ['f', event.app, event.user, event.except];
       return { head: JSON.stringify(header), tail: '', body: event.frame };
     }
+    case 'user.close':
+      return { head: JSON.stringify(['c', event.app, event.user, event.code]), tail: '', body: event.reason };
     case 'ask':
       return {
         head: JSON.stringify(['a', event.app, event.user, event.ask, event.replyTo, event.event]),
@@ -83,6 +87,11 @@ export function encodePublication(event: Outgoing): Encoded {
     case 'broadcast': {
       const { message } = event;
       if (message.type === 'console.watch') return { head: '["b","w"]', tail: '', body: message.announcement };
+      if (message.type === 'tokens.revoked') {
+        const { app, user, before } = message;
+        const header = user === undefined ? ['b', 't', app, before] : ['b', 't', app, before, user];
+        return { head: JSON.stringify(header), tail: '', body: '' };
+      }
       return { head: '["b","g"]', tail: '', body: message.app };
     }
   }
@@ -145,6 +154,9 @@ export function decodePublication(message: string): Publication | undefined {
         ? { kind: 'user.frame', app: a, user: b, frame: body, except: c }
         : { kind: 'user.frame', app: a, user: b, frame: body };
     }
+    case 'c':
+      if (!isText(a) || !isText(b) || typeof c !== 'number') return undefined;
+      return { kind: 'user.close', app: a, user: b, code: c, reason: body };
     case 'a':
       if (!isText(a) || !isText(b) || !isText(c) || !isText(d) || !isText(e)) return undefined;
       return { kind: 'ask', app: a, user: b, ask: c, replyTo: d, event: e, data: body };
@@ -153,6 +165,14 @@ export function decodePublication(message: string): Publication | undefined {
     case 'b':
       if (a === 'w') return { kind: 'broadcast', message: { type: 'console.watch', announcement: body } };
       if (a === 'g') return { kind: 'broadcast', message: { type: 'console.app_gone', app: body } };
+      if (a === 't' && isText(b) && typeof c === 'number') {
+        return {
+          kind: 'broadcast',
+          message: isText(d)
+            ? { type: 'tokens.revoked', app: b, before: c, user: d }
+            : { type: 'tokens.revoked', app: b, before: c },
+        };
+      }
       return undefined;
     default:
       return undefined;

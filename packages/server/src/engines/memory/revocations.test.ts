@@ -1,0 +1,7 @@
+import { revocationsContract } from '../contract/revocations.contract.js';
+import { MemoryRevocationStore } from './revocations.js';
+
+revocationsContract('MemoryRevocationStore', async () => ({
+  store: new MemoryRevocationStore(),
+  cleanup: async () => {},
+}));

@@ -1,0 +1,131 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { EmitIncomplete } from '../core/emit.js';
+import { MemoryIdempotencyStore } from '../engines/memory/idempotency.js';
+import { StoreError } from '../engines/store-error.js';
+import type { App } from '../engines/types.js';
+import { ApiError } from './api-error.js';
+import type { ApiRequest } from './context.js';
+import { IDEMPOTENCY_HOLD_MS, idempotencyKey, idempotent } from './idempotency.js';
+
+const log = pino({ level: 'silent' });
+const app = { key: 'app1' } as App;
+
+function request(body: string, key?: string): ApiRequest {
+  return {
+    app,
+    params: [],
+    query: '',
+    body: Buffer.from(body),
+    headers: key === undefined ? {} : { 'idempotency-key': key },
+  };
+}
+
+describe('idempotencyKey', () => {
+  it('takes 1 to 200 printable ASCII characters, none without the header', () => {
+    expect(idempotencyKey({})).toBeUndefined();
+    expect(idempotencyKey({ 'idempotency-key': ' ~' })).toBe(' ~');
+    expect(idempotencyKey({ 'idempotency-key': 'k'.repeat(200) })).toBe('k'.repeat(200));
+  });
+
+  it.each([[''], ['k'.repeat(201)], ['tab\there'], ['caf\u00e9'], ['\u007f']])('refuses %j with bad_request', (key) => {
+    expect(() => idempotencyKey({ 'idempotency-key': key })).toThrow(ApiError);
+    try {
+      idempotencyKey({ 'idempotency-key': key });
+    } catch (error) {
+      expect((error as ApiError).code).toBe('bad_request');
+    }
+  });
+});
+
+describe('idempotent', () => {
+  const deps = (store = new MemoryIdempotencyStore(), now = () => 1_000_000) => ({ idempotency: store, log, now });
+
+  it('runs once per key and body; answers the stored answer after', async () => {
+    const d = deps();
+    let runs = 0;
+    const run = async () => ({ ids: { r: `1-${runs++}` } });
+    expect(await idempotent(request('{"a":1}', 'k'), d, 'emit', run)).toEqual({ ids: { r: '1-0' } });
+    expect(await idempotent(request('{"a":1}', 'k'), d, 'emit', run)).toEqual({ ids: { r: '1-0' } });
+    expect(runs).toBe(1);
+    // Without a key: run as is.
+    await idempotent(request('{"a":1}'), d, 'emit', run);
+    expect(runs).toBe(2);
+  });
+
+  it('refuses another body, or the other route, with idempotency_conflict', async () => {
+    const d = deps();
+    await idempotent(request('{"a":1}', 'k'), d, 'emit', async () => ({ ids: {} }));
+    await expect(idempotent(request('{"a":2}', 'k'), d, 'emit', async () => ({}))).rejects.toMatchObject({
+      code: 'idempotency_conflict',
+    });
+    await expect(idempotent(request('{"a":1}', 'k'), d, 'emit_batch', async () => ({}))).rejects.toMatchObject({
+      code: 'idempotency_conflict',
+    });
+  });
+
+  it('a failure that delivered nothing frees the key: the retry runs', async () => {
+    const d = deps();
+    await expect(
+      idempotent(request('{}', 'k'), d, 'emit', async () => {
+        throw new StoreError('unavailable');
+      }),
+    ).rejects.toBeInstanceOf(StoreError);
+    expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: { r: '2-0' } }))).toEqual({
+      ids: { r: '2-0' },
+    });
+  });
+
+  it('an emit that reached some rooms keeps the key held: a retry within the hold does not run', async () => {
+    let now = 1_000_000;
+    const d = { ...deps(new MemoryIdempotencyStore(), () => now), inFlightWaitMs: 0 };
+    await expect(
+      idempotent(request('{}', 'k'), d, 'emit', async () => {
+        throw new EmitIncomplete('unavailable', [{ event: 0, room: 'r' }], 1, undefined);
+      }),
+    ).rejects.toBeInstanceOf(EmitIncomplete);
+    let ran = false;
+    await expect(
+      idempotent(request('{}', 'k'), d, 'emit', async () => {
+        ran = true;
+        return {};
+      }),
+    ).rejects.toMatchObject({ code: 'idempotency_conflict', headers: { 'Retry-After': '1' } });
+    expect(ran).toBe(false);
+    now += IDEMPOTENCY_HOLD_MS;
+    expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: {} }))).toEqual({ ids: {} });
+  });
+
+  it('a duplicate while the first is in flight waits for its answer', async () => {
+    const d = deps();
+    let release: (value: Record<string, unknown>) => void = () => {};
+    const first = idempotent(
+      request('{}', 'k'),
+      d,
+      'emit',
+      () =>
+        new Promise<Record<string, unknown>>((resolve) => {
+          release = resolve;
+        }),
+    );
+    let secondRan = false;
+    const second = idempotent(request('{}', 'k'), d, 'emit', async () => {
+      secondRan = true;
+      return {};
+    });
+    // Let the second see the key in flight before the first answers.
+    await new Promise((resolve) => setImmediate(resolve));
+    release({ ids: { r: '9-0' } });
+    expect(await first).toEqual({ ids: { r: '9-0' } });
+    expect(await second).toEqual({ ids: { r: '9-0' } });
+    expect(secondRan).toBe(false);
+  });
+
+  it('an answer that could not be stored still answers', async () => {
+    const store = new MemoryIdempotencyStore();
+    store.complete = () => {
+      throw new StoreError('unavailable');
+    };
+    expect(await idempotent(request('{}', 'k'), deps(store), 'emit', async () => ({ ids: {} }))).toEqual({ ids: {} });
+  });
+});
