@@ -41,6 +41,21 @@ describe('the browser SDK served by the service', () => {
     expect(head.headers.get('content-length')).toBe(String(body.length));
   });
 
+  it('serves its source map beside it, linked from the bundle, with the SDK sources in it', async () => {
+    const bundle = await (await get(`${server.url}${PATH}`)).text();
+    expect(bundle).toMatch(/\n\/\/# sourceMappingURL=browser\.js\.map\n$/);
+    const answer = await get(new URL('browser.js.map', `${server.url}${PATH}`).href);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(answer.headers.get('access-control-allow-origin')).toBe('*');
+    const map = (await answer.json()) as { version: number; sources: string[]; sourcesContent?: string[] };
+    expect(map.version).toBe(3);
+    expect(map.sources.some((source) => source.endsWith('client.ts'))).toBe(true);
+    expect(map.sourcesContent?.length).toBe(map.sources.length);
+    const etag = answer.headers.get('etag') as string;
+    expect((await get(`${server.url}${PATH}.map`, { headers: { 'If-None-Match': etag } })).status).toBe(304);
+  });
+
   it('refuses other methods with bad_method and an Allow header', async () => {
     const answer = await get(`${server.url}${PATH}`, { method: 'POST', body: 'x' });
     expect(answer.status).toBe(405);
