@@ -13,7 +13,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -170,7 +170,7 @@ export async function replay() {
         }
         case 'USER':
           stage.user = args;
-          say(`USER ${args}: recorded, not switched to (this replay runs as ${process.env.USER ?? 'this user'})`);
+          say(`USER ${args}: recorded, not switched to (this replay runs as ${userInfo().username})`);
           break;
         case 'ENTRYPOINT':
         case 'CMD':

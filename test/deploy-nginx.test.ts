@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { CliProcesses } from '../packages/server/test/cli-process.js';
 import { freePort, startRedis, type TestRedis } from '../packages/server/test/redis-server.js';
 
 /**
- * deploy/nginx/realtime.conf, run by Debian's nginx (NGINX_PATH, else `nginx` on PATH) in front of
+ * deploy/nginx/realtime.conf, run by Debian's nginx (NGINX_PATH, else /usr/sbin/nginx or `nginx`) in front of
  * two `realtime serve` nodes sharing one redis-server, with a certificate openssl makes here. The
  * file is used as shipped except its upstream servers, listen ports and certificate paths (the
  * compose names and ports 80/443 do not exist here). Pages connect from 127.0.0.x addresses other
@@ -21,7 +21,8 @@ import { freePort, startRedis, type TestRedis } from '../packages/server/test/re
  * nginx alone) learn each page's address from X-Forwarded-For.
  */
 
-const NGINX = process.env.NGINX_PATH ?? 'nginx';
+// Debian puts it in /usr/sbin, which a user's PATH may leave out.
+const NGINX = process.env.NGINX_PATH ?? (existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx');
 const SHIPPED = readFileSync(new URL('../deploy/nginx/realtime.conf', import.meta.url), 'utf8');
 
 const cli = new CliProcesses('realtime-nginx-');
