@@ -254,11 +254,13 @@ describe('deploy/k8s', () => {
     );
     expect(get(manifests.get('Deployment'), 'spec', 'selector', 'matchLabels')).toEqual(podLabels);
     const service = manifests.get('Service') as Manifest;
-    expect(podLabels).toMatchObject(get(service, 'spec', 'selector'));
-    expect(podLabels).toMatchObject(get(manifests.get('PodDisruptionBudget'), 'spec', 'selector', 'matchLabels'));
+    expect(podLabels).toMatchObject(get<Record<string, string>>(service, 'spec', 'selector'));
+    expect(podLabels).toMatchObject(
+      get<Record<string, string>>(manifests.get('PodDisruptionBudget'), 'spec', 'selector', 'matchLabels'),
+    );
     const monitor = manifests.get('ServiceMonitor');
     expect(get<Record<string, string>>(service, 'metadata', 'labels')).toMatchObject(
-      get(monitor, 'spec', 'selector', 'matchLabels'),
+      get<Record<string, string>>(monitor, 'spec', 'selector', 'matchLabels'),
     );
     const endpoint = get<{ port: string; path: string }>(monitor, 'spec', 'endpoints', 0);
     expect(endpoint.path).toBe(METRICS_PATH);

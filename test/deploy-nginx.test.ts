@@ -88,14 +88,11 @@ function viaNginx(method: string, path: string, body?: string): Promise<Answer> 
     headers['Content-Type'] = 'application/json';
   }
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      { host: '127.0.0.1', port: httpsPort, method, path, headers, ca, servername: 'localhost' },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      },
-    );
+    const req = httpsRequest({ host: '127.0.0.1', port: httpsPort, method, path, headers, ca }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+    });
     req.on('error', reject);
     req.end(body);
   });
@@ -109,12 +106,8 @@ interface Page {
 
 /** A page from `address` (a 127.0.0.x other than nginx's), through nginx over TLS; or the refusal nginx passed on. */
 function openPage(address: string, headers: Record<string, string> = {}): Promise<Page | { refused: Answer }> {
-  const ws = new WebSocket(`wss://127.0.0.1:${httpsPort}${SOCKET_PATH}?site=${app.key}`, {
-    ca,
-    servername: 'localhost',
-    localAddress: address,
-    headers,
-  });
+  const options: WebSocket.ClientOptions = { ca, localAddress: address, headers };
+  const ws = new WebSocket(`wss://127.0.0.1:${httpsPort}${SOCKET_PATH}?site=${app.key}`, options);
   const frames: Record<string, unknown>[] = [];
   ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Record<string, unknown>));
   const page: Page = {
@@ -176,7 +169,14 @@ beforeAll(async () => {
     'openssl',
     [
       ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
-      ...['-addext', 'subjectAltName=DNS:localhost', '-keyout', join(dir, 'tls.key'), '-out', join(dir, 'tls.crt')],
+      ...[
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'tls.key'),
+        '-out',
+        join(dir, 'tls.crt'),
+      ],
     ],
     { encoding: 'utf8' },
   );
