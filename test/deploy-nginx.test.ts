@@ -46,7 +46,6 @@ function render(upstreams: string[]): string {
   })
     .replace('listen 80;', `listen 127.0.0.1:${httpPort};`)
     .replace('listen 443 ssl;', `listen 127.0.0.1:${httpsPort} ssl;`)
-    .replace(/^\s*listen \[::\]:\d+( ssl)?;\n/gm, '')
     .replace('/etc/nginx/certs/tls.crt', join(dir, 'tls.crt'))
     .replace('/etc/nginx/certs/tls.key', join(dir, 'tls.key'));
   // The compose file's three nodes: a change of the shipped file's shape must fail here, not pass unseen.
