@@ -7,11 +7,22 @@
 // - each stage's `/` is a folder under the temp one, not the node:20-bookworm-slim image: Node, npm
 //   and the shell are this machine's;
 // - system steps (apt-get, groupadd, useradd) need root and the image's OS: listed, not run; the
-//   folders they make are made, and USER is recorded, not switched to;
+//   folders they make are made, and, when this runs as root, the service runs as the USER's uid and
+//   gid (from useradd --uid and groupadd --gid) with the folders chown gives it; else as this user;
 // - the service listens on 127.0.0.1 and a free port instead of 0.0.0.0:4000 (loopback only here).
 // .dockerignore is applied with the patterns it uses (`**/name`, `name`); other forms are refused.
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join, posix, relative } from 'node:path';
@@ -106,7 +117,17 @@ export async function replay() {
       switch (op) {
         case 'FROM': {
           const name = words[1]?.toUpperCase() === 'AS' ? words[2] : String(stages.size);
-          stage = { name, image: words[0], root: join(root, name), workdir: '/', env: {}, user: 'root', meta: {} };
+          stage = {
+            name,
+            image: words[0],
+            root: join(root, name),
+            workdir: '/',
+            env: {},
+            user: 'root',
+            users: new Map(),
+            owned: [],
+            meta: {},
+          };
           mkdirSync(stage.root, { recursive: true });
           stages.set(name, stage);
           say(`stage ${name} (FROM ${words[0]}: this machine's Node ${process.version} stands in for the image)`);
@@ -154,6 +175,19 @@ export async function replay() {
             for (const made of args.matchAll(/mkdir -p ((?:\/[\w./-]+\s*)+)/g)) {
               for (const dir of made[1].trim().split(/\s+/)) mkdirSync(inStage(stage, dir), { recursive: true });
             }
+            // The user it adds and the folders it gives them, for the run as that user (as root only).
+            const uid = /useradd\b[^&]*--uid (\d+)/.exec(args)?.[1];
+            const gid = /groupadd\b[^&]*--gid (\d+)/.exec(args)?.[1];
+            const name = /useradd\b[^&]*\s([a-z_][a-z0-9_-]*)\s*(?:&&|$)/.exec(args)?.[1];
+            if (uid && gid && name) stage.users.set(name, { uid: Number(uid), gid: Number(gid) });
+            for (const owned of args.matchAll(/chown ([a-z_][a-z0-9_-]*):[a-z_][a-z0-9_-]* ((?:\/[\w./-]+\s*)+)/g)) {
+              stage.owned.push(
+                ...owned[2]
+                  .trim()
+                  .split(/\s+/)
+                  .map((dir) => ({ user: owned[1], dir })),
+              );
+            }
             break;
           }
           say(`RUN ${args}`);
@@ -170,7 +204,6 @@ export async function replay() {
         }
         case 'USER':
           stage.user = args;
-          say(`USER ${args}: recorded, not switched to (this replay runs as ${userInfo().username})`);
           break;
         case 'ENTRYPOINT':
         case 'CMD':
@@ -209,11 +242,13 @@ async function runImage(stage) {
     REALTIME_PORT: port,
     REALTIME_DATA: join(stage.root, stage.env.REALTIME_DATA ?? volume),
   };
+  const as = runAs(stage);
   say(`starting ${[...entry, ...cmd].join(' ')} (port ${port}, data in the VOLUME ${volume})`);
   const child = spawn(entry[0], [...entry.slice(1), ...cmd], {
     cwd: join(stage.root, stage.workdir),
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...as,
   });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
@@ -222,7 +257,7 @@ async function runImage(stage) {
   try {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const probe = spawnSync(health[0], health.slice(1), { env, timeout: 5000 });
+      const probe = spawnSync(health[0], health.slice(1), { env, timeout: 5000, ...as });
       if (probe.status === 0) break;
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`HEALTHCHECK never passed\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -241,6 +276,29 @@ async function runImage(stage) {
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
+}
+
+/**
+ * The USER of the last stage, as its uid and gid, when this replay runs as root: the service then
+ * runs as that user, reads the copied files and writes only the folders the system step gave it.
+ * Otherwise it runs as this user, and says so.
+ */
+function runAs(stage) {
+  if (stage.user === 'root') return {};
+  const user = stage.users.get(stage.user);
+  if (!user) throw new Error(`USER ${stage.user}: no useradd --uid and groupadd --gid for it in the system steps`);
+  if (process.getuid?.() !== 0) {
+    say(`USER ${stage.user}: not switched to (this replay runs as ${userInfo().username}, not root)`);
+    return {};
+  }
+  // The temp folder (made 0700) must be passable by that user, as / is in an image.
+  chmodSync(dirname(stage.root), 0o755);
+  for (const { user: owner, dir } of stage.owned) {
+    const to = stage.users.get(owner);
+    if (to) chownSync(join(stage.root, dir), to.uid, to.gid);
+  }
+  say(`USER ${stage.user}: the service and its HEALTHCHECK run as uid ${user.uid}, gid ${user.gid}`);
+  return { uid: user.uid, gid: user.gid };
 }
 
 function jsonArrayOrWord(args) {
