@@ -127,7 +127,9 @@ describe('npx realtime serve stops on a signal to npx’s pid', () => {
     process.kill(run.child.pid as number, 'SIGTERM');
     await run.exited;
     await expectAllGone(run, ports);
-    expect(run.output()).toContain('"msg":"stopped"');
+    expect(run.output()).toContain('"signal":"launcher gone","msg":"draining and stopping"');
+    // Its last line may still be in the pipe when the process is gone.
+    await until(() => run.output().includes('"msg":"stopped"'), 'the service to log "stopped"', run, 5000);
   });
 
   it('Ctrl-C (SIGINT to the whole group) drains and ends every process, the port is free', async () => {
@@ -136,7 +138,7 @@ describe('npx realtime serve stops on a signal to npx’s pid', () => {
     process.kill(-(run.child.pid as number), 'SIGINT');
     await run.exited;
     await expectAllGone(run, ports);
+    await until(() => run.output().includes('"msg":"stopped"'), 'the service to log "stopped"', run, 5000);
     expect(run.output()).toContain('"signal":"SIGINT","msg":"draining and stopping"');
-    expect(run.output()).toContain('"msg":"stopped"');
   });
 });
