@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
-# playwright-core) and redis-server (the Redis engine's tests start their own on 127.0.0.1).
+# playwright-core), redis-server (the Redis engine's tests start their own on 127.0.0.1), and nginx
+# with openssl (test/deploy-nginx.test.ts runs deploy/nginx/realtime.conf with a certificate it makes).
 # Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome and at a
 # redis-server binary with REDIS_SERVER_PATH=/path/to/redis-server (and redis-cli with REDIS_CLI_PATH),
-# and nothing is installed.
+# at an nginx binary with NGINX_PATH=/path/to/nginx, and nothing is installed.
 set -euo pipefail
 missing=()
 if [ -n "${CHROMIUM_PATH:-}" ]; then
@@ -25,6 +26,12 @@ elif [ -n "${REDIS_SERVER_PATH:-}" ] && [ -x "$(dirname "$REDIS_SERVER_PATH")/re
 else
   command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 fi
+if [ -n "${NGINX_PATH:-}" ]; then
+  [ -x "$NGINX_PATH" ] || { echo "test-deps: NGINX_PATH=$NGINX_PATH is not an executable file" >&2; exit 1; }
+else
+  command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+fi
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 command -v apt-get >/dev/null 2>&1 || {
   echo "test-deps: ${missing[*]} is missing and there is no apt-get here: install them and set CHROMIUM_PATH / REDIS_SERVER_PATH" >&2

@@ -4,7 +4,13 @@
 // The dashboard is on: with REALTIME_DASHBOARD_PASSWORD_HASH's password, else a random one printed below.
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { developmentAppBanner, ensureDevelopmentApp, hashDashboardPassword, startServer } from '@realtime/server';
+import {
+  developmentAppBanner,
+  ensureDevelopmentApp,
+  handleStopSignals,
+  hashDashboardPassword,
+  startServer,
+} from '@realtime/server';
 import { startDemo } from './server.mjs';
 
 const port = Number(process.env.PORT ?? 4000);
@@ -55,14 +61,13 @@ process.stderr.write(
   ].join('\n'),
 );
 
-let stopping = false;
-async function stop() {
-  if (stopping) process.exit(1);
-  stopping = true;
-  await demo.close();
-  await development.close();
-  await service.close();
-  process.exit(0);
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+// SIGTERM and SIGINT drain (a second one, a moment later, exits at once); so does npm going away.
+handleStopSignals({
+  stop: async () => {
+    await demo.close();
+    await development.close();
+    await service.close();
+    process.exit(0);
+  },
+  force: () => process.exit(1),
+});

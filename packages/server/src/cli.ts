@@ -19,6 +19,7 @@ import type { EngineChoice } from './engines/open-engine.js';
 import { RedisConfigRefused } from './engines/redis/config-check.js';
 import { StoreError } from './engines/store-error.js';
 import type { App, AppStore } from './engines/types.js';
+import { handleStopSignals } from './lifecycle/stop-signals.js';
 import { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';
 import type { LogLevel } from './log.js';
 
@@ -285,24 +286,22 @@ async function serve(args: string[]): Promise<void> {
     await store.close();
   }
   // Ready to stop before saying it is ready: a supervisor may signal as soon as it reads the line.
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    server.log.info({ signal }, 'draining and stopping');
-    server.close().then(
-      () => {
-        server.log.info('stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        server.log.error({ err: error }, 'failed to stop cleanly');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  handleStopSignals({
+    stop: (reason) => {
+      server.log.info({ signal: reason }, 'draining and stopping');
+      server.close().then(
+        () => {
+          server.log.info('stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          server.log.error({ err: error }, 'failed to stop cleanly');
+          process.exit(1);
+        },
+      );
+    },
+    force: () => process.exit(1),
+  });
   // The Redis address is not logged: it may hold a password.
   server.log.info(
     engine.kind === 'redis' ? { engine: engine.cluster ? 'redis-cluster' : 'redis' } : { data: dir },
