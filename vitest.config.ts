@@ -19,6 +19,7 @@ const ENGINE_SUITES = [
   'packages/server/test/calls.test.ts',
   'packages/server/test/groups.test.ts',
   'packages/server/test/streams.test.ts',
+  'packages/server/test/secret-rotation.test.ts',
   'test/browser/engine-smoke.test.ts',
 ];
 
