@@ -288,8 +288,7 @@ function Credentials({
       ${
         rotation &&
         html`<p class="muted" data-rotation="on">
-            Rotation under way: the old secret works until ${when(rotation.retiresAt)}; webhooks are signed with the
-            ${rotation.signer} secret, and carry the other’s signature too.
+            ${`Rotation under way: the old secret works until ${when(rotation.retiresAt)}; webhooks are signed with the ${rotation.signer} secret, and carry the other’s signature too.`}
           </p>
           ${
             retiring
