@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
-import { emit, eventually, expectOneLine, run, serve, tempDir } from './cli-harness.js';
+import {
+  emit,
+  eventually,
+  expectOneLine,
+  run,
+  SECRET_A,
+  SECRET_B,
+  serve,
+  tempDir,
+  writeConfig,
+} from './cli-harness.js';
 
 const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/;
 
@@ -115,5 +125,21 @@ describe('apps rotate-secret --overlap, show, sign-webhooks, retire-secret', () 
     expect(shown.stdout).toContain(`secret:     ${secretBefore}\n`);
     expect(shown.stdout).toMatch(/^rotation: {3}-$/m);
     expect(ISO.test(shown.stdout)).toBe(false);
+  });
+
+  it('a rotation written in the config file: both secrets work until oldSecretRetiresAt, and show says so', async () => {
+    const data = tempDir();
+    const retiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const config = writeConfig({
+      apps: [{ key: 'shop', secret: SECRET_B, oldSecret: SECRET_A, oldSecretRetiresAt: retiresAt }],
+    });
+    const server = await serve(['--data', data, '--config', config]);
+    expect((await emit(server.url, 'shop', SECRET_A)).status).toBe(200);
+    expect((await emit(server.url, 'shop', SECRET_B)).status).toBe(200);
+    const shown = await run(['apps', 'show', 'shop', '--data', data]);
+    expect(shown.stdout).toContain(
+      `rotation:   old secret accepted until ${retiresAt}; webhooks signed with the new one\n`,
+    );
+    expect((await server.stop()).code).toBe(0);
   });
 });
