@@ -597,6 +597,10 @@ async function apps(args: string[]): Promise<void> {
       );
       if (!outcome.ok) {
         if (outcome.error === 'no_app') throw noApp(key);
+        if (outcome.error === 'changed')
+          throw new Failure(
+            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+          );
         throw new Failure(
           `a rotation of ${JSON.stringify(key)} is under way until ${new Date(outcome.retiresAt ?? 0).toISOString()}: ` +
             `retire its old secret first (realtime apps retire-secret ${key}), or rotate with --overlap 0`,
@@ -613,7 +617,12 @@ async function apps(args: string[]): Promise<void> {
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps retire-secret needs the app key');
       const outcome = await withStore(values, source, (store) => retireSecret(store, key, Date.now()));
-      if (!outcome.ok) throw noApp(key);
+      if (!outcome.ok)
+        throw outcome.error === 'no_app'
+          ? noApp(key)
+          : new Failure(
+              `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+            );
       process.stdout.write(
         outcome.retired
           ? 'old secret retired: only the current secret is accepted\n'
@@ -631,6 +640,10 @@ async function apps(args: string[]): Promise<void> {
       const outcome = await withStore(values, source, (store) => setWebhookSigner(store, key, signer, Date.now()));
       if (!outcome.ok) {
         if (outcome.error === 'no_app') throw noApp(key);
+        if (outcome.error === 'changed')
+          throw new Failure(
+            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+          );
         throw new Failure(
           `no rotation of ${JSON.stringify(key)} is under way: webhooks are signed with its one secret`,
         );

@@ -72,8 +72,8 @@ export class CachedAppStore implements AppStore {
     this.#entries.delete(app.key);
   }
 
-  async setSecret(key: string, secret: string, rotation?: SecretRotation): Promise<boolean> {
-    const done = await this.#store.setSecret(key, secret, rotation);
+  async setSecret(key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): Promise<boolean> {
+    const done = await this.#store.setSecret(key, secret, rotation, ifSecret);
     this.#entries.delete(key);
     return done;
   }

@@ -23,9 +23,9 @@ function fakeStore(apps: App[]) {
     upsert: async (app) => {
       byKey.set(app.key, app);
     },
-    setSecret: async (key, secret, rotation) => {
+    setSecret: async (key, secret, rotation, ifSecret) => {
       const app = byKey.get(key);
-      if (!app) return false;
+      if (!app || (ifSecret !== undefined && app.secret !== ifSecret)) return false;
       writes.push({ key, secret, rotation });
       const { rotation: _gone, ...rest } = app;
       byKey.set(key, rotation ? { ...rest, secret, rotation } : { ...rest, secret });
@@ -157,5 +157,39 @@ describe('rotateSecret, retireSecret, setWebhookSigner', () => {
       rotation: { oldSecret: app.secret, retiresAt: 60_000, signer: 'old' },
     });
     expect(await setWebhookSigner(store, app.key, 'new', 60_000)).toEqual({ ok: false, error: 'not_rotating' });
+  });
+
+  it('never undoes a write that overtook its read: it reads again and decides again', async () => {
+    const { store, app: stored } = fakeStore([app]);
+    const rotated = await rotateSecret(store, app.key, { overlapMs: 60_000, signer: 'new', nowMs: 0 });
+    if (!rotated.ok) throw new Error(rotated.error);
+    // An emergency rotation (no overlap) lands between the retirement's read and its write.
+    const read = store.get.bind(store);
+    let reads = 0;
+    store.get = async (key) => {
+      const found = await read(key);
+      if (++reads === 1) await store.setSecret(key, 'emergency-secret');
+      return found;
+    };
+    expect(await retireSecret(store, app.key, 1)).toEqual({ ok: true, retired: false });
+    expect(stored(app.key)).toEqual({ ...app, secret: 'emergency-secret' });
+    expect(reads).toBe(2);
+  });
+
+  it('answers changed when every round is overtaken, having changed nothing itself', async () => {
+    const { store, app: stored } = fakeStore([app]);
+    const read = store.get.bind(store);
+    let n = 0;
+    store.get = async (key) => {
+      const found = await read(key);
+      await store.setSecret(key, `another-${++n}`);
+      return found;
+    };
+    expect(await rotateSecret(store, app.key, { overlapMs: 60_000, signer: 'new', nowMs: 0 })).toEqual({
+      ok: false,
+      error: 'changed',
+    });
+    expect(n).toBe(3);
+    expect(stored(app.key)).toEqual({ ...app, secret: 'another-3' });
   });
 });

@@ -61,9 +61,25 @@ export function rotationView(app: App, nowMs: number): RotationView | undefined 
   return rotation && { retiresAt: rotation.retiresAt, signer: rotation.signer };
 }
 
+/**
+ * Each change below reads the app, then writes only if its secret is still the one read
+ * (`ifSecret`); a write that another overtook (two operators at once) reads again and decides
+ * again. Three rounds: a fourth overtaking in a row is not an operator's pace.
+ */
+const ROUNDS = 3;
+
+/** Runs `round` until it is not overtaken (undefined), at most ROUNDS times; then answers `changed`. */
+async function untilNotOvertaken<T>(round: () => Promise<T | undefined>): Promise<T | { ok: false; error: 'changed' }> {
+  for (let i = 0; i < ROUNDS; i++) {
+    const outcome = await round();
+    if (outcome !== undefined) return outcome;
+  }
+  return { ok: false, error: 'changed' };
+}
+
 export type RotateOutcome =
   | { ok: true; secret: string; rotation: RotationView | undefined }
-  | { ok: false; error: 'no_app' | 'rotating'; retiresAt?: number };
+  | { ok: false; error: 'no_app' | 'rotating' | 'changed'; retiresAt?: number };
 
 /**
  * Gives the app a new secret. `overlapMs` 0: the old one stops at once (a leaked secret), and any
@@ -82,17 +98,19 @@ export async function rotateSecret(
       ? { ok: true, secret, rotation: undefined }
       : { ok: false, error: 'no_app' };
   }
-  const app = await apps.get(key);
-  if (!app) return { ok: false, error: 'no_app' };
-  const under = activeRotation(app, options.nowMs);
-  if (under) return { ok: false, error: 'rotating', retiresAt: under.retiresAt };
-  const rotation: SecretRotation = {
-    oldSecret: app.secret,
-    retiresAt: options.nowMs + options.overlapMs,
-    signer: options.signer,
-  };
-  if (!(await apps.setSecret(key, secret, rotation))) return { ok: false, error: 'no_app' };
-  return { ok: true, secret, rotation: { retiresAt: rotation.retiresAt, signer: rotation.signer } };
+  return untilNotOvertaken<RotateOutcome>(async () => {
+    const app = await apps.get(key);
+    if (!app) return { ok: false, error: 'no_app' };
+    const under = activeRotation(app, options.nowMs);
+    if (under) return { ok: false, error: 'rotating', retiresAt: under.retiresAt };
+    const rotation: SecretRotation = {
+      oldSecret: app.secret,
+      retiresAt: options.nowMs + options.overlapMs,
+      signer: options.signer,
+    };
+    if (!(await apps.setSecret(key, secret, rotation, app.secret))) return undefined;
+    return { ok: true, secret, rotation: { retiresAt: rotation.retiresAt, signer: rotation.signer } };
+  });
 }
 
 /**
@@ -104,12 +122,15 @@ export async function retireSecret(
   apps: AppStore,
   key: string,
   nowMs: number,
-): Promise<{ ok: true; retired: boolean } | { ok: false; error: 'no_app' }> {
-  const app = await apps.get(key);
-  if (!app) return { ok: false, error: 'no_app' };
-  const retired = activeRotation(app, nowMs) !== undefined;
-  if (app.rotation !== undefined && !(await apps.setSecret(key, app.secret))) return { ok: false, error: 'no_app' };
-  return { ok: true, retired };
+): Promise<{ ok: true; retired: boolean } | { ok: false; error: 'no_app' | 'changed' }> {
+  return untilNotOvertaken<{ ok: true; retired: boolean } | { ok: false; error: 'no_app' }>(async () => {
+    const app = await apps.get(key);
+    if (!app) return { ok: false, error: 'no_app' };
+    const retired = activeRotation(app, nowMs) !== undefined;
+    // Written only over the secret read: a rotation made meanwhile is not undone.
+    if (app.rotation !== undefined && !(await apps.setSecret(key, app.secret, undefined, app.secret))) return undefined;
+    return { ok: true, retired };
+  });
 }
 
 /** Chooses which secret signs webhooks for the rest of a rotation; `not_rotating` outside one. */
@@ -118,11 +139,14 @@ export async function setWebhookSigner(
   key: string,
   signer: WebhookSigner,
   nowMs: number,
-): Promise<{ ok: true; rotation: RotationView } | { ok: false; error: 'no_app' | 'not_rotating' }> {
-  const app = await apps.get(key);
-  if (!app) return { ok: false, error: 'no_app' };
-  const under = activeRotation(app, nowMs);
-  if (!under) return { ok: false, error: 'not_rotating' };
-  if (!(await apps.setSecret(key, app.secret, { ...under, signer }))) return { ok: false, error: 'no_app' };
-  return { ok: true, rotation: { retiresAt: under.retiresAt, signer } };
+): Promise<{ ok: true; rotation: RotationView } | { ok: false; error: 'no_app' | 'not_rotating' | 'changed' }> {
+  type Outcome = { ok: true; rotation: RotationView } | { ok: false; error: 'no_app' | 'not_rotating' };
+  return untilNotOvertaken<Outcome>(async () => {
+    const app = await apps.get(key);
+    if (!app) return { ok: false, error: 'no_app' };
+    const under = activeRotation(app, nowMs);
+    if (!under) return { ok: false, error: 'not_rotating' };
+    if (!(await apps.setSecret(key, app.secret, { ...under, signer }, app.secret))) return undefined;
+    return { ok: true, rotation: { retiresAt: under.retiresAt, signer } };
+  });
 }

@@ -123,6 +123,9 @@ function readRotation(body: Record<string, unknown>): { overlapMs: number; signe
   return { overlapMs: overlapSeconds * 1000, signer };
 }
 
+const changedMeanwhile = () =>
+  new Refusal(409, 'changed', 'the secret kept changing meanwhile (another rotation at the same time): try again');
+
 const rotate: Handler = async (req, res, deps, [key]) => {
   const sent = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   if (!sent) req.resume();
@@ -133,6 +136,7 @@ const rotate: Handler = async (req, res, deps, [key]) => {
   const outcome = await rotateSecret(deps.apps, key, { ...options, nowMs: deps.now() });
   if (!outcome.ok) {
     if (outcome.error === 'no_app') throw noApp(key);
+    if (outcome.error === 'changed') throw changedMeanwhile();
     throw new Refusal(
       409,
       'rotating',
@@ -147,7 +151,7 @@ const retire: Handler = async (req, res, deps, [key]) => {
   req.resume();
   changing(req, deps);
   const outcome = key === undefined ? undefined : await retireSecret(deps.apps, key, deps.now());
-  if (!outcome?.ok) throw noApp(key);
+  if (!outcome?.ok) throw outcome?.error === 'changed' ? changedMeanwhile() : noApp(key);
   deps.log.info({ app: key, retired: outcome.retired }, 'dashboard: old secret retired');
   ok(res, { retired: outcome.retired });
 };

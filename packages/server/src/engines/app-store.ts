@@ -49,8 +49,10 @@ export interface AppStore {
   /**
    * Replaces the secret; false when no app has the key. With `rotation`, the app holds both secrets
    * (the caller read the old one); without, a rotation under way ends: only `secret` is accepted.
+   * With `ifSecret`, only while the app's secret is still that one (false otherwise): a write made
+   * from a read that another write overtook changes nothing.
    */
-  setSecret(key: string, secret: string, rotation?: SecretRotation): Promise<boolean> | boolean;
+  setSecret(key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): Promise<boolean> | boolean;
   /** Sets the webhook address ('' clears it); false when no app has the key. */
   setWebhook(key: string, url: string): Promise<boolean> | boolean;
   /** Removes the app with this key; false when there was none. */

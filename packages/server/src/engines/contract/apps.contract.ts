@@ -153,6 +153,20 @@ export function appStoreContract(name: string, makeStore: () => Promise<AppStore
       expect(await store.get('ghost')).toBeUndefined();
     });
 
+    it('writes a secret only while the app still has the one given as ifSecret', async () => {
+      await store.upsert(app('app1'));
+      const rotation = { oldSecret: 'secret-of-app1', retiresAt: 5, signer: 'new' as const };
+      // A read that another write overtook: nothing changes.
+      expect(await store.setSecret('app1', 'second', rotation, 'not the secret')).toBe(false);
+      expect(await store.get('app1')).toEqual(app('app1'));
+      expect(await store.setSecret('app1', 'second', rotation, 'secret-of-app1')).toBe(true);
+      expect(await store.get('app1')).toEqual(app('app1', { secret: 'second', rotation }));
+      expect(await store.setSecret('app1', 'third', undefined, 'secret-of-app1')).toBe(false);
+      expect(await store.setSecret('app1', 'second', undefined, 'second')).toBe(true);
+      expect(await store.get('app1')).toEqual(app('app1', { secret: 'second' }));
+      expect(await store.setSecret('ghost', 'x', undefined, 'x')).toBe(false);
+    });
+
     it('writes a rotation with the whole app, and an upsert without one ends it', async () => {
       const rotation = { oldSecret: 'before ünïcode 🚀', retiresAt: 1, signer: 'new' as const };
       await store.upsert(app('app1', { rotation }));

@@ -24,11 +24,13 @@ redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
 return 1`;
 
 // Sets the secret of an existing app and its rotation fields, dropping those of a rotation before;
-// 0 when there is no such app. KEYS: the app's hash. ARGV: field, value pairs (the secret first).
+// 0 when there is no such app, or (ARGV[1] '1') its secret is no longer ARGV[2]. KEYS: the app's
+// hash. ARGV: the check, the secret expected, then field, value pairs (the secret first).
 const SET_SECRET_LUA = `
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '1' and redis.call('hget', KEYS[1], 'secret') ~= ARGV[2] then return 0 end
 redis.call('hdel', KEYS[1], 'oldSecret', 'retiresAt', 'signer')
-redis.call('hset', KEYS[1], unpack(ARGV))
+redis.call('hset', KEYS[1], unpack(ARGV, 3))
 return 1`;
 
 /** A rotation's hash fields (none without one). */
@@ -168,9 +170,10 @@ export class RedisAppStore implements AppStore {
     );
   }
 
-  async setSecret(key: string, secret: string, rotation?: SecretRotation): Promise<boolean> {
+  async setSecret(key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): Promise<boolean> {
     await this.#adopt();
-    return (await this.#setSecret([this.#key(key)], ['secret', secret, ...rotationFields(rotation)])) === 1;
+    const check = ifSecret === undefined ? ['0', ''] : ['1', ifSecret];
+    return (await this.#setSecret([this.#key(key)], [...check, 'secret', secret, ...rotationFields(rotation)])) === 1;
   }
 
   async setWebhook(key: string, url: string): Promise<boolean> {

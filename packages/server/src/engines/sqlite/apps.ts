@@ -90,7 +90,8 @@ export class SqliteAppStore implements AppStore {
          old_secret = excluded.old_secret, retires_at = excluded.retires_at, signer = excluded.signer`,
     );
     this.#setSecret = db.prepare(
-      'UPDATE apps SET secret = @secret, old_secret = @oldSecret, retires_at = @retiresAt, signer = @signer WHERE key = @key',
+      `UPDATE apps SET secret = @secret, old_secret = @oldSecret, retires_at = @retiresAt, signer = @signer
+       WHERE key = @key AND (@ifSecret IS NULL OR secret = @ifSecret)`,
     );
     this.#setWebhook = db.prepare('UPDATE apps SET webhook = ? WHERE key = ?');
     this.#remove = db.prepare('DELETE FROM apps WHERE key = ?');
@@ -117,9 +118,10 @@ export class SqliteAppStore implements AppStore {
     });
   });
 
-  readonly setSecret = withStoreErrors((key: string, secret: string, rotation?: SecretRotation): boolean => {
-    return this.#setSecret.run({ key, secret, ...rotationFields(rotation) }).changes > 0;
-  });
+  readonly setSecret = withStoreErrors(
+    (key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): boolean =>
+      this.#setSecret.run({ key, secret, ...rotationFields(rotation), ifSecret: ifSecret ?? null }).changes > 0,
+  );
 
   readonly setWebhook = withStoreErrors((key: string, url: string): boolean => {
     return this.#setWebhook.run(url, key).changes > 0;
