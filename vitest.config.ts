@@ -21,6 +21,7 @@ const ENGINE_SUITES = [
   'packages/server/test/streams.test.ts',
   'packages/server/test/user-actions.test.ts',
   'packages/server/test/idempotent-emit.test.ts',
+  'packages/server/test/secret-rotation.test.ts',
   'test/browser/engine-smoke.test.ts',
 ];
 

@@ -392,3 +392,43 @@ describe('setup mistakes throw a TypeError', () => {
     expect(verifier.verify(input)).toEqual({ ok: false, error: 'stale_signature' });
   });
 });
+
+describe('verifyWebhook during a secret rotation: a signature under each secret', () => {
+  const OLD = 'the-secret-before-the-rotation';
+  const rotating = (main: string, other: string, extra: Record<string, unknown> = {}) =>
+    headersFor(BODY, {
+      'x-service-signature': signature(BODY, { secret: main }),
+      'X-Service-Signature-Other': signature(BODY, { secret: other }),
+      ...extra,
+    });
+
+  it('takes the batch with either secret, whichever signs X-Service-Signature', () => {
+    for (const headers of [rotating(SECRET, OLD), rotating(OLD, SECRET)]) {
+      expect(check({ headers })).toMatchObject({ ok: true, events: [{ id: 'w1' }] });
+      expect(check({ headers, secret: OLD })).toMatchObject({ ok: true, events: [{ id: 'w1' }] });
+      const verifier = createWebhookVerifier({ key: KEY, secret: OLD, now: () => NOW });
+      expect(verifier.verify({ rawBody: BODY, headers, path: PATH })).toMatchObject({ ok: true });
+    }
+    expect(check({ headers: rotating(SECRET, OLD), secret: 'a-third-secret' })).toEqual({
+      ok: false,
+      error: 'bad_signature',
+    });
+  });
+
+  it('still needs X-Service-Signature, the timestamp and the body as signed', () => {
+    const headers = rotating(SECRET, OLD);
+    delete headers['x-service-signature'];
+    expect(check({ headers, secret: OLD })).toEqual({ ok: false, error: 'missing_signature' });
+    expect(check({ headers: rotating(SECRET, OLD), secret: OLD, now: NOW + 301_000 })).toEqual({
+      ok: false,
+      error: 'stale_signature',
+    });
+    expect(check({ headers: rotating(SECRET, OLD), secret: OLD, rawBody: `${BODY} ` })).toEqual({
+      ok: false,
+      error: 'bad_signature',
+    });
+    // The second header sent twice counts as missing.
+    const twice = rotating(SECRET, OLD, { 'X-Service-Signature-Other': [signature(BODY, { secret: OLD }), 'x'] });
+    expect(check({ headers: twice, secret: OLD })).toEqual({ ok: false, error: 'bad_signature' });
+  });
+});

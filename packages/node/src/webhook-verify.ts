@@ -91,7 +91,10 @@ export interface WebhookRequestInput {
 export interface VerifyWebhookOptions extends WebhookRequestInput {
   /** The app key, expected in `X-Service-Site`. */
   key: string;
-  /** The app secret; only the webhook key derived from it is used. */
+  /**
+   * The app secret; only the webhook key derived from it is used. During a rotation either secret
+   * works: the request is taken when `X-Service-Signature` or `X-Service-Signature-Other` matches.
+   */
   secret: string;
   /** The local clock in milliseconds since the epoch; default `Date.now()`. */
   now?: number | undefined;
@@ -160,18 +163,20 @@ export function verifyWithKey(
 ): WebhookVerifyResult {
   const { rawBody, headers, path } = input;
   const body = typeof rawBody === 'string' || rawBody instanceof Uint8Array ? rawBody : undefined;
-  const problem = checkWebhookSignature({
-    site: key,
-    webhookKey,
-    headers: {
-      site: header(headers, HEADERS.site),
-      timestamp: header(headers, HEADERS.timestamp),
-      signature: header(headers, HEADERS.signature),
-    },
-    path: typeof path === 'string' ? path : '',
-    body: body ?? '',
-    nowMs,
-  });
+  const check = (signature: string | undefined) =>
+    checkWebhookSignature({
+      site: key,
+      webhookKey,
+      headers: { site: header(headers, HEADERS.site), timestamp: header(headers, HEADERS.timestamp), signature },
+      path: typeof path === 'string' ? path : '',
+      body: body ?? '',
+      nowMs,
+    });
+  let problem = check(header(headers, HEADERS.signature));
+  // While the app holds two secrets the service signs under both (docs/webhooks.md, "Secret
+  // rotation"): a receiver with either one, before or after its deploy, takes the batch.
+  const other = header(headers, HEADERS.otherSignature);
+  if (problem === 'bad_signature' && other !== undefined) problem = check(other);
   if (problem !== null) return { ok: false, error: problem };
   // A body or path of the wrong type cannot be the one that was signed.
   if (body === undefined || typeof path !== 'string') return { ok: false, error: 'bad_signature' };

@@ -2,11 +2,16 @@ import { toHex } from './encoding.js';
 import { hmacSha256, sha256Bytes } from './keys.js';
 import { LIMITS } from './limits.js';
 
-/** Header names of section 5.1 (and the extra batch header of decisions.md). */
+/**
+ * Header names of section 5.1 (and the extra batch header of decisions.md). `otherSignature` is on
+ * webhooks only while the app holds two secrets: the same message signed under the other one
+ * (docs/webhooks.md, "Secret rotation").
+ */
 export const HEADERS = {
   site: 'X-Service-Site',
   timestamp: 'X-Service-Timestamp',
   signature: 'X-Service-Signature',
+  otherSignature: 'X-Service-Signature-Other',
   batch: 'X-Service-Batch',
 } as const;
 

@@ -6,7 +6,15 @@ import { parseArgs } from 'node:util';
 import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from './apps/defaults.js';
 import { developmentAppBanner } from './apps/development-app.js';
-import { newApp, newSecret } from './apps/generate.js';
+import { newApp } from './apps/generate.js';
+import {
+  activeRotation,
+  parseOverlap,
+  retireSecret,
+  rotateSecret,
+  rotationView,
+  setWebhookSigner,
+} from './apps/secret-rotation.js';
 import { callOptions, splitList } from './config/calls-config.js';
 import { type ConfigFile, readConfig } from './config/config-file.js';
 import { type FlagTypes, type FlagValues, withEnv } from './config/env-flags.js';
@@ -18,7 +26,7 @@ import { type AppStoreChoice, type OpenedApps, openAppStore } from './engines/op
 import type { EngineChoice } from './engines/open-engine.js';
 import { RedisConfigRefused } from './engines/redis/config-check.js';
 import { StoreError } from './engines/store-error.js';
-import type { App, AppStore } from './engines/types.js';
+import type { App, AppStore, WebhookSigner } from './engines/types.js';
 import { handleStopSignals } from './lifecycle/stop-signals.js';
 import { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';
 import type { LogLevel } from './log.js';
@@ -30,7 +38,9 @@ const USAGE = `Usage:
   realtime apps create [--name N] [--key K] [--features a,b] [--webhook URL] [STORE] [--allow-private-webhooks] [--json]
   realtime apps list [STORE] [--json]
   realtime apps show KEY [--secret] [STORE] [--json]
-  realtime apps rotate-secret KEY [STORE]
+  realtime apps rotate-secret KEY [--overlap 0|90s|30m|24h|7d] [--sign-webhooks new|old] [STORE]
+  realtime apps retire-secret KEY [STORE]
+  realtime apps sign-webhooks KEY new|old [STORE]
   realtime apps set-webhook KEY URL|"" [STORE] [--allow-private-webhooks]
   realtime keygen
   realtime dashboard-password   (reads the password on stdin, prints its hash for --dashboard-password-hash-file)
@@ -38,6 +48,11 @@ const USAGE = `Usage:
 STORE is where everything is kept: --data DIR (the embedded engine: one process, a SQLite file in
 DIR, default ./data), --redis redis://HOST:PORT (the Redis engine: any number of servers on one Redis)
 or --redis-cluster redis://HOST1:PORT,redis://HOST2:PORT,... (the same on a Redis Cluster: its seed nodes).
+
+rotate-secret gives an app a new secret. With --overlap (at most 30d; default 0: the old secret stops
+at once, for a leaked one) the old secret is still accepted for that long, or until retire-secret;
+webhooks are signed with the new one (--sign-webhooks old: the old one) and carry the other's
+signature in X-Service-Signature-Other. See docs/operations.md, "Rotating a secret".
 
 --stun and --turn (each repeatable or comma-separated: stun:HOST:PORT, turn:HOST:PORT?transport=udp,
 turns:HOST:PORT) are the servers call pages get; TURN credentials are signed with --turn-secret, the
@@ -441,8 +456,14 @@ async function withStore<T>(
   }
 }
 
+/** A rotation in words: until when the old secret holds, and which one signs webhooks. */
+function describeRotation(retiresAt: number, signer: WebhookSigner): string {
+  return `old secret accepted until ${new Date(retiresAt).toISOString()}; webhooks signed with the ${signer} one`;
+}
+
 /** The text form of `apps show`: one field a line, the secret only when asked for. */
-function describeApp(app: App, showSecret: boolean): string {
+function describeApp(app: App, showSecret: boolean, nowMs: number): string {
+  const rotation = activeRotation(app, nowMs);
   const lines = [
     ['key', app.key],
     ['name', app.name],
@@ -450,8 +471,29 @@ function describeApp(app: App, showSecret: boolean): string {
     ['webhook', app.webhook || '-'],
     ['rate limit', `${app.rateLimit.perSecond}/s, burst ${app.rateLimit.burst}`],
     ['secret', showSecret ? app.secret : '(hidden; add --secret to show it)'],
+    ['rotation', rotation ? describeRotation(rotation.retiresAt, rotation.signer) : '-'],
   ];
+  if (rotation && showSecret) lines.push(['old secret', rotation.oldSecret]);
   return lines.map(([name, value]) => `${`${name}:`.padEnd(12)}${value}\n`).join('');
+}
+
+/** An app as `--json` prints it: the secrets only when asked for, a rotation's state when one is under way. */
+function appJson(app: App, showSecret: boolean, nowMs: number): Record<string, unknown> {
+  const { secret, rotation: _rotation, ...rest } = app;
+  const out: Record<string, unknown> = showSecret ? { ...rest, secret } : rest;
+  const rotation = activeRotation(app, nowMs);
+  if (rotation) {
+    out.rotation = showSecret
+      ? { ...rotationView(app, nowMs), oldSecret: rotation.oldSecret }
+      : rotationView(app, nowMs);
+  }
+  return out;
+}
+
+function parseSigner(text: string | undefined, where: string): WebhookSigner {
+  if (text === undefined) return 'new';
+  if (text !== 'new' && text !== 'old') throw new UsageError(`${where} must be new or old`);
+  return text;
 }
 
 async function apps(args: string[]): Promise<void> {
@@ -502,7 +544,8 @@ async function apps(args: string[]): Promise<void> {
       const { values, source } = parse(rest, { ...common, json: { type: 'boolean' } }, 0, SHARED_ENV);
       const list = await withStore(values, source, async (store) => await store.list());
       if (values.json) {
-        process.stdout.write(`${JSON.stringify(list.map(({ secret: _secret, ...app }) => app))}\n`);
+        const now = Date.now();
+        process.stdout.write(`${JSON.stringify(list.map((app) => appJson(app, false, now)))}\n`);
         return;
       }
       for (const app of list) {
@@ -522,22 +565,89 @@ async function apps(args: string[]): Promise<void> {
       const app = await withStore(values, source, async (store) => await store.get(key));
       if (!app) throw noApp(key);
       const showSecret = values.secret === true;
+      const now = Date.now();
       if (values.json) {
-        const { secret, ...rest } = app;
-        process.stdout.write(`${JSON.stringify(showSecret ? { ...rest, secret } : rest)}\n`);
+        process.stdout.write(`${JSON.stringify(appJson(app, showSecret, now))}\n`);
       } else {
-        process.stdout.write(describeApp(app, showSecret));
+        process.stdout.write(describeApp(app, showSecret, now));
       }
       return;
     }
     case 'rotate-secret': {
-      const { values, source, positionals } = parse(rest, common, 1, SHARED_ENV);
+      const { values, source, positionals } = parse(
+        rest,
+        { ...common, overlap: { type: 'string' }, 'sign-webhooks': { type: 'string' } },
+        1,
+        SHARED_ENV,
+      );
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps rotate-secret needs the app key');
-      const secret = newSecret();
-      const found = await withStore(values, source, async (store) => await store.setSecret(key, secret));
-      if (!found) throw noApp(key);
-      process.stdout.write(`secret: ${secret}\n`);
+      const overlapMs = parseOverlap(str(values, 'overlap') ?? '0');
+      if (overlapMs === undefined) {
+        throw new UsageError('--overlap must be 0 or a whole number of s, m, h or d (such as 24h), at most 30d');
+      }
+      const signer = parseSigner(str(values, 'sign-webhooks'), '--sign-webhooks');
+      if (overlapMs === 0 && signer === 'old') {
+        throw new UsageError('--sign-webhooks old needs an --overlap: without one the old secret stops at once');
+      }
+      const nowMs = Date.now();
+      const outcome = await withStore(values, source, (store) =>
+        rotateSecret(store, key, { overlapMs, signer, nowMs }),
+      );
+      if (!outcome.ok) {
+        if (outcome.error === 'no_app') throw noApp(key);
+        if (outcome.error === 'changed')
+          throw new Failure(
+            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+          );
+        throw new Failure(
+          `a rotation of ${JSON.stringify(key)} is under way until ${new Date(outcome.retiresAt ?? 0).toISOString()}: ` +
+            `retire its old secret first (realtime apps retire-secret ${key}), or rotate with --overlap 0`,
+        );
+      }
+      process.stdout.write(`secret: ${outcome.secret}\n`);
+      if (outcome.rotation) {
+        process.stdout.write(`rotation: ${describeRotation(outcome.rotation.retiresAt, outcome.rotation.signer)}\n`);
+      }
+      return;
+    }
+    case 'retire-secret': {
+      const { values, source, positionals } = parse(rest, common, 1, SHARED_ENV);
+      const key = positionals[0];
+      if (key === undefined) throw new UsageError('apps retire-secret needs the app key');
+      const outcome = await withStore(values, source, (store) => retireSecret(store, key, Date.now()));
+      if (!outcome.ok)
+        throw outcome.error === 'no_app'
+          ? noApp(key)
+          : new Failure(
+              `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+            );
+      process.stdout.write(
+        outcome.retired
+          ? 'old secret retired: only the current secret is accepted\n'
+          : 'no rotation under way: only the current secret is accepted\n',
+      );
+      return;
+    }
+    case 'sign-webhooks': {
+      const { values, source, positionals } = parse(rest, common, 2, SHARED_ENV);
+      const [key, which] = positionals;
+      if (key === undefined || which === undefined) {
+        throw new UsageError('apps sign-webhooks needs the app key and new or old');
+      }
+      const signer = parseSigner(which, 'apps sign-webhooks');
+      const outcome = await withStore(values, source, (store) => setWebhookSigner(store, key, signer, Date.now()));
+      if (!outcome.ok) {
+        if (outcome.error === 'no_app') throw noApp(key);
+        if (outcome.error === 'changed')
+          throw new Failure(
+            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+          );
+        throw new Failure(
+          `no rotation of ${JSON.stringify(key)} is under way: webhooks are signed with its one secret`,
+        );
+      }
+      process.stdout.write(`rotation: ${describeRotation(outcome.rotation.retiresAt, outcome.rotation.signer)}\n`);
       return;
     }
     case 'set-webhook': {
@@ -559,7 +669,7 @@ async function apps(args: string[]): Promise<void> {
     default:
       throw new UsageError(
         command === undefined || command.startsWith('-')
-          ? 'apps needs a command first: create, list, show, rotate-secret, set-webhook'
+          ? 'apps needs a command first: create, list, show, rotate-secret, retire-secret, sign-webhooks, set-webhook'
           : `unknown apps command ${JSON.stringify(command)}`,
       );
   }

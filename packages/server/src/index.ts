@@ -3,6 +3,16 @@ export { developmentAppBanner, ensureDevelopmentApp } from './apps/development-a
 export { newApp, newAppKey, newSecret } from './apps/generate.js';
 export { hashDashboardPassword } from './config/password-hash.js';
 export { type AppEvent, type EventSink, MemoryEventSink } from './core/events.js';
-export type { App, AppStore, Broker, HistoryStore, PresenceStore, Publication, RateLimit } from './engines/types.js';
+export type {
+  App,
+  AppStore,
+  Broker,
+  HistoryStore,
+  PresenceStore,
+  Publication,
+  RateLimit,
+  SecretRotation,
+  WebhookSigner,
+} from './engines/types.js';
 export { handleStopSignals } from './lifecycle/stop-signals.js';
 export { type RunningServer, type ServerOptions, startServer } from './lifecycle.js';

@@ -72,4 +72,29 @@ describe('CachedAppStore', () => {
     now = 2000;
     await expect(cached.get(app.key)).rejects.toThrow(StoreError);
   });
+
+  it('sees a rotation and a retirement written elsewhere within ttlMs; its own writes at once, the rotation passed on', async () => {
+    let now = 0;
+    const apps = [app];
+    const { store } = backing(apps);
+    const written: unknown[] = [];
+    store.setSecret = async (_key, secret, rotation) => {
+      written.push(rotation);
+      apps[0] = rotation ? { ...app, secret, rotation } : { ...app, secret };
+      return true;
+    };
+    const cached = new CachedAppStore(store, { ttlMs: 1000, now: () => now });
+    expect((await cached.get(app.key))?.rotation).toBeUndefined();
+    // Another process (the CLI, another node) rotates with an overlap.
+    const rotation = { oldSecret: app.secret, retiresAt: 3_600_000, signer: 'new' as const };
+    await store.setSecret(app.key, 'rotated-elsewhere', rotation);
+    now = 999;
+    expect((await cached.get(app.key))?.rotation).toBeUndefined();
+    now = 1000;
+    expect(await cached.get(app.key)).toMatchObject({ secret: 'rotated-elsewhere', rotation });
+    // Retired through this store: at once, and the store was told no rotation.
+    expect(await cached.setSecret(app.key, 'rotated-elsewhere')).toBe(true);
+    expect((await cached.get(app.key))?.rotation).toBeUndefined();
+    expect(written).toEqual([rotation, undefined]);
+  });
 });

@@ -1,5 +1,5 @@
 import { StoreError } from '../engines/store-error.js';
-import type { App, AppStore } from '../engines/types.js';
+import type { App, AppStore, SecretRotation } from '../engines/types.js';
 
 interface Entry {
   app: App | undefined;
@@ -9,7 +9,8 @@ interface Entry {
 /**
  * Keeps apps read from a store for a short time: the store is read on every API request otherwise
  * (a fifth of a request's CPU with SQLite). Writes through this object apply at once; writes from
- * another process (the CLI) apply within `ttlMs`.
+ * another process (the CLI) or node apply within `ttlMs` (a second): a secret rotated or retired
+ * there too. A rotation's window ends by the clock, not by a write, so its end needs no read.
  */
 export class CachedAppStore implements AppStore {
   readonly #store: AppStore;
@@ -71,8 +72,8 @@ export class CachedAppStore implements AppStore {
     this.#entries.delete(app.key);
   }
 
-  async setSecret(key: string, secret: string): Promise<boolean> {
-    const done = await this.#store.setSecret(key, secret);
+  async setSecret(key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): Promise<boolean> {
+    const done = await this.#store.setSecret(key, secret, rotation, ifSecret);
     this.#entries.delete(key);
     return done;
   }

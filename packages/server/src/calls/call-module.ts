@@ -7,6 +7,7 @@ import {
   SIGNAL_MAX_BYTES,
 } from '@realtime/protocol';
 import { refreshApp } from '../apps/page-app.js';
+import { acceptedSecrets } from '../apps/secret-rotation.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
@@ -42,7 +43,8 @@ export function callModule(deps: GatewayDeps, calls: CallService): PageModule {
           const user = await caller(deps, conn, f.ref);
           let claims: Awaited<ReturnType<typeof verifyCallToken>>;
           try {
-            claims = await verifyCallToken(f.token, conn.app.secret, deps.now());
+            const now = deps.now();
+            claims = await verifyCallToken(f.token, acceptedSecrets(conn.app, now), now);
           } catch (error) {
             if (error instanceof TokenError) throw new FrameError(error.code, error.message, f.ref);
             throw error;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type Feature, isFeature, isRecord } from '@realtime/protocol';
 import { ALL_FEATURES, APP_KEY_PATTERN, DEFAULT_RATE_LIMIT, MIN_SECRET_LENGTH } from '../apps/defaults.js';
-import type { App, RateLimit } from '../engines/types.js';
+import type { App, RateLimit, SecretRotation } from '../engines/types.js';
 import { TrustedProxies } from '../http/client-address.js';
 import type { WebhookTimings } from '../webhooks/retry-policy.js';
 import { type CallsFileConfig, parseCallsConfig } from './calls-config.js';
@@ -11,7 +11,17 @@ import { parseStreamsConfig, type StreamsFileConfig } from './streams-config.js'
 import { UsageError } from './usage-error.js';
 import { checkWebhookUrl } from './webhook-url.js';
 
-const APP_FIELDS = new Set(['key', 'secret', 'name', 'webhook', 'features', 'rateLimit']);
+const APP_FIELDS = new Set([
+  'key',
+  'secret',
+  'name',
+  'webhook',
+  'features',
+  'rateLimit',
+  'oldSecret',
+  'oldSecretRetiresAt',
+  'webhooksSignedBy',
+]);
 const TOP_FIELDS = new Set([
   'apps',
   'webhooks',
@@ -53,6 +63,33 @@ function rateLimit(value: unknown, where: string): RateLimit {
   return { perSecond, burst: burst ?? perSecond };
 }
 
+/**
+ * A rotation written in the file (docs/operations.md, "Rotating a secret"): the secret before it in
+ * `oldSecret`, accepted until `oldSecretRetiresAt` (an ISO 8601 time with its zone), and which one
+ * signs webhooks meanwhile (`webhooksSignedBy`, default "new"). Undefined when there is none.
+ */
+function fileRotation(value: Record<string, unknown>, where: string): SecretRotation | undefined {
+  const { oldSecret, oldSecretRetiresAt, webhooksSignedBy } = value;
+  if (oldSecret === undefined && oldSecretRetiresAt === undefined && webhooksSignedBy === undefined) return undefined;
+  if (typeof oldSecret !== 'string' || oldSecret.length < MIN_SECRET_LENGTH) {
+    throw new UsageError(`${where}.oldSecret must be a string of at least ${MIN_SECRET_LENGTH} characters`);
+  }
+  if (oldSecret === value.secret) throw new UsageError(`${where}.oldSecret is the same as ${where}.secret`);
+  const retiresAt = typeof oldSecretRetiresAt === 'string' ? Date.parse(oldSecretRetiresAt) : Number.NaN;
+  if (
+    typeof oldSecretRetiresAt !== 'string' ||
+    !/(Z|[+-]\d\d:\d\d)$/.test(oldSecretRetiresAt) ||
+    !Number.isFinite(retiresAt)
+  ) {
+    throw new UsageError(
+      `${where}.oldSecretRetiresAt must be when the old secret stops working, as an ISO 8601 time with its zone (such as "2026-12-01T09:00:00Z")`,
+    );
+  }
+  const signer = webhooksSignedBy ?? 'new';
+  if (signer !== 'new' && signer !== 'old') throw new UsageError(`${where}.webhooksSignedBy must be "new" or "old"`);
+  return { oldSecret, retiresAt, signer };
+}
+
 /** Checks one app entry of a config file. */
 export function parseAppEntry(value: unknown, where: string, allowPrivateWebhooks: boolean): App {
   if (!isRecord(value)) throw new UsageError(`${where} must be an object`);
@@ -78,7 +115,7 @@ export function parseAppEntry(value: unknown, where: string, allowPrivateWebhook
     }
     plan = [...new Set(features as Feature[])];
   }
-  return {
+  const app: App = {
     key,
     secret,
     name: name ?? key,
@@ -86,6 +123,9 @@ export function parseAppEntry(value: unknown, where: string, allowPrivateWebhook
     features: plan,
     rateLimit: rateLimit(value.rateLimit, where),
   };
+  const rotation = fileRotation(value, where);
+  if (rotation) app.rotation = rotation;
+  return app;
 }
 
 /** Reads `{ "apps": [ ... ] }`; every problem is one line naming the file and the field. */

@@ -4,6 +4,7 @@
  */
 import { FEATURES, type Feature, isFeature } from '@realtime/protocol';
 import { APP_KEY_PATTERN } from '../apps/defaults.js';
+import { type RotationView, rotationView } from '../apps/secret-rotation.js';
 import { UsageError } from '../config/usage-error.js';
 import { checkWebhookUrl } from '../config/webhook-url.js';
 import { quote } from '../core/quote.js';
@@ -23,18 +24,29 @@ export interface AppChanges {
   webhook?: string;
 }
 
-/** An app as the dashboard shows it: never the secret. */
+/** An app as the dashboard shows it: never a secret. */
 export interface AppView {
   key: string;
   name: string;
   features: Feature[];
   rateLimit: RateLimit;
   webhook: string;
+  /** Only while a rotation is under way: when the old secret retires, which one signs webhooks. */
+  rotation?: RotationView;
 }
 
-export function appView(app: App): AppView {
+export function appView(app: App, nowMs: number): AppView {
   const { key, name, features, rateLimit, webhook } = app;
-  return { key, name, features, rateLimit: { perSecond: rateLimit.perSecond, burst: rateLimit.burst }, webhook };
+  const view: AppView = {
+    key,
+    name,
+    features,
+    rateLimit: { perSecond: rateLimit.perSecond, burst: rateLimit.burst },
+    webhook,
+  };
+  const rotation = rotationView(app, nowMs);
+  if (rotation) view.rotation = rotation;
+  return view;
 }
 
 const bad = (message: string) => new Refusal(400, 'bad_request', message);

@@ -6,7 +6,7 @@
  *
  * This file only gathers them, so a caller may import every seam from one place.
  */
-export type { App, AppStore, RateLimit } from './app-store.js';
+export type { App, AppStore, RateLimit, SecretRotation, WebhookSigner } from './app-store.js';
 export type {
   AskQuestion,
   BroadcastMessage,

@@ -12,6 +12,7 @@ import {
   withReconnectHint,
 } from '@realtime/protocol';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { acceptedSecrets } from '../apps/secret-rotation.js';
 import type { MemberScale } from '../core/member-windows.js';
 import { frameJson } from '../core/ws-frame.js';
 import { StoreError } from '../engines/store-error.js';
@@ -307,7 +308,8 @@ export class Gateway {
     let claims: Awaited<ReturnType<typeof verifyIdentity>> | undefined;
     if (frame.identity !== undefined) {
       try {
-        claims = await verifyIdentity(frame.identity, conn.app.secret, this.#deps.now());
+        const now = this.#deps.now();
+        claims = await verifyIdentity(frame.identity, acceptedSecrets(conn.app, now), now);
       } catch (error) {
         const reason = error instanceof TokenError ? error.message : 'the identity is not valid';
         conn.close(CLOSE.badIdentity, reason.slice(0, 120));

@@ -37,6 +37,17 @@ function isPlainHs256Header(encoded: string): boolean {
 /** A claim jose reads as a NumericDate: absent, or a number (of any value, as jose takes it). */
 const absentOrNumber = (value: unknown): boolean => value === undefined || typeof value === 'number';
 
+/** Whether the signature part is the HMAC-SHA256 of `header.payload` under `key` (nothing else checked). */
+export function signedWithKey(parts: readonly string[], key: Buffer): boolean {
+  const [encodedHeader = '', encodedClaims = '', encodedSignature = ''] = parts;
+  const signature = Buffer.from(encodedSignature, 'base64url');
+  if (signature.length !== HS256_BYTES) return false;
+  return timingSafeEqual(
+    signature,
+    createHmac('sha256', key).update(encodedHeader).update('.').update(encodedClaims).digest(),
+  );
+}
+
 /**
  * The claims of a compact HS256 JWT, checked with node:crypto's HMAC directly, when jose's
  * `jwtVerify(token, key, { algorithms: ['HS256'], requiredClaims: ['exp'], clockTolerance, currentDate })`

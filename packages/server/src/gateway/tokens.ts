@@ -14,7 +14,7 @@ import {
 import { errors as joseErrors, jwtVerify } from 'jose';
 import { derivedKey } from '../apps/derived-keys.js';
 import { verificationKeys } from '../apps/verification-keys.js';
-import { quickHs256 } from './hs256.js';
+import { quickHs256, signedWithKey } from './hs256.js';
 
 export class TokenError extends Error {
   readonly code: SocketErrorCode;
@@ -53,13 +53,27 @@ export function isCanonicalBase64url(part: string): boolean {
   return (BASE64URL_ALPHABET.indexOf(part.charAt(part.length - 1)) & unusedBits) === 0;
 }
 
+/** The app's secret, or during a rotation the two it accepts, the current one first (apps/secret-rotation.ts). */
+export type Secrets = string | readonly string[];
+
+/**
+ * Of the secrets an app accepts now, the one whose key signed the token: during a rotation a token
+ * minted under the old secret holds until it retires. The current one when neither did: its
+ * refusal is the one given.
+ */
+function signingSecret(parts: readonly string[], secrets: Secrets, key: KeyName): string {
+  if (typeof secrets === 'string') return secrets;
+  const found = parts.length === 3 ? secrets.find((one) => signedWithKey(parts, derivedKey(one, key))) : undefined;
+  return found ?? secrets[0] ?? '';
+}
+
 /**
  * Verifies an HS256 JWT under one of the app's keys: signature, `exp` (with leeway); the caller checks
  * the claims. `what` names the token in messages ("the room token ...").
  */
 async function verify(
   token: string,
-  secret: string,
+  secrets: Secrets,
   key: KeyName,
   what: string,
   nowMs: number,
@@ -74,6 +88,7 @@ async function verify(
       `the ${what} is not a JWT: its parts must be base64url without padding, + or /, or stray bits`,
     );
   }
+  const secret = signingSecret(parts, secrets, key);
   const now = Math.floor(nowMs / 1000);
   try {
     // A token jose would take is taken without it (./hs256.ts); anything else gets jose's verdict and words.
@@ -102,14 +117,14 @@ async function verify(
   }
 }
 
-export async function verifyIdentity(token: string, secret: string, nowMs: number): Promise<IdentityClaims> {
+export async function verifyIdentity(token: string, secret: Secrets, nowMs: number): Promise<IdentityClaims> {
   const payload = await verify(token, secret, 'channels', 'identity token', nowMs);
   const problem = identityClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the identity token: ${problem}`);
   return payload as unknown as IdentityClaims;
 }
 
-export async function verifyRoomToken(token: string, secret: string, nowMs: number): Promise<RoomClaims> {
+export async function verifyRoomToken(token: string, secret: Secrets, nowMs: number): Promise<RoomClaims> {
   const payload = await verify(token, secret, 'channels', 'room token', nowMs);
   const problem = roomClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the room token: ${problem}`);
@@ -117,7 +132,7 @@ export async function verifyRoomToken(token: string, secret: string, nowMs: numb
 }
 
 /** A call token (calls key): a token under any other key, a room token or identity, is refused bad_token. */
-export async function verifyCallToken(token: string, secret: string, nowMs: number): Promise<CallClaims> {
+export async function verifyCallToken(token: string, secret: Secrets, nowMs: number): Promise<CallClaims> {
   const payload = await verify(token, secret, 'calls', 'call token', nowMs);
   const problem = callClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the call token: ${problem}`);
@@ -125,7 +140,7 @@ export async function verifyCallToken(token: string, secret: string, nowMs: numb
 }
 
 /** A stream grant (stream grant key). */
-export async function verifyStreamGrant(token: string, secret: string, nowMs: number): Promise<StreamGrantClaims> {
+export async function verifyStreamGrant(token: string, secret: Secrets, nowMs: number): Promise<StreamGrantClaims> {
   const payload = await verify(token, secret, 'streamGrant', 'stream grant', nowMs);
   const problem = streamGrantClaimsProblem(payload);
   if (problem) throw new TokenError('bad_token', `the stream grant: ${problem}`);

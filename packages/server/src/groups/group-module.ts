@@ -8,6 +8,7 @@ import {
   type SocketErrorCode,
 } from '@realtime/protocol';
 import { refreshApp } from '../apps/page-app.js';
+import { acceptedSecrets } from '../apps/secret-rotation.js';
 import type { Connection } from '../gateway/connection.js';
 import type { GatewayDeps } from '../gateway/context.js';
 import { FrameError, frame, frameData, type PageModule, stored } from '../gateway/frame-registry.js';
@@ -42,7 +43,8 @@ export function groupModule(deps: GatewayDeps, groups: GroupService): PageModule
             throw refused('wrong_user', 'group calls need a page signed in as a user', f.ref, f.group);
           let claims: Awaited<ReturnType<typeof verifyCallToken>>;
           try {
-            claims = await verifyCallToken(f.token, app.secret, deps.now());
+            const now = deps.now();
+            claims = await verifyCallToken(f.token, acceptedSecrets(app, now), now);
           } catch (error) {
             if (error instanceof TokenError) throw refused(error.code, error.message, f.ref, f.group);
             throw error;

@@ -2,6 +2,7 @@ import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { EMPTY_BODY_SHA256, LIMITS, signingMessage, TIMESTAMP_PATTERN } from '@realtime/protocol';
 import { derivedKey } from '../apps/derived-keys.js';
+import { activeRotation } from '../apps/secret-rotation.js';
 import type { App, AppStore } from '../engines/types.js';
 import { ApiError } from './api-error.js';
 
@@ -51,8 +52,10 @@ export function verifyRequest(
   }
   const found = apps.get(site);
   // Stay synchronous when the store answers from memory: a promise per request costs measurably.
-  if (found instanceof Promise) return found.then((app) => checkSignature(req, url, body, app, timestamp, signature));
-  return checkSignature(req, url, body, found, timestamp, signature);
+  if (found instanceof Promise) {
+    return found.then((app) => checkSignature(req, url, body, app, timestamp, signature, nowMs));
+  }
+  return checkSignature(req, url, body, found, timestamp, signature, nowMs);
 }
 
 function checkSignature(
@@ -62,15 +65,21 @@ function checkSignature(
   app: App | undefined,
   timestamp: string,
   signature: string,
+  nowMs: number,
 ): App {
   if (!app) throw new ApiError('unknown_site', 'no app has the key given in X-Service-Site');
   if (!SIGNATURE_PATTERN.test(signature)) {
     throw new ApiError('bad_signature', 'X-Service-Signature must be 64 lowercase hex digits');
   }
   const message = signingMessage(timestamp, req.method ?? '', url, bodySha256(body));
-  const expected = createHmac('sha256', publishKeyOf(app.secret)).update(message).digest();
-  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) {
-    throw new ApiError('bad_signature', 'the signature does not match this method, path, query and body');
-  }
-  return app;
+  const given = Buffer.from(signature, 'hex');
+  if (signedUnder(app.secret, message, given)) return app;
+  // During a rotation the old secret holds until it retires: servers not yet given the new one go on.
+  const rotation = activeRotation(app, nowMs);
+  if (rotation !== undefined && signedUnder(rotation.oldSecret, message, given)) return app;
+  throw new ApiError('bad_signature', 'the signature does not match this method, path, query and body');
+}
+
+function signedUnder(secret: string, message: string, signature: Buffer): boolean {
+  return timingSafeEqual(createHmac('sha256', publishKeyOf(secret)).update(message).digest(), signature);
 }

@@ -1,5 +1,6 @@
 import { type JoinFrame, type RoomClaims, roomNameProblem } from '@realtime/protocol';
 import { refreshApp } from '../apps/page-app.js';
+import { acceptedSecrets } from '../apps/secret-rotation.js';
 import type { App } from '../engines/types.js';
 import type { RoomServiceDeps } from './room-deps.js';
 import type { RoomPage } from './room-page.js';
@@ -26,7 +27,8 @@ export async function admit(
   if (roomProblem) throw new RoomRefusal('bad_room', roomProblem);
   const app = await refreshApp(deps, page);
   if (!app) return undefined;
-  const claims = await deps.verifyToken(frame.token, app.secret, deps.now());
+  const now = deps.now();
+  const claims = await deps.verifyToken(frame.token, acceptedSecrets(app, now), now);
   if (claims.room !== room) throw new RoomRefusal('wrong_room', 'the room token was issued for another room');
   if (claims.sub !== undefined && claims.sub !== page.user) {
     throw new RoomRefusal('wrong_user', 'the room token was issued to another user');

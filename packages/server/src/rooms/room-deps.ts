@@ -20,8 +20,8 @@ export interface RoomServiceDeps {
   emitter: Pick<Emitter, 'send'>;
   /** Webhook events of pages' lives (room.*, member.*): tried again until the store takes them. */
   departures: Pick<Departures, 'record'>;
-  /** Checks a room token under the app's secret; throws for a token that does not hold. */
-  verifyToken(token: string, secret: string, nowMs: number): Promise<RoomClaims>;
+  /** Checks a room token under the app's secret (either of two during a rotation); throws for a token that does not hold. */
+  verifyToken(token: string, secret: string | readonly string[], nowMs: number): Promise<RoomClaims>;
   /** Refuses room tokens issued before a revocation (POST /tokens/revoke); none checked without it. */
   revocations?: RevocationCheck;
   log: Logger;

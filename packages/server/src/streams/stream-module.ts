@@ -8,6 +8,7 @@ import {
   type StreamWatchFrame,
 } from '@realtime/protocol';
 import { refreshApp } from '../apps/page-app.js';
+import { acceptedSecrets } from '../apps/secret-rotation.js';
 import { iceUser } from '../calls/ice.js';
 import type { StreamMember } from '../engines/types.js';
 import type { Connection } from '../gateway/connection.js';
@@ -34,7 +35,8 @@ export function streamModule(deps: GatewayDeps, streams: StreamService): PageMod
     }
     let claims: Awaited<ReturnType<typeof verifyStreamGrant>>;
     try {
-      claims = await verifyStreamGrant(f.grant, app.secret, deps.now());
+      const now = deps.now();
+      claims = await verifyStreamGrant(f.grant, acceptedSecrets(app, now), now);
     } catch (error) {
       if (error instanceof TokenError) throw refused(error.code, error.message, f.ref, f.stream);
       throw error;

@@ -1,6 +1,7 @@
 import { createHmac, hash } from 'node:crypto';
 import { HEADERS, signingMessage } from '@realtime/protocol';
 import { derivedKey } from '../apps/derived-keys.js';
+import { webhookSecrets } from '../apps/secret-rotation.js';
 import type { App, StoredBatch, TryResult } from '../engines/types.js';
 import { type Deliverer, requestPath } from './deliver.js';
 
@@ -25,11 +26,15 @@ export async function signedTry(
   const timestamp = String(Math.floor(now / 1000));
   // node:crypto, not the protocol's pure-JS HMAC (for browsers); the message is the protocol's.
   const message = signingMessage(timestamp, 'POST', requestPath(url), hash('sha256', batch.body, 'hex'));
-  const signature = createHmac('sha256', derivedKey(app.secret, 'webhook')).update(message).digest('hex');
-  return deliverer.deliver(url.href, batch.body, {
+  const sign = (secret: string) => createHmac('sha256', derivedKey(secret, 'webhook')).update(message).digest('hex');
+  const { signing, other } = webhookSecrets(app, now);
+  const headers: Record<string, string> = {
     [HEADERS.site]: app.key,
     [HEADERS.timestamp]: timestamp,
-    [HEADERS.signature]: signature,
+    [HEADERS.signature]: sign(signing),
     [HEADERS.batch]: batch.id,
-  });
+  };
+  // During a rotation: a receiver that has either secret finds a signature it can check.
+  if (other !== undefined) headers[HEADERS.otherSignature] = sign(other);
+  return deliverer.deliver(url.href, batch.body, headers);
 }

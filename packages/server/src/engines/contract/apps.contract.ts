@@ -127,6 +127,54 @@ export function appStoreContract(name: string, makeStore: () => Promise<AppStore
       expect(await store.setSecret('app1', 'rotated')).toBe(true);
     });
 
+    it('holds a rotation: both secrets, when the old one retires and which signs; a plain setSecret ends it', async () => {
+      await store.upsert(app('app1', { webhook: 'https://a.example/hook' }));
+      await store.upsert(app('app2'));
+      const rotation = { oldSecret: 'secret-of-app1', retiresAt: 1_800_000_000_123, signer: 'old' as const };
+      expect(await store.setSecret('app1', 'the new one', rotation)).toBe(true);
+      const rotating = app('app1', { webhook: 'https://a.example/hook', secret: 'the new one', rotation });
+      expect(await store.get('app1')).toEqual(rotating);
+      expect((await store.list()).find((a) => a.key === 'app1')).toEqual(rotating);
+      expect(await store.get('app2')).toEqual(app('app2'));
+      expect((await store.get('app2'))?.rotation).toBeUndefined();
+      // Another webhook leaves the rotation as it is.
+      expect(await store.setWebhook('app1', '')).toBe(true);
+      expect((await store.get('app1'))?.rotation).toEqual(rotation);
+      // The signer changed (the same secret written again with the rotation's new fields).
+      const byNew = { ...rotation, signer: 'new' as const };
+      expect(await store.setSecret('app1', 'the new one', byNew)).toBe(true);
+      expect((await store.get('app1'))?.rotation).toEqual(byNew);
+      // Retired: the same secret without a rotation.
+      expect(await store.setSecret('app1', 'the new one')).toBe(true);
+      const retired = await store.get('app1');
+      expect(retired).toEqual(app('app1', { secret: 'the new one' }));
+      expect(retired).not.toHaveProperty('rotation');
+      expect(await store.setSecret('ghost', 'x', rotation)).toBe(false);
+      expect(await store.get('ghost')).toBeUndefined();
+    });
+
+    it('writes a secret only while the app still has the one given as ifSecret', async () => {
+      await store.upsert(app('app1'));
+      const rotation = { oldSecret: 'secret-of-app1', retiresAt: 5, signer: 'new' as const };
+      // A read that another write overtook: nothing changes.
+      expect(await store.setSecret('app1', 'second', rotation, 'not the secret')).toBe(false);
+      expect(await store.get('app1')).toEqual(app('app1'));
+      expect(await store.setSecret('app1', 'second', rotation, 'secret-of-app1')).toBe(true);
+      expect(await store.get('app1')).toEqual(app('app1', { secret: 'second', rotation }));
+      expect(await store.setSecret('app1', 'third', undefined, 'secret-of-app1')).toBe(false);
+      expect(await store.setSecret('app1', 'second', undefined, 'second')).toBe(true);
+      expect(await store.get('app1')).toEqual(app('app1', { secret: 'second' }));
+      expect(await store.setSecret('ghost', 'x', undefined, 'x')).toBe(false);
+    });
+
+    it('writes a rotation with the whole app, and an upsert without one ends it', async () => {
+      const rotation = { oldSecret: 'before ünïcode 🚀', retiresAt: 1, signer: 'new' as const };
+      await store.upsert(app('app1', { rotation }));
+      expect(await store.get('app1')).toEqual(app('app1', { rotation }));
+      await store.upsert(app('app1'));
+      expect(await store.get('app1')).not.toHaveProperty('rotation');
+    });
+
     it('sets and clears the webhook of one app and nothing else', async () => {
       await store.upsert(app('app1'));
       await store.upsert(app('app2', { webhook: 'https://b.example/hook' }));
@@ -187,6 +235,11 @@ export function appStoreContract(name: string, makeStore: () => Promise<AppStore
       expect(await other.get('app1')).toEqual(app('app1'));
       expect(await other.setSecret('app1', 'from the CLI')).toBe(true);
       expect((await store.get('app1'))?.secret).toBe('from the CLI');
+      const rotation = { oldSecret: 'from the CLI', retiresAt: 1_800_000_000_000, signer: 'new' as const };
+      expect(await other.setSecret('app1', 'rotated by the CLI', rotation)).toBe(true);
+      expect(await store.get('app1')).toMatchObject({ secret: 'rotated by the CLI', rotation });
+      expect(await other.setSecret('app1', 'rotated by the CLI')).toBe(true);
+      expect(await store.get('app1')).not.toHaveProperty('rotation');
       expect(await other.setWebhook('app1', 'https://cli.example/hook')).toBe(true);
       expect((await store.get('app1'))?.webhook).toBe('https://cli.example/hook');
       await other.upsert(app('app2', { features: ['ask'] }));

@@ -1,5 +1,5 @@
 import { type Feature, isFeature } from '@realtime/protocol';
-import type { App, AppStore } from '../types.js';
+import type { App, AppStore, SecretRotation } from '../types.js';
 import type { RedisClient, Script } from './client.js';
 
 /*
@@ -23,6 +23,22 @@ if redis.call('exists', KEYS[1]) == 0 then return 0 end
 redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
 return 1`;
 
+// Sets the secret of an existing app and its rotation fields, dropping those of a rotation before;
+// 0 when there is no such app, or (ARGV[1] '1') its secret is no longer ARGV[2]. KEYS: the app's
+// hash. ARGV: the check, the secret expected, then field, value pairs (the secret first).
+const SET_SECRET_LUA = `
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '1' and redis.call('hget', KEYS[1], 'secret') ~= ARGV[2] then return 0 end
+redis.call('hdel', KEYS[1], 'oldSecret', 'retiresAt', 'signer')
+redis.call('hset', KEYS[1], unpack(ARGV, 3))
+return 1`;
+
+/** A rotation's hash fields (none without one). */
+function rotationFields(rotation: SecretRotation | undefined): string[] {
+  if (!rotation) return [];
+  return ['oldSecret', rotation.oldSecret, 'retiresAt', String(rotation.retiresAt), 'signer', rotation.signer];
+}
+
 function toApp(fields: Record<string, string>): App | undefined {
   if (fields.key === undefined) return undefined;
   let features: Feature[] = [];
@@ -32,7 +48,7 @@ function toApp(fields: Record<string, string>): App | undefined {
   } catch {
     // An unreadable list grants nothing.
   }
-  return {
+  const app: App = {
     key: fields.key,
     secret: fields.secret ?? '',
     name: fields.name ?? '',
@@ -40,6 +56,14 @@ function toApp(fields: Record<string, string>): App | undefined {
     features,
     rateLimit: { perSecond: Number(fields.perSecond ?? 0), burst: Number(fields.burst ?? 0) },
   };
+  if (fields.oldSecret !== undefined && fields.retiresAt !== undefined) {
+    app.rotation = {
+      oldSecret: fields.oldSecret,
+      retiresAt: Number(fields.retiresAt),
+      signer: fields.signer === 'old' ? 'old' : 'new',
+    };
+  }
+  return app;
 }
 
 // KEYS: the app's hash, the set of app keys. ARGV: the app key, then field, value pairs. Stores an
@@ -62,6 +86,7 @@ export class RedisAppStore implements AppStore {
   readonly #client: RedisClient;
   readonly #upsert: Script;
   readonly #setField: Script;
+  readonly #setSecret: Script;
   readonly #remove: Script;
   readonly #adoptOne: Script;
   readonly #list: string;
@@ -71,6 +96,7 @@ export class RedisAppStore implements AppStore {
     this.#client = client;
     this.#upsert = client.script('rtAppUpsert', UPSERT_LUA);
     this.#setField = client.script('rtAppSetField', SET_FIELD_LUA);
+    this.#setSecret = client.script('rtAppSetSecret', SET_SECRET_LUA);
     this.#remove = client.script('rtAppRemove', REMOVE_LUA);
     this.#adoptOne = client.script('rtAppAdopt', ADOPT_LUA);
     this.#list = client.key('apps:{apps}');
@@ -139,13 +165,15 @@ export class RedisAppStore implements AppStore {
         String(app.rateLimit.perSecond),
         'burst',
         String(app.rateLimit.burst),
+        ...rotationFields(app.rotation),
       ],
     );
   }
 
-  async setSecret(key: string, secret: string): Promise<boolean> {
+  async setSecret(key: string, secret: string, rotation?: SecretRotation, ifSecret?: string): Promise<boolean> {
     await this.#adopt();
-    return (await this.#setField([this.#key(key)], ['secret', secret])) === 1;
+    const check = ifSecret === undefined ? ['0', ''] : ['1', ifSecret];
+    return (await this.#setSecret([this.#key(key)], [...check, 'secret', secret, ...rotationFields(rotation)])) === 1;
   }
 
   async setWebhook(key: string, url: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 /**
  * The apps (docs/dashboard.md, "Apps"): the list and a form to create one; an app's page with its
- * key, its secret behind "Reveal secret", rotation, name, plan and rate limit, a sealing-key
+ * key, its secret behind "Reveal secret", rotation (at once or with an overlap, and a rotation's
+ * state with "Retire old secret"), name, plan and rate limit, a sealing-key
  * generator that runs in this browser only, and deletion. Refusals show the service's message.
  */
 import { FEATURES, type Feature, SEAL_KEY_BYTES, toBase64Url } from '@realtime/protocol';
@@ -16,7 +17,24 @@ interface AppView {
   features: Feature[];
   rateLimit: { perSecond: number; burst: number };
   webhook: string;
+  /** While the app holds two secrets: when the old one retires, and which one signs webhooks. */
+  rotation?: Rotation;
 }
+
+interface Rotation {
+  retiresAt: number;
+  signer: 'new' | 'old';
+}
+
+/** How long the old secret keeps working after a rotation, as offered (seconds; 0: not at all). */
+const OVERLAPS: ReadonlyArray<[number, string]> = [
+  [0, 'Not at all: it stops at once (a leaked secret)'],
+  [3600, 'One hour'],
+  [86_400, '24 hours'],
+  [7 * 86_400, 'Seven days'],
+];
+
+const when = (ms: number) => new Date(ms).toLocaleString();
 
 const FEATURE_HELP: Record<Feature, string> = {
   history: 'History: rooms keep events for pages that join later',
@@ -181,17 +199,27 @@ export function AppSettings({ appKey }: { appKey: string }) {
   if (app === undefined) return html`<p class="muted">Loading…</p>`;
   return html`
     <h1 class="app-name">${app.name}</h1>
-    <${Credentials} appKey=${app.key} />
+    <${Credentials} appKey=${app.key} rotation=${app.rotation} onRotation=${(rotation: Rotation | undefined) => setApp({ ...app, rotation })} />
     <${Settings} app=${app} onSaved=${setApp} />
     <${SealingKey} />
     <${DeleteApp} appKey=${app.key} />
   `;
 }
 
-/** The app's key, its secret on demand, and rotation after a confirmation. */
-function Credentials({ appKey }: { appKey: string }) {
+/** The app's key, its secret on demand, rotation after a confirmation, and a rotation's state. */
+function Credentials({
+  appKey,
+  rotation,
+  onRotation,
+}: {
+  appKey: string;
+  rotation: Rotation | undefined;
+  onRotation: (rotation: Rotation | undefined) => void;
+}) {
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [confirming, setConfirming] = useState(false);
+  const [retiring, setRetiring] = useState(false);
+  const [overlap, setOverlap] = useState(0);
   const [notice, setNotice] = useState('');
   const { busy, error, setError, run } = useAction();
   const path = `/apps/${seg(appKey)}/secret`;
@@ -208,9 +236,27 @@ function Credentials({ appKey }: { appKey: string }) {
 
   function rotate() {
     return run('Rotating the secret', async () => {
-      setSecret((await api.post<{ secret: string }>(path)).secret);
-      setNotice('A new secret: the old one stops working within a second. Give your servers this one.');
+      const answer = await api.post<{ secret: string; rotation?: Rotation }>(
+        path,
+        overlap === 0 ? {} : { overlapSeconds: overlap },
+      );
+      setSecret(answer.secret);
+      onRotation(answer.rotation);
+      setNotice(
+        answer.rotation
+          ? `A new secret: the old one still works until ${when(answer.rotation.retiresAt)}. Give your servers this one, then retire the old one.`
+          : 'A new secret: the old one stops working within a second. Give your servers this one.',
+      );
       setConfirming(false);
+    });
+  }
+
+  function retire() {
+    return run('Retiring the old secret', async () => {
+      await api.post(`${path}/retire`);
+      onRotation(undefined);
+      setNotice('The old secret is retired: only the current one works, within a second.');
+      setRetiring(false);
     });
   }
 
@@ -240,16 +286,47 @@ function Credentials({ appKey }: { appKey: string }) {
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
       ${error && html`<p class="error" role="alert">${error}</p>`}
       ${
+        rotation &&
+        html`<p class="muted" data-rotation="on">
+            ${`Rotation under way: the old secret works until ${when(rotation.retiresAt)}; webhooks are signed with the ${rotation.signer} secret, and carry the other’s signature too.`}
+          </p>
+          ${
+            retiring
+              ? html`<${Confirm}
+                  label="Confirm the retirement"
+                  text="Retire the old secret now? Servers and tokens still using it stop working within a second."
+                  action="Retire now"
+                  busy=${busy}
+                  danger=${true}
+                  onConfirm=${retire}
+                  onCancel=${() => setRetiring(false)}
+                />`
+              : html`<div class="row aligned"><button class="btn" type="button" onClick=${() => setRetiring(true)}>Retire old secret</button></div>`
+          }`
+      }
+      ${
         confirming
           ? html`<${Confirm}
               label="Confirm the rotation"
-              text="Rotate the secret? The old one stops working within a second, for your servers and for room tokens not yet used."
+              text=${
+                overlap === 0
+                  ? 'Rotate the secret? The old one stops working within a second, for your servers and for room tokens not yet used.'
+                  : 'Rotate the secret? The old one keeps working for the time chosen, so your servers can move to the new one.'
+              }
               action="Rotate now"
               busy=${busy}
               onConfirm=${rotate}
               onCancel=${() => setConfirming(false)}
             />`
-          : html`<div class="row aligned"><button class="btn" type="button" onClick=${() => setConfirming(true)}>Rotate secret</button></div>`
+          : html`<div class="row aligned">
+              <label class="field">
+                <span>Old secret keeps working</span>
+                <select value=${String(overlap)} onChange=${(e: Event) => setOverlap(Number((e.currentTarget as HTMLSelectElement).value))}>
+                  ${OVERLAPS.map(([seconds, label]) => html`<option value=${String(seconds)}>${label}</option>`)}
+                </select>
+              </label>
+              <button class="btn" type="button" onClick=${() => setConfirming(true)}>Rotate secret</button>
+            </div>`
       }
     </section>
   `;
