@@ -169,6 +169,28 @@ describe('events and resume', () => {
     expect(await joined).toMatchObject({ truncated: true, resumed: true, replay: 3 });
   });
 
+  it('starts from since and epoch given to join (a first view the server rendered), reporting truncated', async () => {
+    const client = open();
+    const room = client.join('lobby', { token: 't', history: 5, since: '40-0', epoch: 'E1' });
+    const truncations: TruncatedInfo[] = [];
+    room.on('$truncated', (info) => truncations.push(info));
+    const page = await service().acceptWelcomed();
+    const join = await answerJoin(page, { epoch: 'E1', replay: 1, resumed: true });
+    expect(join).toEqual({ t: 'join', ref: join.ref, room: 'lobby', token: 't', since: '40-0', epoch: 'E1' });
+    page.send(event('lobby', '41-0', 'after'));
+    expect(await once((resolve) => room.on('chat', resolve))).toBe('after');
+    expect(room.lastId).toBe('41-0');
+    expect(truncations).toEqual([]);
+
+    // A history that started over since the first view: the service says truncated; the page hears it.
+    const other = client.join('hall', { token: 't', since: '7-0', epoch: 'E1' });
+    const lost = once<TruncatedInfo>((resolve) => other.on('$truncated', resolve));
+    const hall = await answerJoin(page, { epoch: 'E2', truncated: true });
+    expect(hall).toMatchObject({ room: 'hall', since: '7-0', epoch: 'E1' });
+    expect(await lost).toEqual({ room: 'hall', since: '7-0' });
+    expect(other.epoch).toBe('E2');
+  });
+
   it("remembers the room's epoch from joined and resumes with it next to since", async () => {
     const client = open();
     const room = client.join('lobby', { token: 't', history: 5 });

@@ -35,6 +35,14 @@ export interface JoinOptions {
   token: TokenSource;
   /** On the first join, replay the last `history` kept events (1 to 1,000) before live ones. */
   history?: number;
+  /**
+   * Start after this event id instead (wins over `history`): the last id of a first view your server
+   * rendered from the history read (`history` of `@realtime/node`), or one the page kept across a
+   * reload. The first join replays what came after it, `truncated` when some of it is gone.
+   */
+  since?: string;
+  /** The history read's `epoch`, with `since`: a different one now means the room started over. */
+  epoch?: string;
 }
 
 /**
@@ -192,6 +200,9 @@ export class Room {
     this.#link = link;
     this.#token = options.token;
     this.#history = options.history;
+    // The first join resumes from it, as a re-join does from the last event seen.
+    this.#lastId = options.since;
+    if (options.since !== undefined) this.#epoch = options.epoch;
     this.joined = new Promise<JoinedInfo>((resolve, reject) => {
       this.#settleJoined = { resolve, reject };
     });
