@@ -79,7 +79,10 @@ type FrameHandlers = { [T in ServerFrame['t']]?: (frame: Extract<ServerFrame, { 
  */
 export interface UserEventMeta {
   event: string;
-  /** The user who sent it, when a page sent it. */
+  /**
+   * Undefined: user events come from the customer's server (`emit` to `users`), never from a page.
+   * Kept so a user event's meta reads like a room event's.
+   */
   from: string | undefined;
 }
 
