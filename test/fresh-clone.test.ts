@@ -37,9 +37,14 @@ let clone: string;
 /** npx offline: the CLI must come from the clone, never from the registry. */
 const NPX_ENV = { ...ENV, npm_config_offline: 'true' };
 
-function run(command: string, args: string[], timeoutMs = 60_000, env = ENV): Promise<Exit> {
+function run(command: string, args: string[], timeoutMs = 60_000, env = ENV, input?: string): Promise<Exit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: clone,
+      env,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    if (input !== undefined) child.stdin?.end(input);
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => {
@@ -59,6 +64,8 @@ function run(command: string, args: string[], timeoutMs = 60_000, env = ENV): Pr
 
 /** `npx realtime ...`, exactly as the README writes it. */
 const realtime = (...args: string[]) => run(NPX, ['realtime', ...args], 60_000, NPX_ENV);
+/** The same, with `input` on stdin. */
+const realtimeWithInput = (input: string, ...args: string[]) => run(NPX, ['realtime', ...args], 60_000, NPX_ENV, input);
 const SLOW_MS = 180_000;
 
 beforeAll(async () => {
@@ -134,6 +141,18 @@ describe('a fresh clone after one npm ci', () => {
         'https://example.com/realtime',
       );
       expect(await ok('apps rotate-secret', 'apps', 'rotate-secret', 'shop')).toMatch(/^secret: \S{32,}\n$/);
+      // A rotation with an overlap: both secrets work until the old one retires.
+      expect(await ok('apps rotate-secret', 'apps', 'rotate-secret', 'shop', '--overlap', '24h')).toMatch(
+        /^secret: \S{32,}/,
+      );
+      expect(await ok('apps sign-webhooks', 'apps', 'sign-webhooks', 'shop', 'old')).not.toBe('');
+      expect(await ok('apps show', 'apps', 'show', 'shop')).toMatch(/^rotation: +old secret accepted until /m);
+      await ok('apps retire-secret', 'apps', 'retire-secret', 'shop');
+      expect(await ok('apps show', 'apps', 'show', 'shop')).toMatch(/^rotation: +-$/m);
+      const hashed = await realtimeWithInput('correct horse battery staple', 'dashboard-password');
+      expect(hashed.code, hashed.stderr).toBe(0);
+      expect(hashed.stdout).toMatch(/^scrypt\$/);
+      tried.add('dashboard-password');
 
       // serve: up, listening, then SIGTERM to its process group, as Ctrl-C in a terminal signals
       // npx and the server together (npx alone does not pass SIGTERM on).
