@@ -47,10 +47,10 @@ function run(command: string, args: string[], timeoutMs = 60_000, env = ENV, inp
     if (input !== undefined) child.stdin?.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    child.stdout?.setEncoding('utf8').on('data', (text: string) => {
       stdout += text;
     });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    child.stderr?.setEncoding('utf8').on('data', (text: string) => {
       stderr += text;
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
