@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 const src = (p: string) => fileURLToPath(new URL(`./packages/${p}/src/index.ts`, import.meta.url));
 
@@ -91,6 +91,8 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+          // Minutes of npm ci in a clone of its own: `npm run test:fresh-clone` (vitest.fresh-clone.config.ts).
+          exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts'],
         },
       },
       {
