@@ -500,6 +500,11 @@ async function apps(args: string[]): Promise<void> {
   const [command, ...rest] = args;
   const common: Flags = { data: { type: 'string' }, redis: { type: 'string' }, 'redis-cluster': { type: 'string' } };
   const noApp = (key: string) => new UsageError(`no app has the key ${JSON.stringify(key)}`);
+  // A rotation overtaken by other writes three times running (apps/secret-rotation.ts).
+  const keptChanging = (key: string) =>
+    new Failure(
+      `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
+    );
   switch (command) {
     case 'create': {
       const { values, source } = parse(
@@ -596,10 +601,7 @@ async function apps(args: string[]): Promise<void> {
       );
       if (!outcome.ok) {
         if (outcome.error === 'no_app') throw noApp(key);
-        if (outcome.error === 'changed')
-          throw new Failure(
-            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
-          );
+        if (outcome.error === 'changed') throw keptChanging(key);
         throw new Failure(
           `a rotation of ${JSON.stringify(key)} is under way until ${new Date(outcome.retiresAt ?? 0).toISOString()}: ` +
             `retire its old secret first (realtime apps retire-secret ${key}), or rotate with --overlap 0`,
@@ -616,12 +618,7 @@ async function apps(args: string[]): Promise<void> {
       const key = positionals[0];
       if (key === undefined) throw new UsageError('apps retire-secret needs the app key');
       const outcome = await withStore(values, source, (store) => retireSecret(store, key, Date.now()));
-      if (!outcome.ok)
-        throw outcome.error === 'no_app'
-          ? noApp(key)
-          : new Failure(
-              `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
-            );
+      if (!outcome.ok) throw outcome.error === 'no_app' ? noApp(key) : keptChanging(key);
       process.stdout.write(
         outcome.retired
           ? 'old secret retired: only the current secret is accepted\n'
@@ -639,10 +636,7 @@ async function apps(args: string[]): Promise<void> {
       const outcome = await withStore(values, source, (store) => setWebhookSigner(store, key, signer, Date.now()));
       if (!outcome.ok) {
         if (outcome.error === 'no_app') throw noApp(key);
-        if (outcome.error === 'changed')
-          throw new Failure(
-            `the secret of ${JSON.stringify(key)} kept changing meanwhile (another rotation at the same time): run it again`,
-          );
+        if (outcome.error === 'changed') throw keptChanging(key);
         throw new Failure(
           `no rotation of ${JSON.stringify(key)} is under way: webhooks are signed with its one secret`,
         );
