@@ -6,8 +6,10 @@ url=${REALTIME_URL:-http://127.0.0.1:4000}
 path=/service/realtime/emit
 body='{"rooms":["lobby"],"event":"chat","data":{"text":"hello from curl"}}'
 ts=$(date +%s)
-# publish key = HMAC-SHA256(secret, label); the signature = HMAC-SHA256(publish key, message)
-publish_key=$(printf '%s' 'service-realtime publish v1' | openssl dgst -sha256 -mac HMAC -macopt "key:${REALTIME_SECRET}" -r | cut -d' ' -f1)
+# publish key = HMAC-SHA256(secret, label); the signature = HMAC-SHA256(publish key, message).
+# The secret goes to openssl as hex, so every character of it is used as is (docs/api.md).
+secret_hex=$(printf '%s' "${REALTIME_SECRET}" | od -An -v -tx1 | tr -d ' \n')
+publish_key=$(printf '%s' 'service-realtime publish v1' | openssl dgst -sha256 -mac HMAC -macopt "hexkey:${secret_hex}" -r | cut -d' ' -f1)
 body_hash=$(printf '%s' "$body" | openssl dgst -sha256 -r | cut -d' ' -f1)
 signature=$(printf '%s\nPOST\n%s\n%s' "$ts" "$path" "$body_hash" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:${publish_key}" -r | cut -d' ' -f1)
 curl -sS -X POST "$url$path" \

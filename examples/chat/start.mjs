@@ -63,10 +63,12 @@ process.stderr.write(
 
 // SIGTERM and SIGINT drain (a second one, a moment later, exits at once); so does npm going away.
 handleStopSignals({
-  stop: async () => {
+  stop: async (reason) => {
+    service.log.info({ signal: reason }, 'draining and stopping');
     await demo.close();
     await development.close();
     await service.close();
+    service.log.info('stopped');
     process.exit(0);
   },
   force: () => process.exit(1),
