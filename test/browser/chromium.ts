@@ -48,13 +48,14 @@ export function chromiumPath(): string {
 /** The process behind each browser this module launched: it is closed by that process, not by name. */
 const processes = new WeakMap<Browser, BrowserServer>();
 
-/** Launches Chromium with {@link CHROMIUM_FLAGS} (and {@link MEDIA_FLAGS} with `media`). */
-export async function launchChromium(options: { media?: boolean } = {}): Promise<Browser> {
-  const server = await chromium.launchServer({
-    executablePath: chromiumPath(),
-    headless: true,
-    args: [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : [])],
-  });
+/**
+ * Launches Chromium with {@link CHROMIUM_FLAGS} (and {@link MEDIA_FLAGS} with `media`). With
+ * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern.
+ */
+export async function launchChromium(options: { media?: boolean; videoFile?: string } = {}): Promise<Browser> {
+  const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : [])];
+  if (options.videoFile) args.push(`--use-file-for-fake-video-capture=${options.videoFile}`);
+  const server = await chromium.launchServer({ executablePath: chromiumPath(), headless: true, args });
   try {
     const browser = await chromium.connect(server.wsEndpoint());
     processes.set(browser, server);

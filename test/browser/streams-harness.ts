@@ -23,8 +23,8 @@ function peer() {
   window.pc = pc;
   return pc;
 }
-window.present = async () => {
-  const media = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480, frameRate: 30 } });
+window.present = async (video) => {
+  const media = await navigator.mediaDevices.getUserMedia({ audio: true, video: video || { width: 640, height: 480, frameRate: 30 } });
   const pc = peer();
   for (const track of media.getTracks()) pc.addTransceiver(track, { direction: 'sendonly', streams: [media] });
   const offer = await pc.createOffer();
@@ -49,13 +49,16 @@ window.view = async (sdp) => {
   return answer.sdp;
 };
 window.rtpStats = async () => {
-  const out = { framesDecoded: 0, videoPackets: 0, audioPackets: 0, pliCount: 0, framesEncoded: 0, remoteAddresses: [] };
+  const out = { framesDecoded: 0, videoPackets: 0, audioPackets: 0, pliCount: 0, framesEncoded: 0, videoBytesSent: 0, targetBitrate: 0, availableOutgoingBitrate: 0, at: 0, remoteAddresses: [] };
   const report = await window.pc.getStats();
   report.forEach((s) => {
     if (s.type === 'inbound-rtp' && s.kind === 'video') { out.framesDecoded += s.framesDecoded || 0; out.videoPackets += s.packetsReceived || 0; }
     if (s.type === 'inbound-rtp' && s.kind === 'audio') out.audioPackets += s.packetsReceived || 0;
-    if (s.type === 'outbound-rtp' && s.kind === 'video') { out.pliCount += s.pliCount || 0; out.framesEncoded += s.framesEncoded || 0; }
+    if (s.type === 'outbound-rtp' && s.kind === 'video') {
+      out.pliCount += s.pliCount || 0; out.framesEncoded += s.framesEncoded || 0; out.videoBytesSent += s.bytesSent || 0; out.targetBitrate += s.targetBitrate || 0; out.at = s.timestamp;
+    }
     if (s.type === 'candidate-pair' && s.state === 'succeeded') {
+      out.availableOutgoingBitrate = Math.max(out.availableOutgoingBitrate, s.availableOutgoingBitrate || 0);
       const remote = report.get(s.remoteCandidateId);
       if (remote) out.remoteAddresses.push(remote.address);
     }
@@ -77,15 +80,21 @@ export interface RtpStats {
   videoPackets: number;
   /** Inbound audio. */
   audioPackets: number;
-  /** Outbound video: keyframe requests received, frames sent. */
+  /** Outbound video: keyframe requests received, frames sent, payload bytes sent by `at` (ms). */
   pliCount: number;
   framesEncoded: number;
+  videoBytesSent: number;
+  at: number;
+  /** The rate the browser's bandwidth estimate gives its video encoder (bit/s). */
+  targetBitrate: number;
+  /** The browser's estimate of what its working candidate pair carries (bit/s; 0 when unknown). */
+  availableOutgoingBitrate: number;
   /** The far ends of the page's working candidate pairs. */
   remoteAddresses: string[];
 }
 
 interface MediaWindow {
-  present(): Promise<string>;
+  present(video?: MediaTrackConstraints): Promise<string>;
   presented(sdp: string): Promise<void>;
   view(sdp: string): Promise<string>;
   rtpStats(): Promise<RtpStats>;
@@ -107,10 +116,15 @@ export interface MediaPage {
   unitSdp: string;
 }
 
-/** A presenter page sending its fake camera and microphone to `session`. */
-export async function openPresenter(browser: Browser, url: string, session: PresenterSession): Promise<MediaPage> {
+/** A presenter page sending its fake camera (640x480 unless `video` says) and microphone to `session`. */
+export async function openPresenter(
+  browser: Browser,
+  url: string,
+  session: PresenterSession,
+  video?: MediaTrackConstraints,
+): Promise<MediaPage> {
   const page = await mediaPage(browser, url, session);
-  const offer = await page.evaluate(() => (window as unknown as MediaWindow).present());
+  const offer = await page.evaluate((video) => (window as unknown as MediaWindow).present(video), video);
   const unitSdp = await session.answer(offer);
   await page.evaluate((sdp) => (window as unknown as MediaWindow).presented(sdp), unitSdp);
   return { page, unitSdp };

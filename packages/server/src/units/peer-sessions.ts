@@ -12,9 +12,12 @@ import {
   type RTCRtpSender,
   useNACK,
   usePLI,
+  useTransportWideCC,
+  useTWCC,
 } from 'werift';
 import { candidateAddress, filterSdpCandidates } from './ice-settings.js';
 import { NoMediaPortError, SessionClosedError } from './session-errors.js';
+import { TransportFeedback } from './transport-feedback.js';
 
 // Kept here too: the errors' own file holds no werift, so the unit host and signals load without it.
 export { NoMediaPortError, SessionClosedError } from './session-errors.js';
@@ -83,6 +86,65 @@ export function mediaConfig(): RTCPeerConnectionConfig {
 }
 
 /**
+ * The presenter's media: as {@link mediaConfig}, plus transport-wide congestion control on video
+ * (the `transport-cc` feedback and its header extension), so the presenter's browser learns from
+ * the unit's feedback what the path carries and ramps its send rate to it. Video only: the audio
+ * then carries no transport sequence numbers, and the video's run without gaps.
+ */
+export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
+  return {
+    codecs: {
+      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
+      video: [
+        new RTCRtpCodecParameters({
+          mimeType: 'video/VP8',
+          clockRate: 90_000,
+          rtcpFeedback: [useNACK(), usePLI(), useTWCC()],
+        }),
+      ],
+    },
+    headerExtensions: { audio: [], video: [useTransportWideCC()] },
+  };
+}
+
+/** How often the unit sends transport-wide feedback to a presenter (Chromium's own receivers: 50-250 ms). */
+const FEEDBACK_INTERVAL_MS = 50;
+
+type RtcpPacket = Parameters<RTCRtpReceiver['dtlsTransport']['sendRtcp']>[0][number];
+
+/**
+ * Sends transport-wide feedback for the packets `receiver` gets, every FEEDBACK_INTERVAL_MS while
+ * any arrived, until the returned stop is called (or werift stops the receiver).
+ *
+ * werift 0.24 hands each packet's transport sequence number, as it arrives, to the object in the
+ * receiver's `receiverTWCC` (its own feedback maker, which errs: see transport-feedback.ts), and
+ * makes one only while that slot is empty. This fills the slot, replacing any it made already.
+ */
+function sendTransportFeedback(receiver: RTCRtpReceiver): () => void {
+  const feedback = new TransportFeedback(receiver.rtcpSsrc);
+  const timer = setInterval(() => {
+    const packet = feedback.take(receiver.track?.ssrc ?? 0);
+    // sendRtcp only serializes what it is given; werift's own classes have no transport-cc builder to use.
+    const rtcp = { serialize: () => packet } as unknown as RtcpPacket;
+    if (packet) receiver.dtlsTransport.sendRtcp([rtcp]).catch(noop);
+  }, FEEDBACK_INTERVAL_MS);
+  timer.unref();
+  const stop = (): void => clearInterval(timer);
+  const slot = {
+    // A packet without the extension comes as undefined (werift does not check).
+    handleTWCC: (sequence: number | undefined) => {
+      if (sequence !== undefined) feedback.received(sequence, performance.now() * 1000);
+    },
+    // werift sets this false when the receiver stops.
+    set twccRunning(running: boolean) {
+      if (!running) stop();
+    },
+  };
+  receiver.receiverTWCC = slot as unknown as NonNullable<RTCRtpReceiver['receiverTWCC']>;
+  return stop;
+}
+
+/**
  * How long an ending session waits for a description being made. Host candidates only are
  * gathered (binding one socket), so this is never reached but for a fault in werift; the session
  * ends all the same then.
@@ -115,11 +177,13 @@ export abstract class PeerSession implements Session {
    */
   private setup: Promise<unknown> = Promise.resolve();
 
+  /** @param media codecs and header extensions in place of the hub's. */
   constructor(
     readonly id: string,
     protected readonly hub: UnitHub,
+    media: Partial<RTCPeerConnectionConfig> = {},
   ) {
-    this.pc = new RTCPeerConnection(hub.config());
+    this.pc = new RTCPeerConnection({ ...hub.config(), ...media });
     this.pc.connectionStateChange.subscribe((state) => {
       if (state === 'connected' && !this.ended) {
         this.connected();
@@ -200,12 +264,17 @@ export abstract class PeerSession implements Session {
 
 export class Presenter extends PeerSession implements PresenterSession {
   private video: RTCRtpReceiver | undefined;
+  private stopFeedback: (() => void) | undefined;
 
   constructor(id: string, hub: UnitHub) {
-    super(id, hub);
+    super(id, hub, presenterMediaConfig());
     this.pc.ontrack = ({ track, receiver }) => {
       if (this.closed) return;
-      if (track.kind === 'video') this.video = receiver;
+      if (track.kind === 'video') {
+        this.video = receiver;
+        this.stopFeedback?.();
+        this.stopFeedback = sendTransportFeedback(receiver);
+      }
       hub.attachSource(this, track);
     };
   }
@@ -224,6 +293,7 @@ export class Presenter extends PeerSession implements PresenterSession {
   }
 
   protected override detach(): void {
+    this.stopFeedback?.();
     this.hub.removePresenter(this);
   }
 }
