@@ -153,6 +153,8 @@ describe('POST /users/{id}/disconnect and POST /tokens/revoke', () => {
         { before: -1 },
         { before: 1.5 },
         { before: now + 600_000 },
+        // Seconds where milliseconds are meant: older than any token still valid.
+        { before: Math.floor(now / 1000) },
         { before: now, user: 7 },
         { before: now, user: '$root' },
         { before: now, users: ['a'] },

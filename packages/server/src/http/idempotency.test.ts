@@ -64,37 +64,46 @@ describe('idempotent', () => {
     });
   });
 
-  it('a failure that delivered nothing frees the key: the retry runs', async () => {
+  it('a refusal before anything was sent frees the key: the retry runs', async () => {
     const d = deps();
     await expect(
       idempotent(request('{}', 'k'), d, 'emit', async () => {
-        throw new StoreError('unavailable');
+        throw new ApiError('bad_request', 'refused before sending');
       }),
-    ).rejects.toBeInstanceOf(StoreError);
+    ).rejects.toBeInstanceOf(ApiError);
     expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: { r: '2-0' } }))).toEqual({
       ids: { r: '2-0' },
     });
   });
 
-  it('an emit that reached some rooms keeps the key held: a retry within the hold does not run', async () => {
-    let now = 1_000_000;
-    const d = { ...deps(new MemoryIdempotencyStore(), () => now), inFlightWaitMs: 0 };
-    await expect(
-      idempotent(request('{}', 'k'), d, 'emit', async () => {
-        throw new EmitIncomplete('unavailable', [{ event: 0, room: 'r' }], 1, undefined);
-      }),
-    ).rejects.toBeInstanceOf(EmitIncomplete);
-    let ran = false;
-    await expect(
-      idempotent(request('{}', 'k'), d, 'emit', async () => {
-        ran = true;
-        return {};
-      }),
-    ).rejects.toMatchObject({ code: 'idempotency_conflict', headers: { 'Retry-After': '1' } });
-    expect(ran).toBe(false);
-    now += IDEMPOTENCY_HOLD_MS;
-    expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: {} }))).toEqual({ ids: {} });
-  });
+  for (const [what, failure] of [
+    // A command that timed out or a connection dropped after sending: the store may have taken it.
+    ['a store failure (the outcome unknown)', () => new StoreError('unavailable')],
+    [
+      'an emit that reached some rooms',
+      () => new EmitIncomplete('unavailable', [{ event: 0, room: 'r' }], 1, undefined),
+    ],
+  ] as const) {
+    it(`${what} keeps the key held: a retry within the hold does not run`, async () => {
+      let now = 1_000_000;
+      const d = { ...deps(new MemoryIdempotencyStore(), () => now), inFlightWaitMs: 0 };
+      await expect(
+        idempotent(request('{}', 'k'), d, 'emit', async () => {
+          throw failure();
+        }),
+      ).rejects.toBeInstanceOf(Error);
+      let ran = false;
+      await expect(
+        idempotent(request('{}', 'k'), d, 'emit', async () => {
+          ran = true;
+          return {};
+        }),
+      ).rejects.toMatchObject({ code: 'idempotency_conflict', headers: { 'Retry-After': '1' } });
+      expect(ran).toBe(false);
+      now += IDEMPOTENCY_HOLD_MS;
+      expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: {} }))).toEqual({ ids: {} });
+    });
+  }
 
   it('a duplicate while the first is in flight waits for its answer', async () => {
     const d = deps();

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMITS } from '@realtime/protocol';
 import { EmitIncomplete } from '../core/emit.js';
+import { StoreError } from '../engines/store-error.js';
 import { ApiError } from './api-error.js';
 import type { ApiDeps, ApiRequest } from './context.js';
 
@@ -76,9 +77,11 @@ export async function idempotent(
   try {
     answer = await run();
   } catch (error) {
-    // Nothing was delivered (refused, or the store failed whole): a retry may try again. An emit that
-    // reached some rooms keeps its key held until the hold ends, so a retry does not repeat those.
-    if (!(error instanceof EmitIncomplete)) {
+    // Refused before anything was sent: a retry may try again. A store that failed may still have
+    // taken it (a command that timed out, a connection dropped after sending), and an emit that
+    // reached some rooms has delivered there: the key stays held until the hold ends, so a retry
+    // in that time does not deliver it twice.
+    if (!(error instanceof EmitIncomplete) && !(error instanceof StoreError)) {
       try {
         await deps.idempotency.release(app, key, print);
       } catch (releasing) {

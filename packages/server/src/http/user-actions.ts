@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { isRecord, LIMITS, userIdProblem } from '@realtime/protocol';
 import { quote } from '../core/quote.js';
+import { revocationEnd } from '../users/token-revocations.js';
 import { ApiError } from './api-error.js';
 import type { ApiRequest, Handler } from './context.js';
 import { parseQuery } from './query.js';
@@ -72,6 +73,13 @@ export const revokeTokens: Handler = async (request, deps) => {
   // A time ahead would refuse the fresh tokens pages fetch once closed: only the clock difference is allowed.
   if (before > deps.now() + BEFORE_AHEAD_MS) {
     throw new ApiError('bad_request', 'before is more than 5 minutes ahead of the service clock');
+  }
+  // No token issued that long ago is still valid: most likely seconds where milliseconds are meant.
+  if (revocationEnd(before) <= deps.now()) {
+    throw new ApiError(
+      'bad_request',
+      'before is older than any token still valid (a day and 10 minutes): it counts milliseconds since the epoch',
+    );
   }
   const outcome = await deps.users.revoke(request.app.key, user, before);
   if (outcome === 'full') {

@@ -20,6 +20,15 @@ describe('issuedAt', () => {
     expect(issuedAt({ iat: 0, exp: T + 2 * 86_400 })).toBe((T + 2 * 86_400 - DAY_AND_LEEWAY) * 1000);
   });
 
+  it("takes an iat after the token's own exp (milliseconds, or far ahead) as absent, so a revocation covers it", () => {
+    expect(issuedAt({ iat: T * 1000, exp: T + 3600 })).toBe((T + 3600 - DAY_AND_LEEWAY) * 1000);
+    expect(issuedAt({ iat: T + 365 * 86_400, exp: T + 3600 })).toBe((T + 3600 - DAY_AND_LEEWAY) * 1000);
+    // Revoked at T: the token above (exp an hour on) counts as issued before it.
+    expect(covers({ app: T * 1000, users: new Map() }, undefined, issuedAt({ iat: T * 1000, exp: T + 3600 }))).toBe(
+      true,
+    );
+  });
+
   it('a revocation kept until revocationEnd covers every token issued before it that is still valid', () => {
     const before = T * 1000;
     const end = revocationEnd(before);
@@ -99,6 +108,42 @@ describe('TokenRevocations', () => {
     cache.forget();
     expect(await cache.revoked('app', 'ann', claims(T - 1))).toBe(true);
     expect(store.reads).toBe(reads + 1);
+  });
+
+  it('a re-read of a stale entry that began before a revocation does not put the old answer back over it', async () => {
+    let now = T * 1000;
+    const memory = new MemoryRevocationStore();
+    // Once held, a read takes the store's state when it is called and answers when the test says.
+    let held: { answer?: () => void } | undefined;
+    const store: RevocationStore = {
+      revoke: memory.revoke.bind(memory),
+      read: (app, nowMs) => {
+        const state = memory.read(app, nowMs);
+        const gate = held;
+        if (gate === undefined) return state;
+        return new Promise<AppRevocations>((resolve) => {
+          gate.answer = () => resolve(state);
+        });
+      },
+    };
+    const cache = new TokenRevocations({ store, log, now: () => now });
+    expect(await cache.revoked('app', 'ann', claims(T - 1))).toBe(false);
+    now += REVOCATIONS_STALE_MS;
+    const gate: { answer?: () => void } = {};
+    held = gate;
+    const rereading = cache.revoked('app', 'ann', claims(T - 1));
+    for (let turns = 0; turns < 100 && gate.answer === undefined; turns++) await Promise.resolve();
+    expect(gate.answer, 'the re-read reached the store').toBeDefined();
+    // The store read ran before the revocation; the broadcast of it comes before the read's reply.
+    memory.revoke('app', 'ann', now, revocationEnd(now), 10, now);
+    cache.noted('app', 'ann', now);
+    gate.answer?.();
+    await rereading;
+    held = undefined;
+    // Not the old answer cached as fresh (that said false for 30 s): read again, or taken as noted.
+    const after = cache.revoked('app', 'ann', claims(T - 1));
+    expect(after).not.toBe(false);
+    expect(await after).toBe(true);
   });
 
   it("a revocation told of one app leaves another app's read cached", async () => {

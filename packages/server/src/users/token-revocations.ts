@@ -30,8 +30,11 @@ export function revocationEnd(beforeMs: number): number {
  */
 export function issuedAt(claims: IssuedClaims): number {
   const floor = claims.exp * 1000 - (LIMITS.tokenMaxLifetimeSeconds + LIMITS.tokenLeewaySeconds) * 1000;
-  const iat =
-    typeof claims.iat === 'number' && Number.isFinite(claims.iat) ? claims.iat * 1000 : Number.NEGATIVE_INFINITY;
+  // An `iat` after the token's own `exp` (one written in milliseconds, or far ahead) says nothing
+  // true: taken as absent, so such a token counts as issued as early as its `exp` allows and a
+  // revocation still covers it.
+  const plausible = typeof claims.iat === 'number' && Number.isFinite(claims.iat) && claims.iat <= claims.exp;
+  const iat = plausible ? (claims.iat as number) * 1000 : Number.NEGATIVE_INFINITY;
   return Math.max(iat, floor);
 }
 
@@ -91,12 +94,12 @@ export class TokenRevocations implements RevocationCheck {
 
   /** A revocation this node made or was told of: in the cache at once (the store has it already). */
   noted(app: string, user: string | undefined, beforeMs: number): void {
+    // A read under way may have read the store before this revocation: its answer must not land
+    // in the cache over the one noted here (it is still answered to whoever asked).
+    this.#abandon(app);
     const cached = this.#apps.get(app);
-    if (!cached) {
-      // Read whole from the store when next needed; a read under way may have missed this one.
-      this.#abandon(app);
-      return;
-    }
+    // None cached: read whole from the store when next needed.
+    if (!cached) return;
     const { revocations } = cached;
     if (user === undefined) {
       revocations.app = Math.max(revocations.app ?? Number.NEGATIVE_INFINITY, beforeMs);
