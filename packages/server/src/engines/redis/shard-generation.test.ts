@@ -4,6 +4,7 @@
  * theirs, and a room moved by a reshard keeps its epoch (nothing was lost).
  */
 import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisCluster, type TestRedisCluster } from '../../../test/redis-cluster.js';
 import { uniquePrefix, untilItWorks } from '../../../test/redis-server.js';
@@ -46,8 +47,16 @@ const epochOf = async (room: string) => (await history.last('app1', room, 1, T0)
 
 describe('replicated', () => {
   it('answers once the write is on the primary’s replica', async () => {
-    await history.append('app1', 'copied', { event: 'e', data: '"x"' }, KEEP, T0);
     const [meta] = roomKeys(prefix, 'app1', 'copied');
+    // Right after the cluster formed, the client's slot map may not list the replica yet (it then has
+    // nothing to wait for and answers at once): wait, bounded, until it does.
+    const redis = client.redis as Cluster;
+    for (let tries = 0; tries < 100 && (redis.slots[calculateSlot(meta)]?.length ?? 0) < 2; tries++) {
+      redis.refreshSlotsCache();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(redis.slots[calculateSlot(meta)]?.length, 'a replica in the client’s slot map').toBeGreaterThanOrEqual(2);
+    await history.append('app1', 'copied', { event: 'e', data: '"x"' }, KEEP, T0);
     expect(await client.replicated(meta)).toBe(true);
     const primary = await cluster.primaryOf(meta);
     const replica = (await cluster.nodes()).find((node) => node.primaryId === primary.id);
