@@ -354,7 +354,9 @@ describe('the chat demo in headless Chromium: errors, pending sends, reconnects'
 
     // A real leave is told, once, after the grace.
     await cat.context().close();
-    await ann.locator('#log li.member', { hasText: 'cat left' }).waitFor({ timeout: 10_000 });
+    // Each page is told on its own socket: wait for both before counting.
+    for (const page of [ann, ben])
+      await page.locator('#log li.member', { hasText: 'cat left' }).waitFor({ timeout: 10_000 });
     expect(await memberNotices(ann)).toEqual(['ben joined', 'cat joined', 'cat left']);
     expect(await memberNotices(ben)).toEqual(['cat joined', 'cat left']);
   });
