@@ -105,7 +105,7 @@ function exited(child: ChildProcess): Promise<void> {
 export async function startRedis(options: RedisServerOptions = {}): Promise<TestRedis> {
   const binary = process.env.REDIS_SERVER_PATH || 'redis-server';
   const dir = mkdtempSync(join(tmpdir(), 'realtime-redis-'));
-  const port = await freePort();
+  let port = await freePort();
   const args = [
     '--bind',
     '127.0.0.1',
@@ -174,7 +174,18 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Test
   };
   process.once('exit', cleanupAtExit);
 
-  await start();
+  // The port was free when picked, but another process may take it before redis-server binds it:
+  // pick another and start again (bounded).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (attempt >= 5 || !(error instanceof Error) || !error.message.includes('Address already in use')) throw error;
+      port = await freePort();
+      args[args.indexOf('--port') + 1] = String(port);
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
