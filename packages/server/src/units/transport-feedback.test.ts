@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RtcpPacketConverter, RtcpTransportLayerFeedback, TransportWideCC } from 'werift';
-import { TransportFeedback } from './transport-feedback.js';
+import { MAX_HELD, TransportFeedback } from './transport-feedback.js';
 
 const SENDER = 0x11223344;
 const MEDIA = 0x55667788;
@@ -138,6 +138,20 @@ describe('TransportFeedback', () => {
     expect(second.packets).toHaveLength(500);
     // 149.9 ms after the first, on the 250 µs grid.
     expect(second.packets.at(-1)).toEqual({ sequence: 1499, received: true, at: 3_150_000 });
+  });
+
+  it('holds at most MAX_HELD arrivals between feedbacks: those past it are reported lost', () => {
+    const feedback = new TransportFeedback(SENDER);
+    // Numbering that jumps 1001 ahead each packet (a sender gone wrong): each feedback lists one run.
+    for (let i = 0; i < MAX_HELD + 500; i++) feedback.received((i * 1001) & 0xffff, 3_000_000 + i);
+    let feedbacks = 0;
+    let received = 0;
+    for (let packet = feedback.take(MEDIA); packet && feedbacks < 2 * MAX_HELD; packet = feedback.take(MEDIA)) {
+      feedbacks++;
+      received += decode(packet).packets.filter((p) => p.received).length;
+    }
+    expect(received).toBeLessThanOrEqual(MAX_HELD);
+    expect(feedback.take(MEDIA)).toBeUndefined();
   });
 
   it('skips a gap too long to list, and starts a new feedback where arrivals are over 8 s apart', () => {

@@ -26,6 +26,11 @@ const LARGE_DELTA = 2;
 const MAX_RUN = 0x1fff;
 /** At most this many packets in one feedback, so it fits one datagram whatever the loss. */
 const MAX_PACKETS = 1000;
+/**
+ * Arrivals held between feedbacks at most: a sender whose numbering jumps about (or floods) cannot
+ * make the unit hold more; packets past it are reported lost, which slows the sender down.
+ */
+export const MAX_HELD = 8192;
 
 type Status = typeof NOT_RECEIVED | typeof SMALL_DELTA | typeof LARGE_DELTA;
 
@@ -46,6 +51,7 @@ export class TransportFeedback {
     const extended = this.extend(sequence);
     // Already reported (as lost, or a duplicate): the sender has moved on from it.
     if (this.next !== undefined && extended < this.next) return;
+    if (this.arrivals.size >= MAX_HELD) return;
     if (!this.arrivals.has(extended)) this.arrivals.set(extended, arrivalUs);
   }
 
