@@ -47,6 +47,9 @@ describe('page gateway: presence', () => {
       (f) =>
         isEvent(event, room)(f) && (user === undefined || (f.data as { user?: unknown } | undefined)?.user === user),
     );
+  /** Waits until the page has a user's `$member.*` event: it goes out after the `joined` it follows. */
+  const memberEvent = (p: RawPage, room: string, event: '$member.joined' | '$member.left', user: string) =>
+    p.next((f) => isEvent(event, room)(f) && (f.data as Frame | undefined)?.user === user, `${user} ${event}`);
   const appEvents = (room: string) =>
     (server.events as unknown as { events: { app: string; event: AppEvent }[] }).events
       .filter((e) => e.app === server.app.key && 'room' in e.event && e.event.room === room)
@@ -138,9 +141,18 @@ describe('page gateway: presence', () => {
     const carol2 = await open('carol', { name: 'Carol', color: 'red' });
     const dave = await open('dave');
     const erin = await open('erin', { role: 'admin' });
-    for (const p of [carol1, carol2, dave, erin]) await join(p, room);
+    for (const [p, user] of [
+      [carol1, 'carol'],
+      [carol2, undefined],
+      [dave, 'dave'],
+      [erin, 'erin'],
+    ] as const) {
+      await join(p, room);
+      if (user !== undefined) await memberEvent(p, room, '$member.joined', user);
+    }
     const newcomer = await open('newcomer', { n: 1 });
     const members = (await join(newcomer, room)).members as { user: string }[];
+    await memberEvent(newcomer, room, '$member.joined', 'newcomer');
     expect([...members].sort(byUser)).toEqual([
       { user: 'carol', info: { name: 'Carol', color: 'red' } },
       { user: 'dave' },
@@ -161,6 +173,8 @@ describe('page gateway: presence', () => {
     const room = 'not-members';
     const obs = await open('watcher');
     await join(obs, room);
+    // Its own `$member.joined` goes out after `joined`: the pages below join once it went.
+    await memberEvent(obs, room, '$member.joined', 'watcher');
     const anon = await open();
     await join(anon, room);
     const bob = await open('bob', { name: 'Bob' });
@@ -177,6 +191,7 @@ describe('page gateway: presence', () => {
       'watcher',
     ]);
     // They still get the room's events, $member.* included: they are seated, only not members.
+    await memberEvent(later, room, '$member.joined', 'later');
     await barrier(room, anon, bob, frank);
     for (const p of [anon, bob, frank]) {
       expect(memberEvents(p, room, '$member.joined').map((f) => (f.data as Frame).user)).toEqual(['later']);

@@ -108,6 +108,8 @@ describe('cluster: presence and webhooks across nodes', () => {
     await join(0, obs, room);
     const tabs = await Promise.all([0, 1, 2].map((i) => open(i, 'carol')));
     await Promise.all(tabs.map((tab, i) => join(i, tab, room)));
+    // `$member.joined` goes out after the first tab's `joined`, so it may trail a later event: wait for it.
+    await obs.next((f) => f.event === '$member.joined' && userOf(f) === 'carol', 'carol joined');
     await barrier(room, 1, obs);
     expect(members(obs, room, '$member.joined', 'carol')).toHaveLength(1);
 
