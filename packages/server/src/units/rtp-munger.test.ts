@@ -45,6 +45,19 @@ describe('RtpMunger', () => {
     expect(munger.map(B, 39_999, 123_456, false, 380)).toBeUndefined();
   });
 
+  it('resumes the same source after a pause without the gap of the packets not forwarded', () => {
+    const munger = new RtpMunger(CLOCK);
+    munger.switchTo(A, 10, 1000, 0);
+    munger.map(A, 10, 1000, false, 0);
+    // Packets 11 to 59 were not forwarded (the viewer paused); 60 is a keyframe 2 s later.
+    munger.switchTo(A, 60, 1000 + 60 * FRAME, 2000);
+    expect({ ...munger.map(A, 60, 1000 + 60 * FRAME, false, 2000) }).toEqual({
+      sequenceNumber: 11,
+      timestamp: 1000 + 2000 * 90,
+    });
+    expect(munger.map(A, 59, 1000, false, 2000)).toBeUndefined();
+  });
+
   it('moves the timestamp on by at least one tick when no time passed', () => {
     const munger = new RtpMunger(CLOCK);
     munger.switchTo(A, 10, 700, 0);

@@ -80,7 +80,11 @@ export class RtpMunger {
     return this.ssrc;
   }
 
-  /** Takes packets from `ssrc` from this one (its first, a keyframe) on; call `map` for it next. */
+  /**
+   * Takes packets from `ssrc` from this one (its first, a keyframe) on; call `map` for it next. Also
+   * for the same SSRC after forwarding stopped for a while (a paused viewer resumed): the packets not
+   * forwarded meanwhile leave no gap.
+   */
   switchTo(ssrc: number, sequenceNumber: number, timestamp: number, nowMs: number): void {
     if (this.started) {
       const next = this.highest + this.seqOffset + 1;
