@@ -1,0 +1,260 @@
+/**
+ * Which simulcast layer one viewer gets, from the layers' measured rates, the viewer's downlink
+ * estimate (REMB or transport-cc), the size its video element asked for and whether it paused video.
+ * Deterministic: the caller passes the time in and calls `update` whenever something changed (an
+ * estimate arrived, a layer started or stopped, the viewer asked for a size) or on a tick; there are
+ * no timers inside.
+ *
+ * Rules, in the order they apply:
+ * 1. Paused: no video (`target` undefined); the layer is chosen afresh on resume.
+ * 2. Only flowing layers are candidates.
+ * 3. Size: with `maxWidth`/`maxHeight` asked, the candidates stop at the smallest flowing layer of
+ *    known size that covers the asked box, so the picture is never blurry and never larger than
+ *    needed (as LiveKit's adaptive stream). With `fit: 'contain'` (the default, a `<video>` element's
+ *    own) a layer covers the box when its width or its height reaches the box's: the frame fitted
+ *    into the box is then shown no larger than the layer; with `fit: 'cover'` both must. Layers of
+ *    unknown size never stop the candidates; when no layer covers the box, all flowing layers remain.
+ * 4. Start (first update, after a pause, or when the layer in use stopped flowing or went above the
+ *    size limit): with an estimate, the highest candidate whose rate fits it (not above the layer in
+ *    use, when replacing one), the lowest when none fits. With no estimate yet, the lowest candidate
+ *    (its small keyframe reaches the viewer soonest and nothing is known of the link; the estimate
+ *    then lifts it), or, replacing a layer, the highest candidate below it. Without an estimate the
+ *    layer stays where it is: a viewer that never sends one stays on the lowest layer.
+ * 5. Down at once: when the current layer's rate exceeds the estimate, to the highest lower
+ *    candidate that fits, the lowest when none does (so a viewer on a shrinking link keeps getting
+ *    frames instead of freezing behind a queue).
+ * 6. Up after a hold: when the estimate has covered the next candidate's rate × `upMargin` for
+ *    `holdMs` without a break, one layer up.
+ * 7. Probe: a receiver's REMB estimate only rises to about 1.5× what it receives, so a viewer on a
+ *    low layer cannot earn the next one by itself. When the next candidate does not fit yet, the
+ *    current layer does, the current layer has been held for `holdMs` and no probe ran in the last
+ *    `probeWaitMs`, the answer carries a `probe`: padding at the next layer's rate minus the
+ *    current one's for `probeMs`, so the estimate can grow. The same probe is answered on every
+ *    update until `untilMs` (the caller pads while its clock is before `untilMs`); a move up ends it.
+ *    A probe whose estimate did not rise by `probeRise`, or during which the layer had to move down,
+ *    doubles the wait before the next (up to `maxProbeWaitMs`); one that worked resets it. A move
+ *    down also puts the next probe off by the current wait.
+ */
+
+export interface LayerState {
+  /** The layer's measured rate (bits/s). */
+  rate: number;
+  /** Whether packets of the layer arrive. */
+  flowing: boolean;
+  /** The layer's picture size, when known (from its last keyframe). */
+  width?: number;
+  height?: number;
+}
+
+export interface LayerInput {
+  nowMs: number;
+  /** The presenter's layers, lowest first. */
+  layers: readonly LayerState[];
+  /** The viewer's downlink estimate (bits/s); undefined while none is known yet. */
+  estimate?: number;
+  /** The size the viewer shows the video at (its element's size in device pixels). */
+  maxWidth?: number;
+  maxHeight?: number;
+  /** How the element fits the picture into that size; `contain` unless set. */
+  fit?: 'contain' | 'cover';
+  /** The viewer asked for no video (hidden element). */
+  paused?: boolean;
+}
+
+export interface LayerProbe {
+  /** Padding to add to the viewer's stream (bits/s). */
+  bitsPerSecond: number;
+  /** Until when (ms, the caller's clock). */
+  untilMs: number;
+}
+
+export interface LayerDecision {
+  /** The layer to forward (index into `layers`); undefined: send no video. */
+  target: number | undefined;
+  probe?: LayerProbe;
+}
+
+export interface LayerAllocatorOptions {
+  /** The estimate must cover the next layer's rate times this to move up; 1.1 unless set. */
+  upMargin?: number;
+  /** How long it must have covered it (ms); 1500 unless set. Also the settle time before a probe. */
+  holdMs?: number;
+  /** How long a probe pads (ms); 2000 unless set. */
+  probeMs?: number;
+  /** The wait between probes (ms); 5000 unless set, doubled after each probe that failed. */
+  probeWaitMs?: number;
+  /** The longest wait between probes (ms); 60000 unless set. */
+  maxProbeWaitMs?: number;
+  /** A probe worked when the estimate rose to at least this times where it started; 1.1 unless set. */
+  probeRise?: number;
+}
+
+interface RunningProbe {
+  bitsPerSecond: number;
+  untilMs: number;
+  startEstimate: number;
+}
+
+export class LayerAllocator {
+  private readonly upMargin: number;
+  private readonly holdMs: number;
+  private readonly probeMs: number;
+  private readonly probeWaitMs: number;
+  private readonly maxProbeWaitMs: number;
+  private readonly probeRise: number;
+
+  private current: number | undefined;
+  /** When the current layer was chosen (ms). */
+  private changedAt = Number.NEGATIVE_INFINITY;
+  /** Since when the estimate has covered the next layer (ms), while it does. */
+  private upSince: number | undefined;
+  private probe: RunningProbe | undefined;
+  private probeWait: number;
+  private nextProbeAt = Number.NEGATIVE_INFINITY;
+
+  constructor(options: LayerAllocatorOptions = {}) {
+    this.upMargin = options.upMargin ?? 1.1;
+    this.holdMs = options.holdMs ?? 1500;
+    this.probeMs = options.probeMs ?? 2000;
+    this.probeWaitMs = options.probeWaitMs ?? 5000;
+    this.maxProbeWaitMs = options.maxProbeWaitMs ?? 60_000;
+    this.probeRise = options.probeRise ?? 1.1;
+    this.probeWait = this.probeWaitMs;
+  }
+
+  /** The layer chosen by the last update. */
+  get target(): number | undefined {
+    return this.current;
+  }
+
+  update(input: LayerInput): LayerDecision {
+    const { nowMs, layers, estimate } = input;
+    if (input.paused) return this.none();
+    const cap = sizeCap(input);
+    const candidate = (i: number) => i <= cap && layers[i]?.flowing === true;
+    const lowest = nextCandidate(layers, -1, candidate);
+    if (lowest === undefined) return this.none();
+
+    if (this.current === undefined || !candidate(this.current)) {
+      // A fresh start, or the layer in use stopped flowing or went above the size asked for.
+      const start =
+        estimate === undefined && this.current === undefined
+          ? lowest
+          : (highestFitting(
+              layers,
+              this.current ?? layers.length - 1,
+              candidate,
+              estimate ?? Number.POSITIVE_INFINITY,
+            ) ?? lowest);
+      this.change(start, nowMs);
+      this.probe = undefined;
+      return { target: start };
+    }
+    if (estimate === undefined) return { target: this.current };
+
+    const current = this.current;
+    if (this.probe !== undefined && nowMs >= this.probe.untilMs) {
+      this.judgeProbe(estimate >= this.probe.startEstimate * this.probeRise, nowMs);
+    }
+
+    const currentRate = (layers[current] as LayerState).rate;
+    if (currentRate > estimate) {
+      const down = highestFitting(layers, current - 1, candidate, estimate) ?? lowest;
+      if (this.probe !== undefined) this.judgeProbe(false, nowMs);
+      this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.probeWait);
+      this.upSince = undefined;
+      if (down !== current) this.change(down, nowMs);
+      return { target: this.current };
+    }
+
+    const next = nextCandidate(layers, current, candidate);
+    if (next === undefined) {
+      this.upSince = undefined;
+      this.probe = undefined;
+      return { target: current };
+    }
+    const nextRate = (layers[next] as LayerState).rate;
+    if (estimate >= nextRate * this.upMargin) {
+      this.upSince ??= nowMs;
+      if (nowMs - this.upSince >= this.holdMs) {
+        if (this.probe !== undefined) this.judgeProbe(true, nowMs);
+        this.change(next, nowMs);
+        return { target: next };
+      }
+    } else {
+      this.upSince = undefined;
+      if (
+        this.probe === undefined &&
+        nowMs >= this.nextProbeAt &&
+        nowMs - this.changedAt >= this.holdMs &&
+        nextRate > currentRate
+      ) {
+        this.probe = { bitsPerSecond: nextRate - currentRate, untilMs: nowMs + this.probeMs, startEstimate: estimate };
+      }
+    }
+    if (this.probe === undefined) return { target: current };
+    return { target: current, probe: { bitsPerSecond: this.probe.bitsPerSecond, untilMs: this.probe.untilMs } };
+  }
+
+  private none(): LayerDecision {
+    this.current = undefined;
+    this.upSince = undefined;
+    this.probe = undefined;
+    return { target: undefined };
+  }
+
+  private change(layer: number, nowMs: number): void {
+    this.current = layer;
+    this.changedAt = nowMs;
+    this.upSince = undefined;
+  }
+
+  /** Ends the running probe: the wait before the next resets when it worked, doubles when not. */
+  private judgeProbe(worked: boolean, nowMs: number): void {
+    this.probeWait = worked ? this.probeWaitMs : Math.min(this.probeWait * 2, this.maxProbeWaitMs);
+    this.nextProbeAt = nowMs + this.probeWait;
+    this.probe = undefined;
+  }
+}
+
+/** The highest layer index the asked size allows (the last one when nothing limits). */
+function sizeCap(input: LayerInput): number {
+  const { layers, maxWidth, maxHeight } = input;
+  const last = layers.length - 1;
+  if (maxWidth === undefined && maxHeight === undefined) return last;
+  const cover = input.fit === 'cover';
+  for (let i = 0; i < layers.length; i++) {
+    const layer = layers[i] as LayerState;
+    if (!layer.flowing || layer.width === undefined || layer.height === undefined) continue;
+    const wide = maxWidth === undefined || layer.width >= maxWidth;
+    const tall = maxHeight === undefined || layer.height >= maxHeight;
+    // With one side asked only, that side decides, whatever the fit.
+    const covers =
+      maxWidth === undefined || maxHeight === undefined ? wide && tall : cover ? wide && tall : wide || tall;
+    if (covers) return i;
+  }
+  return last;
+}
+
+/** The first candidate above `after`. */
+function nextCandidate(
+  layers: readonly LayerState[],
+  after: number,
+  candidate: (i: number) => boolean,
+): number | undefined {
+  for (let i = after + 1; i < layers.length; i++) if (candidate(i)) return i;
+  return undefined;
+}
+
+/** The highest candidate at or below `ceiling` whose rate fits `budget`. */
+function highestFitting(
+  layers: readonly LayerState[],
+  ceiling: number,
+  candidate: (i: number) => boolean,
+  budget: number,
+): number | undefined {
+  for (let i = Math.min(ceiling, layers.length - 1); i >= 0; i--) {
+    if (candidate(i) && (layers[i] as LayerState).rate <= budget) return i;
+  }
+  return undefined;
+}
