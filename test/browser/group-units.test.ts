@@ -41,8 +41,8 @@ interface PeerMedia {
 
 /** What a page sends to its own unit. */
 interface UplinkMedia {
-  /** One entry per outbound video stream: bytes and frames sent. */
-  video: { bytesSent: number; framesSent: number }[];
+  /** One entry per outbound video stream (simulcast layer): its rid, bytes and frames sent. */
+  video: { rid: string; bytesSent: number; framesSent: number }[];
   audioPackets: number;
   /** Video frames received on it: none (send-only). */
   framesDecoded: number;
@@ -211,7 +211,11 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
           audioIn: inbound('audio').reduce((n, r) => n + Number(r.packetsReceived ?? 0), 0),
           video: all
             .filter((r) => r.type === 'outbound-rtp' && r.kind === 'video')
-            .map((r) => ({ bytesSent: Number(r.bytesSent ?? 0), framesSent: Number(r.framesSent ?? 0) })),
+            .map((r) => ({
+              rid: String(r.rid ?? ''),
+              bytesSent: Number(r.bytesSent ?? 0),
+              framesSent: Number(r.framesSent ?? 0),
+            })),
           audioOut: all
             .filter((r) => r.type === 'outbound-rtp' && r.kind === 'audio')
             .reduce((n, r) => n + Number(r.packetsSent ?? 0), 0),
@@ -277,7 +281,8 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     const deadline = Date.now() + 30_000;
     for (;;) {
       const uplink = (await media(page)).uplink;
-      if (uplink?.video.some((v) => v.bytesSent > above && v.framesSent > 0) && uplink.pair.length === 2) {
+      const bytes = uplink?.video.reduce((n, v) => n + v.bytesSent, 0) ?? 0;
+      if (uplink?.video.some((v) => v.framesSent > 0) && bytes > above && uplink.pair.length === 2) {
         return uplink;
       }
       if (Date.now() > deadline) throw new Error(`no media sent to the unit: ${JSON.stringify(uplink)}`);
@@ -298,14 +303,20 @@ describe('group calls in unit mode in headless Chromium, units and ICE on loopba
     }
   }
 
-  /** The page's media goes once, to its unit: one outbound video stream, sending, on loopback. */
+  /**
+   * The page's media goes once, to its unit, on loopback: one outbound video, as three simulcast
+   * layers (the unit forwards each receiving page the one that fits it).
+   */
   async function expectOneUplink(page: Page): Promise<void> {
     const first = await sending(page);
-    expect(first.video).toHaveLength(1);
+    expect(first.video.map((v) => v.rid).sort()).toEqual(['f', 'h', 'q']);
     expect(first.framesDecoded).toBe(0);
     expect(new Set(first.pair)).toEqual(new Set(['127.0.0.1']));
-    const later = await sending(page, first.video[0]?.bytesSent ?? 0);
-    expect(later.video).toHaveLength(1);
+    const later = await sending(
+      page,
+      first.video.reduce((n, v) => n + v.bytesSent, 0),
+    );
+    expect(later.video).toHaveLength(3);
     expect(later.audioPackets).toBeGreaterThan(first.audioPackets);
   }
 

@@ -23,10 +23,15 @@ function peer() {
   window.pc = pc;
   return pc;
 }
-window.present = async (video) => {
+window.present = async (video, simulcast) => {
   const media = await navigator.mediaDevices.getUserMedia({ audio: true, video: video || { width: 640, height: 480, frameRate: 30 } });
   const pc = peer();
-  for (const track of media.getTracks()) pc.addTransceiver(track, { direction: 'sendonly', streams: [media] });
+  for (const track of media.getTracks()) {
+    const init = { direction: 'sendonly', streams: [media] };
+    // As the browser SDK sends a unit: a quarter, a half and the whole size, low to high.
+    if (simulcast && track.kind === 'video') init.sendEncodings = [{ rid: 'q', scaleResolutionDownBy: 4 }, { rid: 'h', scaleResolutionDownBy: 2 }, { rid: 'f', scaleResolutionDownBy: 1 }];
+    pc.addTransceiver(track, init);
+  }
   const offer = await pc.createOffer();
   await pc.setLocalDescription(offer);
   return offer.sdp;
@@ -49,10 +54,14 @@ window.view = async (sdp) => {
   return answer.sdp;
 };
 window.rtpStats = async () => {
-  const out = { framesDecoded: 0, videoPackets: 0, audioPackets: 0, pliCount: 0, framesEncoded: 0, videoBytesSent: 0, targetBitrate: 0, availableOutgoingBitrate: 0, at: 0, remoteAddresses: [] };
+  const out = { framesDecoded: 0, videoPackets: 0, videoPacketsLost: 0, videoBytesReceived: 0, frameWidth: 0, frameHeight: 0, freezeCount: 0, audioPackets: 0, pliCount: 0, framesEncoded: 0, videoBytesSent: 0, targetBitrate: 0, availableOutgoingBitrate: 0, at: 0, remoteAddresses: [] };
   const report = await window.pc.getStats();
   report.forEach((s) => {
-    if (s.type === 'inbound-rtp' && s.kind === 'video') { out.framesDecoded += s.framesDecoded || 0; out.videoPackets += s.packetsReceived || 0; }
+    if (s.type === 'inbound-rtp' && s.kind === 'video') {
+      out.framesDecoded += s.framesDecoded || 0; out.videoPackets += s.packetsReceived || 0; out.videoPacketsLost += s.packetsLost || 0;
+      out.videoBytesReceived += s.bytesReceived || 0; out.frameWidth = s.frameWidth || 0; out.frameHeight = s.frameHeight || 0;
+      out.freezeCount += s.freezeCount || 0; out.at = s.timestamp;
+    }
     if (s.type === 'inbound-rtp' && s.kind === 'audio') out.audioPackets += s.packetsReceived || 0;
     if (s.type === 'outbound-rtp' && s.kind === 'video') {
       out.pliCount += s.pliCount || 0; out.framesEncoded += s.framesEncoded || 0; out.videoBytesSent += s.bytesSent || 0; out.targetBitrate += s.targetBitrate || 0; out.at = s.timestamp;
@@ -75,9 +84,15 @@ export function startMediaPageServer(): Promise<{ url: string; close(): Promise<
 }
 
 export interface RtpStats {
-  /** Inbound video. */
+  /** Inbound video (`at` is the time of the report, ms). */
   framesDecoded: number;
   videoPackets: number;
+  videoPacketsLost: number;
+  videoBytesReceived: number;
+  /** The size of the last frame decoded (0 before the first). */
+  frameWidth: number;
+  frameHeight: number;
+  freezeCount: number;
   /** Inbound audio. */
   audioPackets: number;
   /** Outbound video: keyframe requests received, frames sent, payload bytes sent by `at` (ms). */
@@ -94,7 +109,7 @@ export interface RtpStats {
 }
 
 interface MediaWindow {
-  present(video?: MediaTrackConstraints): Promise<string>;
+  present(video?: MediaTrackConstraints, simulcast?: boolean): Promise<string>;
   presented(sdp: string): Promise<void>;
   view(sdp: string): Promise<string>;
   rtpStats(): Promise<RtpStats>;
@@ -116,15 +131,22 @@ export interface MediaPage {
   unitSdp: string;
 }
 
-/** A presenter page sending its fake camera (640x480 unless `video` says) and microphone to `session`. */
+/**
+ * A presenter page sending its fake camera (640x480 unless `video` says) and microphone to
+ * `session`; its video in three layers with `simulcast`, as the browser SDK sends a unit.
+ */
 export async function openPresenter(
   browser: Browser,
   url: string,
   session: PresenterSession,
   video?: MediaTrackConstraints,
+  simulcast = false,
 ): Promise<MediaPage> {
   const page = await mediaPage(browser, url, session);
-  const offer = await page.evaluate((video) => (window as unknown as MediaWindow).present(video), video);
+  const offer = await page.evaluate(
+    ([video, simulcast]) => (window as unknown as MediaWindow).present(video, simulcast),
+    [video, simulcast] as const,
+  );
   const unitSdp = await session.answer(offer);
   await page.evaluate((sdp) => (window as unknown as MediaWindow).presented(sdp), unitSdp);
   return { page, unitSdp };

@@ -167,4 +167,7 @@ function checkRtc(rtc: RtcOptions | undefined): void {
   const ms = rtc.connectTimeoutMs;
   if (ms !== undefined && !(Number.isFinite(ms) && ms > 0))
     throw new TypeError('`rtc.connectTimeoutMs` must be positive');
+  if (rtc.simulcast !== undefined && typeof rtc.simulcast !== 'boolean') {
+    throw new TypeError('`rtc.simulcast` must be true or false');
+  }
 }

@@ -2,6 +2,17 @@ import { type IceServer, SIGNAL_MAX_BYTES, utf8Length } from '@realtime/protocol
 import { CallError } from './errors.js';
 import type { RtcOptions } from './types.js';
 
+/**
+ * The layers a page sends a forwarding unit, low to high (the unit reads them in this order): a
+ * quarter, a half and the whole of the camera's size. Chromium sends a layer only once its uplink
+ * estimate covers it, and leaves out layers larger than the camera's picture.
+ */
+export const SIMULCAST_LAYERS: RTCRtpEncodingParameters[] = [
+  { rid: 'q', scaleResolutionDownBy: 4 },
+  { rid: 'h', scaleResolutionDownBy: 2 },
+  { rid: 'f', scaleResolutionDownBy: 1 },
+];
+
 /** What a call's peer connection tells its call. */
 export interface PeerHooks {
   /** A description or candidate for the other page, as `call.signal` data. */
@@ -64,8 +75,11 @@ export class Peer {
         hooks.failed(new CallError('peer_failed', 'the media connection failed (ICE)'));
     };
     for (const track of local.getTracks()) {
-      if (this.#sendOnly) pc.addTransceiver(track, { direction: 'sendonly', streams: [local] });
-      else pc.addTrack(track, local);
+      if (!this.#sendOnly) pc.addTrack(track, local);
+      else if (track.kind === 'video' && rtc.simulcast !== false) {
+        // To a forwarding unit: three layers, so each viewer gets the one its link and its element fit.
+        pc.addTransceiver(track, { direction: 'sendonly', streams: [local], sendEncodings: SIMULCAST_LAYERS });
+      } else pc.addTransceiver(track, { direction: 'sendonly', streams: [local] });
     }
   }
 

@@ -84,6 +84,12 @@ export interface RtcOptions {
   iceTransportPolicy?: RTCIceTransportPolicy | undefined;
   /** Time from answer to connected media (ms) before the call ends `failed`; default 20,000. */
   connectTimeoutMs?: number | undefined;
+  /**
+   * Video sent to a forwarding unit (a stream's presenter, a group in unit mode) goes as three
+   * layers (simulcast, default `true`), so each viewer gets the one that fits its link; `false`
+   * sends one. Calls between two pages (and mesh groups) always send one.
+   */
+  simulcast?: boolean | undefined;
 }
 
 /** What kinds of media an incoming call is for, from the caller's call token. */

@@ -18,44 +18,63 @@ import {
   Viewer,
   type ViewerSession,
 } from './peer-sessions.js';
+import { SimulcastSource } from './simulcast-source.js';
+import { VideoOutput } from './video-output.js';
+import type { VideoWants } from './video-wants.js';
 
 export type { IceSettings as ForwardingUnitOptions } from './ice-settings.js';
 export type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
+export type { VideoWants } from './video-wants.js';
 
-// A keyframe request reaches the presenter at most this often: a burst of viewers joining (or
-// asking after loss) costs one keyframe, and a request inside the window is sent at its end.
-const KEYFRAME_INTERVAL_MS = 500;
+/** How often each viewer's layer is chosen again (ms): a shrinking link is followed within this. */
+const ALLOCATE_INTERVAL_MS = 250;
+/** VP8's RTP clock (Hz). */
+const VIDEO_CLOCK_RATE = 90_000;
 
 export class ForwardingUnit {
-  // The clock rates of Opus and VP8 (mediaConfig's only codecs).
-  private readonly relays = { audio: new MediaRelay(48_000), video: new MediaRelay(90_000) };
+  // Opus's clock rate (mediaConfig's only audio codec).
+  private readonly audio = new MediaRelay(48_000);
+  private readonly video: SimulcastSource;
+  private readonly outputs = new Map<Viewer, VideoOutput>();
   private readonly viewers = new Map<string, Viewer>();
   private readonly hub: UnitHub;
   private presenter: Presenter | undefined;
-  private keyframeTimer: NodeJS.Timeout | undefined;
-  private lastKeyframeAt = 0;
+  private allocateTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(options: IceSettings) {
     const ice = iceConfig(options); // checks the addresses now, not at the first page
     const allowed = remoteAddressRule(options);
+    this.video = new SimulcastSource(
+      (packet) => {
+        for (const output of this.outputs.values()) output.forward(packet);
+      },
+      (ssrc) => this.presenter?.requestKeyframe(ssrc),
+    );
     this.hub = {
       config: () => ({ ...ice, ...mediaConfig() }),
       allowed,
-      attachSource: (presenter, track) => {
+      attachSource: (presenter, track, receiver) => {
         if (presenter !== this.presenter) return;
-        if (track.kind === 'audio' || track.kind === 'video') this.relays[track.kind].attach(track);
+        if (track.kind === 'audio') this.audio.attach(track);
+        else if (track.kind === 'video') {
+          this.video.attach(receiver, track);
+          this.startAllocating();
+        }
       },
-      requestKeyframe: () => this.requestKeyframe(),
+      requestKeyframe: (viewer) => this.outputs.get(viewer)?.pictureLost(),
+      viewerConnected: (viewer) => this.outputs.get(viewer)?.connected(),
       removePresenter: (presenter) => {
         if (presenter !== this.presenter) return;
         this.presenter = undefined;
-        this.relays.audio.detach();
-        this.relays.video.detach();
+        this.audio.detach();
+        this.video.detach();
+        this.stopAllocating();
       },
       removeViewer: (viewer) => {
-        this.relays.audio.remove(viewer.senders.audio);
-        this.relays.video.remove(viewer.senders.video);
+        this.audio.remove(viewer.senders.audio);
+        this.outputs.get(viewer)?.close();
+        this.outputs.delete(viewer);
         if (this.viewers.get(viewer.id) === viewer) this.viewers.delete(viewer.id);
       },
     };
@@ -68,7 +87,35 @@ export class ForwardingUnit {
 
   /** Whether a presenter's media is being forwarded (a presenter session with tracks). */
   get live(): boolean {
-    return this.relays.audio.live || this.relays.video.live;
+    return this.audio.live || this.video.live;
+  }
+
+  /**
+   * What a viewer's page asks of its video: at most its element's size, or none while hidden. The
+   * layer follows at the next choice (within ALLOCATE_INTERVAL_MS and the new layer's keyframe).
+   */
+  setViewerVideo(id: string, wants: VideoWants): boolean {
+    const viewer = this.viewers.get(id);
+    const output = viewer && this.outputs.get(viewer);
+    if (!output) return false;
+    output.want(wants);
+    return true;
+  }
+
+  /** Each viewer's layers (forwarded now, chosen) and estimate, by viewer id: for tests and stats. */
+  videoLayers(): Map<
+    string,
+    { current: number | undefined; target: number | undefined; estimate: number | undefined }
+  > {
+    const out = new Map<
+      string,
+      { current: number | undefined; target: number | undefined; estimate: number | undefined }
+    >();
+    for (const [id, viewer] of this.viewers) {
+      const output = this.outputs.get(viewer);
+      if (output) out.set(id, { ...output.layers, estimate: output.estimate });
+    }
+    return out;
   }
 
   /** A presenter session; one at a time, so an earlier presenter ends ('replaced'). */
@@ -90,8 +137,11 @@ export class ForwardingUnit {
     const previous = this.viewers.get(id);
     const viewer = new Viewer(id, this.hub);
     this.viewers.set(id, viewer);
-    this.relays.audio.add(viewer.senders.audio);
-    this.relays.video.add(viewer.senders.video);
+    this.audio.add(viewer.senders.audio);
+    this.outputs.set(
+      viewer,
+      new VideoOutput(viewer.senders.video, VIDEO_CLOCK_RATE, (layer) => this.video.requestKeyframe(layer)),
+    );
     void previous?.end('replaced');
     return viewer;
   }
@@ -100,27 +150,26 @@ export class ForwardingUnit {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.keyframeTimer);
+    this.stopAllocating();
     const sessions: PeerSession[] = [...this.viewers.values()];
     if (this.presenter) sessions.push(this.presenter);
     await Promise.all(sessions.map((s) => s.end('unit-closed')));
   }
 
-  /** Asks the presenter for a keyframe, at most once per KEYFRAME_INTERVAL_MS. */
-  private requestKeyframe(): void {
-    if (this.closed || this.keyframeTimer) return;
-    const wait = this.lastKeyframeAt + KEYFRAME_INTERVAL_MS - Date.now();
-    if (wait > 0) {
-      this.keyframeTimer = setTimeout(() => {
-        this.keyframeTimer = undefined;
-        this.requestKeyframe();
-      }, wait);
-      return;
-    }
-    const ssrc = this.relays.video.ssrc;
-    if (!this.presenter || ssrc === undefined) return;
-    this.lastKeyframeAt = Date.now();
-    this.presenter.requestKeyframe(ssrc);
+  /** Chooses each viewer's layer every ALLOCATE_INTERVAL_MS while the presenter's video comes. */
+  private startAllocating(): void {
+    if (this.allocateTimer || this.closed) return;
+    this.allocateTimer = setInterval(() => {
+      if (this.outputs.size === 0) return;
+      const layers = this.video.states();
+      for (const output of this.outputs.values()) output.allocate(layers);
+    }, ALLOCATE_INTERVAL_MS);
+    this.allocateTimer.unref();
+  }
+
+  private stopAllocating(): void {
+    clearInterval(this.allocateTimer);
+    this.allocateTimer = undefined;
   }
 
   private assertOpen(): void {

@@ -1,11 +1,27 @@
 /**
- * One kind of media (audio or video) of a live stream: the presenter's incoming track, when there
- * is one, and the viewers' senders it is copied to.
+ * The audio of a live stream: the presenter's incoming track, when there is one, and the viewers'
+ * senders it is copied to, with its audio level (so each viewer's browser can tell who speaks).
+ * (Video goes per viewer layer: SimulcastSource and VideoOutput.)
  */
-import type { MediaStreamTrack, RTCRtpSender, RtpPacket } from 'werift';
+import type { Extensions, MediaStreamTrack, RTCRtpSender, RtpPacket } from 'werift';
+
+const AUDIO_LEVEL_URI = 'urn:ietf:params:rtp-hdrext:ssrc-audio-level';
+/** The extension's one byte for each value, made once (it is written on every audio packet). */
+const LEVEL_BYTES = Array.from({ length: 256 }, (_, byte) => Buffer.of(byte));
+
+/**
+ * The id the viewer's connection negotiated for the audio level extension, once it has. werift keeps
+ * a sender's negotiated extensions to itself; read here, in one place.
+ */
+function audioLevelId(sender: RTCRtpSender): number | undefined {
+  const negotiated = (sender as unknown as { headerExtensions?: { id: number; uri: string }[] }).headerExtensions;
+  return negotiated?.find((e) => e.uri === AUDIO_LEVEL_URI)?.id;
+}
 
 interface Output {
   sender: RTCRtpSender;
+  /** Its audio level extension id, once known. */
+  levelId?: number | undefined;
   /** SSRC of the presenter track last forwarded here, to spot a new presenter. */
   source?: number;
   /** When the last packet went out (ms, monotonic). */
@@ -33,7 +49,7 @@ export class MediaRelay {
   /** Forwards `track`'s packets from now on, in place of any earlier track. */
   attach(track: MediaStreamTrack): void {
     this.detach();
-    const { unSubscribe } = track.onReceiveRtp.subscribe((rtp) => this.forward(rtp));
+    const { unSubscribe } = track.onReceiveRtp.subscribe((rtp, extensions) => this.forward(rtp, extensions));
     this.stopSource = unSubscribe;
   }
 
@@ -51,17 +67,29 @@ export class MediaRelay {
     this.outputs.delete(sender);
   }
 
-  private forward(rtp: RtpPacket): void {
+  private forward(rtp: RtpPacket, extensions: Extensions | undefined): void {
     const { ssrc, sequenceNumber, timestamp } = rtp.header;
     this.sourceSsrc = ssrc;
     const now = performance.now();
+    const level = extensions?.[AUDIO_LEVEL_URI] as { v: boolean; level: number } | undefined;
+    const levelByte = level === undefined ? undefined : LEVEL_BYTES[(level.v ? 0x80 : 0) | (level.level & 0x7f)];
     for (const output of this.outputs.values()) {
       // Each sender rewrites SSRC, payload type, sequence number and timestamp in place, so each
       // gets its own header (the payload is shared, never written). The presenter's header
-      // extensions are dropped: their ids were negotiated with the presenter, not this viewer.
+      // extensions were negotiated with the presenter: only the audio level goes on, under the
+      // viewer's id.
       const copy = rtp.clone();
-      copy.header.extensions = [];
-      copy.header.extension = false;
+      // werift took any padding off the payload, and its SRTP would send the P bit without it.
+      copy.header.padding = false;
+      copy.header.paddingSize = 0;
+      output.levelId ??= audioLevelId(output.sender);
+      if (levelByte !== undefined && output.levelId !== undefined) {
+        copy.header.extensions = [{ id: output.levelId, payload: levelByte }];
+        copy.header.extension = true;
+      } else {
+        copy.header.extensions = [];
+        copy.header.extension = false;
+      }
       if (output.source !== undefined && output.source !== ssrc) {
         // A new presenter: number on from the viewer's last packet (no gap to NACK) and move the
         // timestamp on by the time that passed, so its decoder sees one stream going forward.

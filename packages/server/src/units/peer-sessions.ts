@@ -10,8 +10,13 @@ import {
   RTCRtpCodecParameters,
   type RTCRtpReceiver,
   type RTCRtpSender,
+  useAbsSendTime,
+  useAudioLevelIndication,
   useNACK,
   usePLI,
+  useREMB,
+  useSdesMid,
+  useSdesRTPStreamId,
   useTransportWideCC,
   useTWCC,
 } from 'werift';
@@ -61,16 +66,19 @@ export interface UnitHub {
   /** Peer connection settings (ICE and media), fresh for each connection. */
   config(): RTCPeerConnectionConfig;
   allowed(address: string): boolean;
-  attachSource(presenter: Presenter, track: MediaStreamTrack): void;
-  requestKeyframe(): void;
+  attachSource(presenter: Presenter, track: MediaStreamTrack, receiver: RTCRtpReceiver): void;
+  /** A viewer lost its decoder's place: it needs a keyframe of its layer. */
+  requestKeyframe(viewer: Viewer): void;
+  /** A viewer's media connected: packets reach it from now on. */
+  viewerConnected(viewer: Viewer): void;
   removePresenter(presenter: Presenter): void;
   removeViewer(viewer: Viewer): void;
 }
 
 /**
- * Opus and VP8 only, which every browser sends and decodes; no header extensions, so packets pass
- * through unchanged but for the SSRC, payload type and numbering each viewer's sender sets. werift
- * writes payload types into these objects, so each peer connection gets its own.
+ * Opus and VP8 only, which every browser sends and decodes; no header extensions (the presenter's
+ * and the viewers' configs add theirs). werift writes payload types into these objects, so each
+ * peer connection gets its own.
  */
 export function mediaConfig(): RTCPeerConnectionConfig {
   return {
@@ -86,10 +94,15 @@ export function mediaConfig(): RTCPeerConnectionConfig {
 }
 
 /**
- * The presenter's media: as {@link mediaConfig}, plus transport-wide congestion control on video
- * (the `transport-cc` feedback and its header extension), so the presenter's browser learns from
- * the unit's feedback what the path carries and ramps its send rate to it. Video only: the audio
- * then carries no transport sequence numbers, and the video's run without gaps.
+ * The presenter's media: as {@link mediaConfig}, plus
+ * - transport-wide congestion control on video (the `transport-cc` feedback and its header
+ *   extension), so the presenter's browser learns from the unit's feedback what the path carries
+ *   and ramps its send rate to it. Video only: the audio then carries no transport sequence
+ *   numbers, and the video's run without gaps;
+ * - the mid and rid header extensions on video, without which a browser cannot send simulcast
+ *   layers (werift routes each layer's packets to its track by rid). No RTX: werift cannot pair it
+ *   with simulcast layers (werift issue #96);
+ * - the audio level on audio, passed on to the viewers.
  */
 export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
   return {
@@ -103,7 +116,31 @@ export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
         }),
       ],
     },
-    headerExtensions: { audio: [], video: [useTransportWideCC()] },
+    headerExtensions: {
+      audio: [useAudioLevelIndication()],
+      video: [useSdesMid(), useSdesRTPStreamId(), useTransportWideCC()],
+    },
+  };
+}
+
+/**
+ * A viewer's media: as {@link mediaConfig}, plus REMB on video (`goog-remb`, and the abs-send-time
+ * extension its estimator reads), so the viewer's browser tells the unit what its downlink carries
+ * and the unit picks the layer that fits; and the audio level on audio.
+ */
+export function viewerMediaConfig(): Partial<RTCPeerConnectionConfig> {
+  return {
+    codecs: {
+      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
+      video: [
+        new RTCRtpCodecParameters({
+          mimeType: 'video/VP8',
+          clockRate: 90_000,
+          rtcpFeedback: [useNACK(), usePLI(), useREMB()],
+        }),
+      ],
+    },
+    headerExtensions: { audio: [useAudioLevelIndication()], video: [useAbsSendTime()] },
   };
 }
 
@@ -112,29 +149,47 @@ const FEEDBACK_INTERVAL_MS = 50;
 
 type RtcpPacket = Parameters<RTCRtpReceiver['dtlsTransport']['sendRtcp']>[0][number];
 
+const TRANSPORT_CC_URI = 'http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01';
+
 /**
- * Sends transport-wide feedback for the packets `receiver` gets, every FEEDBACK_INTERVAL_MS while
- * any arrived, until the returned stop is called (or werift stops the receiver).
+ * Sends transport-wide feedback for every packet the presenter's connection gets, every
+ * FEEDBACK_INTERVAL_MS while any arrived, until the returned stop is called (or werift stops the
+ * receiver). `extensionId` is the transport-cc id negotiated with the presenter.
  *
- * werift 0.24 hands each packet's transport sequence number, as it arrives, to the object in the
- * receiver's `receiverTWCC` (its own feedback maker, which errs: see transport-feedback.ts), and
- * makes one only while that slot is empty. This fills the slot, replacing any it made already.
+ * Packets are counted as the transport decrypts them, not as werift routes them to a track: a
+ * browser sending simulcast sends its probes (padding) on layers it does not send yet, which
+ * werift cannot route, and feedback must not call those lost
+ * (seen in Chromium's getStats). werift's own feedback maker errs (see
+ * transport-feedback.ts) and is made only while the receiver's `receiverTWCC` slot is empty: this
+ * fills the slot with one that takes nothing.
  */
-function sendTransportFeedback(receiver: RTCRtpReceiver): () => void {
+function sendTransportFeedback(receiver: RTCRtpReceiver, extensionId: number): () => void {
   const feedback = new TransportFeedback(receiver.rtcpSsrc);
+  // The feedback names one of the browser's own SSRCs, or Chromium drops it (and, hearing nothing,
+  // cuts its rate by a fifth every second): a simulcast layer's is known only from its packets.
+  let mediaSsrc = 0;
   const timer = setInterval(() => {
-    const packet = feedback.take(receiver.track?.ssrc ?? 0);
+    const packet = feedback.take(mediaSsrc);
     // sendRtcp only serializes what it is given; werift's own classes have no transport-cc builder to use.
     const rtcp = { serialize: () => packet } as unknown as RtcpPacket;
     if (packet) receiver.dtlsTransport.sendRtcp([rtcp]).catch(noop);
   }, FEEDBACK_INTERVAL_MS);
   timer.unref();
-  const stop = (): void => clearInterval(timer);
+  const { unSubscribe } = receiver.dtlsTransport.onRtp.subscribe((rtp) => {
+    for (const extension of rtp.header.extensions) {
+      if (extension.id === extensionId && extension.payload.length >= 2) {
+        mediaSsrc = rtp.header.ssrc;
+        feedback.received(extension.payload.readUInt16BE(0), performance.now() * 1000);
+        return;
+      }
+    }
+  });
+  const stop = (): void => {
+    clearInterval(timer);
+    unSubscribe();
+  };
   const slot = {
-    // A packet without the extension comes as undefined (werift does not check).
-    handleTWCC: (sequence: number | undefined) => {
-      if (sequence !== undefined) feedback.received(sequence, performance.now() * 1000);
-    },
+    handleTWCC: noop,
     // werift sets this false when the receiver stops.
     set twccRunning(running: boolean) {
       if (!running) stop();
@@ -268,14 +323,15 @@ export class Presenter extends PeerSession implements PresenterSession {
 
   constructor(id: string, hub: UnitHub) {
     super(id, hub, presenterMediaConfig());
-    this.pc.ontrack = ({ track, receiver }) => {
+    this.pc.ontrack = ({ track, receiver, transceiver }) => {
       if (this.closed) return;
       if (track.kind === 'video') {
         this.video = receiver;
         this.stopFeedback?.();
-        this.stopFeedback = sendTransportFeedback(receiver);
+        const id = transceiver.headerExtensions.find((e) => e.uri === TRANSPORT_CC_URI)?.id;
+        this.stopFeedback = id === undefined ? undefined : sendTransportFeedback(receiver, id);
       }
-      hub.attachSource(this, track);
+      hub.attachSource(this, track, receiver);
     };
   }
 
@@ -302,7 +358,7 @@ export class Viewer extends PeerSession implements ViewerSession {
   readonly senders: { audio: RTCRtpSender; video: RTCRtpSender };
 
   constructor(id: string, hub: UnitHub) {
-    super(id, hub);
+    super(id, hub, viewerMediaConfig());
     // Both tracks in one stream, so the page gets them together in its track event's `streams`.
     const streams = [new MediaStream({ id: 'live' })];
     this.senders = {
@@ -311,7 +367,7 @@ export class Viewer extends PeerSession implements ViewerSession {
     };
     // The viewer's decoder lost its place (loss, or it started mid-stream): only the presenter
     // can make a keyframe.
-    this.senders.video.onPictureLossIndication.subscribe(() => hub.requestKeyframe());
+    this.senders.video.onPictureLossIndication.subscribe(() => hub.requestKeyframe(this));
   }
 
   offer(): Promise<string> {
@@ -330,9 +386,9 @@ export class Viewer extends PeerSession implements ViewerSession {
     }
   }
 
-  /** Packets flow from the moment DTLS is up; a keyframe lets the viewer decode at once. */
+  /** Packets flow from the moment DTLS is up: the unit probes the viewer's link and sends a keyframe. */
   protected override connected(): void {
-    this.hub.requestKeyframe();
+    this.hub.viewerConnected(this);
   }
 
   protected override detach(): void {

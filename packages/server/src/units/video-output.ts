@@ -1,0 +1,197 @@
+/**
+ * One viewer's video: which of the presenter's layers it gets, switched on a keyframe of the layer
+ * it moves to, numbered as one continuous stream (RtpMunger), chosen from what its link carries
+ * (LinkEstimate: its browser's REMB, raised by probes taken without loss), the size it asked for
+ * and whether it paused video (LayerAllocator). Probes with padding when the allocator asks, so the
+ * viewer can earn the next layer.
+ */
+import { type RTCRtpSender, RtpHeader, RtpPacket } from 'werift';
+import { LayerAllocator, type LayerState } from './layer-choice.js';
+import { LinkEstimate } from './link-estimate.js';
+import { RtpMunger } from './rtp-munger.js';
+import type { LayerPacket } from './simulcast-source.js';
+import type { VideoWants } from './video-wants.js';
+
+/** Padding bytes per probe packet: the most one RTP packet can carry. */
+const PROBE_PADDING = 255;
+/** How often a probe sends its next packets (ms). */
+const PROBE_TICK_MS = 10;
+/**
+ * Probes: 1.5 s each, at least 3 s apart, and after failures no more than 6 s apart, so a link that
+ * opens up is found within about 10 s, while a full one is probed a quarter of the time at most.
+ */
+const ALLOCATION = { probeMs: 1500, probeWaitMs: 3000, maxProbeWaitMs: 6000 };
+/** A probe pads this much more than the allocator asks (see allocate). */
+const PROBE_OVERSHOOT = 1.5;
+
+const noop = (): void => undefined;
+/**
+ * A probe packet's padding, written as its payload with the P bit set: werift's SRTP encrypts the
+ * header and the payload only, leaving out the padding its own packets describe (the receiver
+ * would then read a header byte as the padding's length). The last byte counts the padding.
+ */
+const PROBE_PAYLOAD = Buffer.alloc(PROBE_PADDING);
+PROBE_PAYLOAD.writeUInt8(PROBE_PADDING, PROBE_PADDING - 1);
+
+export class VideoOutput {
+  private readonly munger: RtpMunger;
+  private readonly allocator = new LayerAllocator(ALLOCATION);
+  private readonly link = new LinkEstimate();
+  private readonly stopNacks: () => void;
+  /** What the viewer's current layer carries (bits/s), as of the last choice. */
+  private layerRate = 0;
+  /** The running probe's padding rate (bits/s). */
+  private probeRate = 0;
+  private current: number | undefined;
+  private target: number | undefined;
+  private wants: VideoWants = {};
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probeUntil = 0;
+  private endedProbeUntil = 0;
+  private probeCredit = 0;
+
+  /**
+   * @param keyframe asks the presenter for a keyframe of a layer (the one this viewer moves to).
+   */
+  constructor(
+    readonly sender: RTCRtpSender,
+    clockRate: number,
+    private readonly keyframe: (layer: number) => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.munger = new RtpMunger(clockRate);
+    this.stopNacks = sender.onGenericNack.subscribe((nack) => {
+      this.link.lost(nack.lost.length, this.now());
+      if (this.probeTimer && this.link.probeFailing) this.endProbe();
+    }).unSubscribe;
+  }
+
+  /** The layer forwarded now and the one chosen (they differ until the chosen one's keyframe). */
+  get layers(): { current: number | undefined; target: number | undefined } {
+    return { current: this.current, target: this.target };
+  }
+
+  /** What the viewer's link carries (bits/s), or undefined before its browser's first REMB. */
+  get estimate(): number | undefined {
+    return this.link.value;
+  }
+
+  want(wants: VideoWants): void {
+    this.wants = { ...wants };
+  }
+
+  /** The viewer's media connected: packets reach it from now on, and it needs a keyframe. */
+  connected(): void {
+    this.pictureLost();
+  }
+
+  /** The viewer lost its decoder's place: a keyframe of the layer it gets (or is moving to). */
+  pictureLost(): void {
+    const layer = this.target ?? this.current;
+    if (layer !== undefined) this.keyframe(layer);
+  }
+
+  /**
+   * Chooses the layer again (every allocation tick): a new target asks for its keyframe, and the
+   * switch happens when it comes. A probe the allocator asks for starts here.
+   */
+  allocate(layers: readonly LayerState[]): void {
+    const now = this.now();
+    const remb = Number(this.sender.receiverEstimatedMaxBitrate);
+    if (remb > 0) this.link.remb(remb);
+    const choice = this.allocator.update({
+      nowMs: now,
+      layers,
+      estimate: this.estimate,
+      maxWidth: this.wants.maxWidth,
+      maxHeight: this.wants.maxHeight,
+      paused: this.wants.paused === true,
+    });
+    this.target = choice.target;
+    if (this.target === undefined)
+      this.current = undefined; // paused, or nothing flows: stop at once
+    // Asked again each tick while it has not come (a request can be lost); the source paces them.
+    else if (this.target !== this.current) this.keyframe(this.target);
+    this.layerRate = this.current === undefined ? 0 : (layers[this.current]?.rate ?? 0);
+    if (choice.probe && this.current !== undefined) {
+      // Half again what the next layer needs: a layer's rate swings with its content and keyframes,
+      // and the allocator moves up only with a margin above it.
+      this.startProbe(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, choice.probe.untilMs);
+    }
+  }
+
+  /** A packet of the presenter's video: forwarded when it is of this viewer's layer. */
+  forward(packet: LayerPacket): void {
+    const { layer, rtp } = packet;
+    if (layer !== this.current) {
+      if (layer !== this.target) return;
+      // A move between layers waits for the new one's keyframe; with one layer there is no move.
+      const switchPoint = packet.vp8?.keyframe === true && packet.vp8.startOfFrame;
+      if (!switchPoint && !(packet.single && this.current === undefined)) return;
+      this.munger.switchTo(rtp.header.ssrc, rtp.header.sequenceNumber, rtp.header.timestamp, this.now());
+      this.current = layer;
+    }
+    const out = this.munger.map(
+      rtp.header.ssrc,
+      rtp.header.sequenceNumber,
+      rtp.header.timestamp,
+      packet.paddingOnly,
+      this.now(),
+    );
+    if (!out) return;
+    // Each sender writes SSRC and payload type into the header: each viewer gets its own header over
+    // the one shared payload. The presenter's extensions were negotiated with the presenter: dropped.
+    const copy = rtp.clone();
+    copy.header.extensions = [];
+    copy.header.extension = false;
+    // werift took the padding off the payload and would send the P bit without it (see PROBE_PAYLOAD).
+    copy.header.padding = false;
+    copy.header.paddingSize = 0;
+    copy.header.sequenceNumber = out.sequenceNumber;
+    copy.header.timestamp = out.timestamp;
+    this.sender.sendRtp(copy).catch(noop);
+  }
+
+  close(): void {
+    this.stopNacks();
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
+  }
+
+  /** Padding on the viewer's stream at `bitsPerSecond` until `untilMs`, so its estimate can grow. */
+  private startProbe(bitsPerSecond: number, untilMs: number): void {
+    // The allocator repeats a probe until its end: one ended early (loss) stays ended.
+    if (this.probeTimer || untilMs === this.endedProbeUntil) return;
+    this.probeUntil = untilMs;
+    this.link.probeStarted();
+    this.probeRate = bitsPerSecond;
+    this.probeCredit = 0;
+    let last = this.now();
+    this.probeTimer = setInterval(() => {
+      const now = this.now();
+      if (now >= this.probeUntil || this.current === undefined) {
+        this.endProbe();
+        return;
+      }
+      this.probeCredit += ((now - last) * bitsPerSecond) / 8000;
+      last = now;
+      const packetBytes = PROBE_PADDING + 12;
+      for (; this.probeCredit >= packetBytes; this.probeCredit -= packetBytes) this.sendPadding();
+    }, PROBE_TICK_MS);
+    this.probeTimer.unref();
+  }
+
+  /** Stops the probe; the link reckons what it carried (its layer and the padding) if it lost nothing. */
+  private endProbe(): void {
+    this.endedProbeUntil = this.probeUntil;
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
+    this.link.probeEnded(this.layerRate + this.probeRate);
+  }
+
+  private sendPadding(): void {
+    const { sequenceNumber, timestamp } = this.munger.padding(this.now());
+    const header = new RtpHeader({ sequenceNumber, timestamp, padding: true });
+    this.sender.sendRtp(new RtpPacket(header, PROBE_PAYLOAD)).catch(noop);
+  }
+}
