@@ -1,7 +1,11 @@
 /**
  * The shaped-link harness end to end: a live stream whose presenter and one viewer are on this
- * machine's loopback, and another viewer's Chromium in a network namespace whose downlink is shaped.
+ * machine's loopback, and another viewer's Chromium in a network namespace whose downlink is shaped;
+ * and the links themselves (several at once, their rates, what a dead run left).
  */
+import { execFile, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeChromium, launchChromium } from './chromium.js';
@@ -13,6 +17,8 @@ interface StreamWindow {
   RT: typeof import('@realtime/browser');
   client: import('@realtime/browser').RealtimeClient;
   stream?: import('@realtime/browser').LiveStream;
+  /** The address of every candidate the page gathered, kept or not. */
+  gathered: string[];
 }
 
 /** A viewer's inbound side, from its getStats. */
@@ -35,6 +41,8 @@ const WINDOW_MS = 3_000;
 const WINDOWS = 5;
 
 const shaping = canShape();
+/** What a page in a namespace fetches: about 1 s at 1.5 Mbit/s. */
+const BODY_BYTES = 200_000;
 
 // CI runs as root, so this never skips there.
 describe.skipIf(!shaping.ok)(
@@ -73,7 +81,12 @@ describe.skipIf(!shaping.ok)(
         ({ url, site, identity, address, stream, grant }) => {
           const w = window as unknown as StreamWindow;
           // A candidate line: `candidate:<foundation> <component> <protocol> <priority> <address> <port> typ ...`.
-          const keep = (c: RTCIceCandidateInit) => (c.candidate ?? '').split(' ')[4] === address;
+          w.gathered = [];
+          const keep = (c: RTCIceCandidateInit) => {
+            const at = (c.candidate ?? '').split(' ')[4] ?? '';
+            w.gathered.push(at);
+            return at === address;
+          };
           w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: keep } });
           w.stream = w.client.stream(stream, { grant, media: { audio: true, video: true } });
         },
@@ -160,6 +173,13 @@ describe.skipIf(!shaping.ok)(
       }
       expect((await received(far)).local).toBe(link.inner);
       expect((await received(near)).local).toBe('127.0.0.1');
+      // A Chromium outside never offers the links' addresses (see the veth names in ./shaped-link.ts).
+      const gathered = (page: Page) => page.evaluate(() => (window as unknown as StreamWindow).gathered);
+      for (const page of [presenter, near]) {
+        expect(await gathered(page)).toContain('127.0.0.1');
+        expect((await gathered(page)).filter((at) => at.startsWith('10.231.'))).toEqual([]);
+      }
+      expect(await gathered(far)).toContain(link.inner);
 
       // The presenter ramps past what the link carries: the far viewer gets no more than the link,
       // the near one all of it.
@@ -183,3 +203,70 @@ describe.skipIf(!shaping.ok)(
     }, 60_000);
   },
 );
+
+/** Runs `script` with this Node inside `namespace` and gives what it printed (bounded). */
+function nodeIn(namespace: string, script: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'ip',
+      ['netns', 'exec', namespace, process.execPath, '-e', script],
+      { timeout: 15_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}: ${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
+describe.skipIf(!shaping.ok)('shaped links without a browser', () => {
+  it("a dead run is cleaned up; two links reach the first one's address, each at its own rate; closing twice leaves nothing", async () => {
+    // A namespace named as a run of a process that has ended left it.
+    const dead = spawnSync(process.execPath, ['-e', ''], { timeout: 10_000 }).pid;
+    const stale = `rtshape-${dead}-1`;
+    await new Promise<void>((resolve, reject) =>
+      execFile('ip', ['netns', 'add', stale], { timeout: 5_000 }, (error) => (error ? reject(error) : resolve())),
+    );
+
+    const links = await shapedLinks(2);
+    const server = createServer((_req, res) => res.end(Buffer.alloc(BODY_BYTES, 1)));
+    try {
+      const names = await new Promise<string>((resolve, reject) =>
+        execFile('ip', ['netns', 'list'], { timeout: 5_000 }, (error, stdout) =>
+          error ? reject(error) : resolve(stdout),
+        ),
+      );
+      expect(names).not.toContain(stale);
+
+      const [first, second] = links.links;
+      if (!first || !second) throw new Error('two links');
+      expect(links.address).toBe(first.outer);
+      expect(new Set(links.links.map((link) => link.outer.split('.')[2])).size).toBe(2);
+      for (const link of links.links) expect(link.inner).toMatch(/^10\.231\.\d+\.2$/);
+
+      await new Promise<void>((resolve) => server.listen(0, links.address, resolve));
+      const url = `http://${links.address}:${(server.address() as AddressInfo).port}/`;
+      // The time (ms) a page in the namespace takes to fetch the body from the address.
+      const fetchMs = async (namespace: string) =>
+        Number(
+          await nodeIn(
+            namespace,
+            `const t = performance.now(); fetch(${JSON.stringify(url)}).then((r) => r.arrayBuffer()).then((b) => { if (b.byteLength !== ${BODY_BYTES}) process.exit(1); console.log(performance.now() - t); });`,
+          ),
+        );
+
+      // The second link at 1.5 Mbit/s takes about as long as its rate says; the first, unshaped, less.
+      await second.rate(1_500);
+      const shapedMs = await fetchMs(second.namespace);
+      const openMs = await fetchMs(first.namespace);
+      const atRateMs = (BODY_BYTES * 8) / 1_500;
+      console.info(
+        `${BODY_BYTES} bytes: ${shapedMs.toFixed(0)} ms at 1.5 Mbit/s (rate says ${atRateMs.toFixed(0)}), ${openMs.toFixed(0)} ms unshaped`,
+      );
+      expect(shapedMs).toBeGreaterThan(0.8 * atRateMs);
+      expect(openMs).toBeLessThan(shapedMs);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await links.close();
+    }
+    await links.close();
+    expect(await ownLeftovers()).toEqual([]);
+  });
+});

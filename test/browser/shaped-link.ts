@@ -17,9 +17,15 @@ import { chromiumPath, closeChromium, launchChromium } from './chromium.js';
 
 /** Every `ip` or `tc` call is killed after this long. */
 const COMMAND_TIMEOUT_MS = 5_000;
-/** Namespaces are `rtshape-<pid>-<n>`, their veth ends `rs<pid>o<n>` (outside) and `rs<pid>i<n>`. */
+/**
+ * Namespaces are `rtshape-<pid>-<n>`, their veth ends `vnic<pid>-<n>` outside and `rtsh<pid>-<n>`
+ * inside. Chromium's WebRTC leaves out interfaces named `vnic*` (as it does VMware's), so a Chromium
+ * outside the links, in this test file or any other running at once, never gathers a 10.231 address
+ * nor sends media from one; the inner end must be named otherwise, or the Chromium inside would have
+ * no address at all.
+ */
 const NAMESPACE = /^rtshape-(\d+)-(\d+)$/;
-const VETH = /^rs(\d+)[oi](\d+)$/;
+const VETH = /^(?:vnic|rtsh)(\d+)-(\d+)$/;
 /** Links one call may ask for; each process starts looking for free subnets at its own block of this many. */
 const MAX_LINKS = 8;
 
@@ -76,9 +82,9 @@ export async function ownLeftovers(): Promise<string[]> {
   return [...(await namespaces()).filter(ours(NAMESPACE)), ...(await vethEnds()).filter(ours(VETH))];
 }
 
-/** The names of this namespace's links (`N: name@peer: <FLAGS> ...`). */
+/** The names of this namespace's veth ends (`N: name@peer: <FLAGS> ...`). */
 async function vethEnds(): Promise<string[]> {
-  return (await run('ip', ['-o', 'link', 'show']))
+  return (await run('ip', ['-o', 'link', 'show', 'type', 'veth']))
     .split('\n')
     .flatMap((line) => line.split(':')[1]?.trim().split('@')[0] || []);
 }
@@ -251,8 +257,8 @@ export async function shapedLinks(count: number): Promise<ShapedLinks> {
 async function makeLink(k: number, scripts: string, browsers: Set<Browser>): Promise<ShapedLink> {
   const n = ++created;
   const namespace = `rtshape-${process.pid}-${n}`;
-  const device = `rs${process.pid}o${n}`;
-  const peer = `rs${process.pid}i${n}`;
+  const device = `vnic${process.pid}-${n}`;
+  const peer = `rtsh${process.pid}-${n}`;
   const outer = `10.231.${k}.1`;
   const inner = `10.231.${k}.2`;
   made.add(namespace);
