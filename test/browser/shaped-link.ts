@@ -198,19 +198,23 @@ export async function shapedLinks(count: number): Promise<ShapedLinks> {
 
   const links: ShapedLink[] = [];
   const browsers = new Set<Browser>();
+  /** Every namespace and outer veth end begun, made whole or not. */
+  const begun: Array<{ namespace: string; device: string }> = [];
+  const remove = async ({ namespace, device }: { namespace: string; device: string }) => {
+    await run('ip', ['netns', 'del', namespace]).catch(() => {});
+    // Gone with the namespace; removed by name in case the pair never got there.
+    await run('ip', ['link', 'del', device]).catch(() => {});
+    made.delete(namespace);
+    made.delete(device);
+  };
   const scripts = mkdtempSync(join(tmpdir(), 'rtshape-'));
   let closed: Promise<void> | undefined;
   const close = () => {
     closed ??= (async () => {
+      // A namespace outlives `ip netns del` while a process runs in it: its Chromiums end first.
       await Promise.all([...browsers].map((browser) => closeChromium(browser)));
       browsers.clear();
-      for (const link of links) {
-        await run('ip', ['netns', 'del', link.namespace]).catch(() => {});
-        // Gone with the namespace; removed by name in case the pair never got there.
-        await run('ip', ['link', 'del', link.device]).catch(() => {});
-        made.delete(link.namespace);
-        made.delete(link.device);
-      }
+      for (const names of begun) await remove(names);
       rmSync(scripts, { recursive: true, force: true });
     })();
     return closed;
@@ -224,16 +228,18 @@ export async function shapedLinks(count: number): Promise<ShapedLinks> {
       { length: blocks * MAX_LINKS },
       (_, i) => 1 + ((first - 1 + i) % (blocks * MAX_LINKS)),
     );
-    for (let i = 0; i < count; i++) {
+    const skipped = new Set<number>();
+    for (let attempt = 0; links.length < count; attempt++) {
+      if (attempt >= count + MAX_LINKS) throw new Error('no 10.231.K.0/24 subnet stayed free');
       const used = await subnetsInUse();
-      const taken = new Set(links.map((link) => Number(link.outer.split('.')[2])));
-      const k = candidates.find((c) => !used.has(c) && !taken.has(c));
+      const k = candidates.find((c) => !used.has(c) && !skipped.has(c));
       if (k === undefined) throw new Error('no free 10.231.K.0/24 subnet');
-      const link = await makeLink(k, scripts, browsers);
-      links.push(link);
-      // Another process may have taken the same subnet at the same moment: then neither keeps it.
+      skipped.add(k);
+      const link = await makeLink(k, scripts, browsers, begun);
+      // Another process may have taken the same subnet at the same moment: then this one moves on.
       const holders = (await run('ip', ['-o', '-4', 'addr', 'show', 'to', `10.231.${k}.0/24`])).trim().split('\n');
-      if (holders.length !== 1) throw new Error(`10.231.${k}.0/24 was taken by another interface at the same time`);
+      if (holders.length === 1) links.push(link);
+      else await remove(link);
     }
     const address = links[0]?.outer ?? '';
     // The first outer address must be local to this namespace (so a service can bind it) and routed
@@ -254,16 +260,23 @@ export async function shapedLinks(count: number): Promise<ShapedLinks> {
 }
 
 /** One namespace and veth pair for subnet 10.231.k.0/24, its shaping and its Chromium. */
-async function makeLink(k: number, scripts: string, browsers: Set<Browser>): Promise<ShapedLink> {
+async function makeLink(
+  k: number,
+  scripts: string,
+  browsers: Set<Browser>,
+  begun: Array<{ namespace: string; device: string }>,
+): Promise<ShapedLink> {
   const n = ++created;
   const namespace = `rtshape-${process.pid}-${n}`;
+  // At most 15 characters (IFNAMSIZ): 4 + a pid of up to 7 digits + 1 + up to 3.
   const device = `vnic${process.pid}-${n}`;
   const peer = `rtsh${process.pid}-${n}`;
   const outer = `10.231.${k}.1`;
   const inner = `10.231.${k}.2`;
+  begun.push({ namespace, device });
   made.add(namespace);
-  await run('ip', ['netns', 'add', namespace]);
   made.add(device);
+  await run('ip', ['netns', 'add', namespace]);
   await run('ip', ['link', 'add', device, 'type', 'veth', 'peer', 'name', peer]);
   await run('ip', ['link', 'set', peer, 'netns', namespace]);
   await run('ip', ['addr', 'add', `${outer}/24`, 'dev', device]);
