@@ -29,7 +29,6 @@ interface Received {
   at: number;
   /** The selected pair's local address. */
   local: string;
-  width: number;
 }
 
 /** Receive rate in kbit/s between two samples. */
@@ -106,13 +105,12 @@ describe.skipIf(!shaping.ok)(
     const received = (page: Page): Promise<Received> =>
       page.evaluate(async () => {
         const pc = (window as unknown as StreamWindow).stream?.peerConnection;
-        const out: Received = { framesDecoded: 0, bytes: 0, at: 0, local: '', width: 0 };
+        const out: Received = { framesDecoded: 0, bytes: 0, at: 0, local: '' };
         if (!pc) return out;
         const report = await pc.getStats();
         report.forEach((s: Record<string, unknown>) => {
           if (s.type === 'inbound-rtp' && s.kind === 'video') {
             out.framesDecoded += Number(s.framesDecoded ?? 0);
-            out.width = Number(s.frameWidth ?? 0);
           }
           if (s.type === 'transport') {
             const pair = report.get(String(s.selectedCandidatePairId)) as Record<string, unknown> | undefined;

@@ -7,6 +7,12 @@
  * Link K has 10.231.K.1/24 outside and 10.231.K.2/24 inside, with a default route via 10.231.K.1.
  * Every outer address is an address of this machine, so from any namespace the first link's outer
  * address (`address`) reaches a service bound on it; a page outside reaches it over loopback.
+ *
+ * What the bucket does to WebRTC (measured with Chromium 156, defaults below): a 300 kbit/s link
+ * shows about 275 kbit/s in the receiver's candidate-pair `bytesReceived` (which leaves out IP and
+ * UDP headers); a stream of about 245 kbit/s (video and audio) plays through it without a freeze,
+ * keyframes and all, with 160-190 ms of round trip; one of about 300 kbit/s or more loses packets,
+ * and keyframes larger than the bucket and queue hold never arrive whole.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
