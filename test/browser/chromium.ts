@@ -51,11 +51,16 @@ const processes = new WeakMap<Browser, BrowserServer>();
 /**
  * Launches Chromium with {@link CHROMIUM_FLAGS} (and {@link MEDIA_FLAGS} with `media`). With
  * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern.
+ * `executablePath` runs another program in Chromium's place (a wrapper that starts it in a network
+ * namespace: test/browser/shaped-link.ts) and `args` adds flags.
  */
-export async function launchChromium(options: { media?: boolean; videoFile?: string } = {}): Promise<Browser> {
-  const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : [])];
+export async function launchChromium(
+  options: { media?: boolean; videoFile?: string; executablePath?: string; args?: readonly string[] } = {},
+): Promise<Browser> {
+  const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : []), ...(options.args ?? [])];
   if (options.videoFile) args.push(`--use-file-for-fake-video-capture=${options.videoFile}`);
-  const server = await chromium.launchServer({ executablePath: chromiumPath(), headless: true, args });
+  const executablePath = options.executablePath ?? chromiumPath();
+  const server = await chromium.launchServer({ executablePath, headless: true, args });
   try {
     const browser = await chromium.connect(server.wsEndpoint());
     processes.set(browser, server);
@@ -102,20 +107,23 @@ export interface Served {
 /**
  * Serves pages from http://127.0.0.1:<port>/ (Chromium keeps data: and about:blank pages off
  * localhost, and only a secure context such as localhost may use the camera). `route` answers a path
- * (query left on), or undefined for a 404.
+ * (query left on), or undefined for a 404. `host` serves on another local address instead (a page
+ * from there is a secure context only to a Chromium told so by flag).
  */
 export async function servePages(
   route: (path: string) => Served | undefined | Promise<Served | undefined>,
+  options: { host?: string } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
   const server = createServer(async (req, res) => {
     const page = await route(req.url ?? '/');
     if (page) res.writeHead(200, { 'content-type': page.type }).end(page.body);
     else res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `http://${host}:${port}/`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
