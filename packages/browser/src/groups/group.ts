@@ -12,13 +12,16 @@ import { CONFIRM_MS } from '../calls/call.js';
 import { type LocalMedia, localMedia, releaseMedia } from '../calls/media.js';
 import { tokenText } from '../calls/token.js';
 import type { CallMediaSource } from '../calls/types.js';
+import { systemClock } from '../connection/clock.js';
 import { type AnyListener, Emitter } from '../emitter.js';
 import type { RealtimeSocketError } from '../errors.js';
 import type { TokenSource } from '../room.js';
 import { GroupError } from './errors.js';
 import type { GroupLink, GroupParty } from './link.js';
 import { type PeerNet, RemotePeer } from './remote-peer.js';
-import type { GroupEnd, GroupPeer, GroupPeerState, GroupState } from './types.js';
+import { type SpeakerSource, SpeakerWatch } from './speaker-watch.js';
+import type { SpeakerLevel } from './speakers.js';
+import type { GroupEnd, GroupPeer, GroupPeerState, GroupSpeaker, GroupSpeakers, GroupState } from './types.js';
 import { UnitUplink } from './unit-uplink.js';
 
 /** Signals kept for a page not yet heard of (its `group.peer-joined` still on the way), per page and pages. */
@@ -34,6 +37,7 @@ type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupModeFrame | G
  * group.on('peer-joined', (peer) => addTile(peer.page, peer.user, peer.stream));
  * group.on('peer-left', (peer) => removeTile(peer.page));
  * group.on('mode', (mode) => (badge.textContent = mode)); // 'unit': through the service from now on
+ * group.on('speakers', ({ speakers }) => highlight(speakers.map((s) => s.page))); // loudest first
  * group.on('ended', ({ reason, error }) => showEnded(reason, error?.code));
  */
 export interface GroupEvents {
@@ -59,6 +63,12 @@ export interface GroupEvents {
   'peer-state': (peer: GroupPeer, state: GroupPeerState, previous: GroupPeerState) => void;
   /** A peer left the group call (it left, closed, or its node died): its media has stopped. */
   'peer-left': (peer: GroupPeer) => void;
+  /**
+   * Who speaks changed, or their order: the pages speaking now, loudest first (this page too), as
+   * {@link Group.speakers} gives them. Levels are read five times a second and smoothed over about
+   * 1.5 s; an empty list when the last speaker fell silent.
+   */
+  speakers: (change: GroupSpeakers) => void;
   /** This page is out of the group call, and why (as {@link Group.ended} gives it). */
   ended: (end: GroupEnd) => void;
 }
@@ -119,6 +129,8 @@ export class Group {
   /** Pages that left: their late signals are dropped. */
   #gone = new Set<string>();
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Reads the audio levels while the page is in the group. */
+  #watch: SpeakerWatch | undefined;
 
   /** Use `client.group`. */
   constructor(name: string, options: { token: TokenSource; media: CallMediaSource }, link: GroupLink) {
@@ -176,6 +188,20 @@ export class Group {
   /** What this page sends, once it has it. */
   get localStream(): MediaStream | undefined {
     return this.#media?.stream;
+  }
+
+  /**
+   * The pages speaking now (this page included), loudest first, as the last `speakers` event gave
+   * them; empty until someone speaks. A peer's level is of the audio this page receives from it
+   * (Chromium measures a peer's audio only while the page plays `peer.stream` in a media element);
+   * this page's, of what it sends (not measured while it is alone in the group).
+   *
+   * @example
+   * const loudest = group.speakers[0]; // { page, user, level } or undefined
+   */
+  get speakers(): GroupSpeaker[] {
+    if (this.#isLeft()) return [];
+    return (this.#watch?.current ?? []).map((s) => this.#speaker(s));
   }
 
   /** The other pages in the group call now, in the order this page heard of them. */
@@ -270,6 +296,37 @@ export class Group {
     // In a mesh, this page came later than each page there: it offers.
     for (const info of Array.isArray(frame.peers) ? frame.peers : []) this.#add(info, true);
     for (const queued of this.#queued.splice(0)) this.#frame(queued);
+    if (!this.#isLeft()) this.#watchSpeakers();
+  }
+
+  /** Reads who speaks until the page leaves; tells `speakers` when that changes. */
+  #watchSpeakers(): void {
+    if (this.#watch) return;
+    this.#watch = new SpeakerWatch(
+      {
+        remotes: () => [...this.#peers.values()].map((peer) => ({ id: peer.page, connection: peer.peerConnection })),
+        local: () => this.#localSource(),
+      },
+      (speakers) => this.#emitter.emit('speakers', { speakers: speakers.map((s) => this.#speaker(s)) }),
+      systemClock(),
+    );
+    this.#watch.start();
+  }
+
+  /** This page, and a connection sending its audio: its uplink in unit mode, a connected peer's in a mesh. */
+  #localSource(): SpeakerSource | undefined {
+    const page = this.#page;
+    if (page === undefined) return undefined;
+    if (this.#mode === 'unit') return { id: page, connection: this.#uplink?.connection };
+    for (const peer of this.#peers.values()) {
+      if (peer.state === 'connected' && peer.peerConnection) return { id: page, connection: peer.peerConnection };
+    }
+    return { id: page, connection: undefined };
+  }
+
+  #speaker({ id, level }: SpeakerLevel): GroupSpeaker {
+    const user = id === this.#page ? this.#link.user : this.#peers.get(id)?.user;
+    return { page: id, user: user ?? '', level };
   }
 
   /** The group went through units: every page-to-page connection closes, and the page offers to its unit. */
@@ -431,6 +488,7 @@ export class Group {
   /** Stops media and every connection; state `left`. */
   #teardown(): void {
     if (this.#state === 'left') return;
+    this.#watch?.stop();
     for (const peer of this.#peers.values()) peer.close();
     this.#uplink?.close();
     releaseMedia(this.#media);
