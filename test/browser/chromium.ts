@@ -50,11 +50,15 @@ const processes = new WeakMap<Browser, BrowserServer>();
 
 /**
  * Launches Chromium with {@link CHROMIUM_FLAGS} (and {@link MEDIA_FLAGS} with `media`). With
- * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern.
+ * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern;
+ * with `audioFile` (a .wav), the fake microphone plays that file in a loop instead of its beeps.
  */
-export async function launchChromium(options: { media?: boolean; videoFile?: string } = {}): Promise<Browser> {
+export async function launchChromium(
+  options: { media?: boolean; videoFile?: string; audioFile?: string } = {},
+): Promise<Browser> {
   const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : [])];
   if (options.videoFile) args.push(`--use-file-for-fake-video-capture=${options.videoFile}`);
+  if (options.audioFile) args.push(`--use-file-for-fake-audio-capture=${options.audioFile}`);
   const server = await chromium.launchServer({ executablePath: chromiumPath(), headless: true, args });
   try {
     const browser = await chromium.connect(server.wsEndpoint());
