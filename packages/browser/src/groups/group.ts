@@ -65,8 +65,8 @@ export interface GroupEvents {
   'peer-left': (peer: GroupPeer) => void;
   /**
    * Who speaks changed, or their order: the pages speaking now, loudest first (this page too), as
-   * {@link Group.speakers} gives them. Levels are read five times a second and smoothed over about
-   * 1.5 s; an empty list when the last speaker fell silent.
+   * {@link Group.speakers} gives them. Levels are read five times a second (from the first
+   * `speakers` listener on) and smoothed over about 1.5 s; an empty list when the last speaker fell silent.
    */
   speakers: (change: GroupSpeakers) => void;
   /** This page is out of the group call, and why (as {@link Group.ended} gives it). */
@@ -131,6 +131,8 @@ export class Group {
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
   /** Reads the audio levels while the page is in the group. */
   #watch: SpeakerWatch | undefined;
+  /** The page asked who speaks (a `speakers` listener, or {@link Group.speakers} read): levels are read once joined. */
+  #wantsSpeakers = false;
 
   /** Use `client.group`. */
   constructor(name: string, options: { token: TokenSource; media: CallMediaSource }, link: GroupLink) {
@@ -192,7 +194,8 @@ export class Group {
 
   /**
    * The pages speaking now (this page included), loudest first, as the last `speakers` event gave
-   * them; empty until someone speaks. A peer's level is of the audio this page receives from it
+   * them; empty until someone speaks. The SDK reads levels from the first `speakers` listener or
+   * read of this on, until the page leaves. A peer's level is of the audio this page receives from it
    * (Chromium measures a peer's audio only while the page plays `peer.stream` in a media element);
    * this page's, of what it sends (not measured while it is alone in the group).
    *
@@ -201,6 +204,7 @@ export class Group {
    */
   get speakers(): GroupSpeaker[] {
     if (this.#isLeft()) return [];
+    this.#askSpeakers();
     return (this.#watch?.current ?? []).map((s) => this.#speaker(s));
   }
 
@@ -211,7 +215,9 @@ export class Group {
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): () => void {
-    return this.#emitter.on(name, listener as AnyListener);
+    const off = this.#emitter.on(name, listener as AnyListener);
+    if (name === 'speakers') this.#askSpeakers();
+    return off;
   }
 
   off<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): void {
@@ -296,12 +302,18 @@ export class Group {
     // In a mesh, this page came later than each page there: it offers.
     for (const info of Array.isArray(frame.peers) ? frame.peers : []) this.#add(info, true);
     for (const queued of this.#queued.splice(0)) this.#frame(queued);
-    if (!this.#isLeft()) this.#watchSpeakers();
+    if (this.#wantsSpeakers && !this.#isLeft()) this.#watchSpeakers();
+  }
+
+  /** Levels are read only for a page that asked who speaks: the others spend nothing on stats. */
+  #askSpeakers(): void {
+    this.#wantsSpeakers = true;
+    if (this.#state === 'joined') this.#watchSpeakers();
   }
 
   /** Reads who speaks until the page leaves; tells `speakers` when that changes. */
   #watchSpeakers(): void {
-    if (this.#watch) return;
+    if (this.#watch || this.#isLeft()) return;
     this.#watch = new SpeakerWatch(
       {
         remotes: () => [...this.#peers.values()].map((peer) => ({ id: peer.page, connection: peer.peerConnection })),
