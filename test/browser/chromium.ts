@@ -50,15 +50,23 @@ const processes = new WeakMap<Browser, BrowserServer>();
 
 /**
  * Launches Chromium with {@link CHROMIUM_FLAGS} (and {@link MEDIA_FLAGS} with `media`). With
- * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern.
+ * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern;
+ * with `audioFile` (a .wav), the fake microphone plays that file in a loop instead of its beeps.
  * `executablePath` runs another program in Chromium's place (a wrapper that starts it in a network
  * namespace: test/browser/shaped-link.ts) and `args` adds flags.
  */
 export async function launchChromium(
-  options: { media?: boolean; videoFile?: string; executablePath?: string; args?: readonly string[] } = {},
+  options: {
+    media?: boolean;
+    videoFile?: string;
+    audioFile?: string;
+    executablePath?: string;
+    args?: readonly string[];
+  } = {},
 ): Promise<Browser> {
   const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : []), ...(options.args ?? [])];
   if (options.videoFile) args.push(`--use-file-for-fake-video-capture=${options.videoFile}`);
+  if (options.audioFile) args.push(`--use-file-for-fake-audio-capture=${options.audioFile}`);
   const executablePath = options.executablePath ?? chromiumPath();
   const server = await chromium.launchServer({ executablePath, headless: true, args });
   try {

@@ -192,6 +192,9 @@ export class RealtimeClient {
     this.#errorOwners.push((frame, error) => this.#calls.ownsError(frame, error));
     this.#groups = new Groups({
       rtc: this.#calls.rtc,
+      get user() {
+        return client.#user;
+      },
       get session() {
         return client.#session;
       },

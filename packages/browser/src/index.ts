@@ -47,6 +47,8 @@ export type {
   GroupOptions,
   GroupPeer,
   GroupPeerState,
+  GroupSpeaker,
+  GroupSpeakers,
   GroupState,
 } from './groups/types.js';
 export type { OutboxLimits } from './outbox.js';

@@ -12,13 +12,16 @@ import { CONFIRM_MS } from '../calls/call.js';
 import { type LocalMedia, localMedia, releaseMedia } from '../calls/media.js';
 import { tokenText } from '../calls/token.js';
 import type { CallMediaSource } from '../calls/types.js';
+import { systemClock } from '../connection/clock.js';
 import { type AnyListener, Emitter } from '../emitter.js';
 import type { RealtimeSocketError } from '../errors.js';
 import type { TokenSource } from '../room.js';
 import { GroupError } from './errors.js';
 import type { GroupLink, GroupParty } from './link.js';
 import { type PeerNet, RemotePeer } from './remote-peer.js';
-import type { GroupEnd, GroupPeer, GroupPeerState, GroupState } from './types.js';
+import { type SpeakerSource, SpeakerWatch } from './speaker-watch.js';
+import type { SpeakerLevel } from './speakers.js';
+import type { GroupEnd, GroupPeer, GroupPeerState, GroupSpeaker, GroupSpeakers, GroupState } from './types.js';
 import { UnitUplink } from './unit-uplink.js';
 
 /** Signals kept for a page not yet heard of (its `group.peer-joined` still on the way), per page and pages. */
@@ -34,6 +37,7 @@ type GroupFrame = GroupPeerJoinedFrame | GroupPeerLeftFrame | GroupModeFrame | G
  * group.on('peer-joined', (peer) => addTile(peer.page, peer.user, peer.stream));
  * group.on('peer-left', (peer) => removeTile(peer.page));
  * group.on('mode', (mode) => (badge.textContent = mode)); // 'unit': through the service from now on
+ * group.on('speakers', ({ speakers }) => highlight(speakers.map((s) => s.page))); // loudest first
  * group.on('ended', ({ reason, error }) => showEnded(reason, error?.code));
  */
 export interface GroupEvents {
@@ -59,6 +63,12 @@ export interface GroupEvents {
   'peer-state': (peer: GroupPeer, state: GroupPeerState, previous: GroupPeerState) => void;
   /** A peer left the group call (it left, closed, or its node died): its media has stopped. */
   'peer-left': (peer: GroupPeer) => void;
+  /**
+   * Who speaks changed, or their order: the pages speaking now, loudest first (this page too), as
+   * {@link Group.speakers} gives them. Levels are read five times a second (from the first
+   * `speakers` listener on) and smoothed over about 1.5 s; an empty list when the last speaker fell silent.
+   */
+  speakers: (change: GroupSpeakers) => void;
   /** This page is out of the group call, and why (as {@link Group.ended} gives it). */
   ended: (end: GroupEnd) => void;
 }
@@ -119,6 +129,10 @@ export class Group {
   /** Pages that left: their late signals are dropped. */
   #gone = new Set<string>();
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Reads the audio levels while the page is in the group. */
+  #watch: SpeakerWatch | undefined;
+  /** The page asked who speaks (a `speakers` listener, or {@link Group.speakers} read): levels are read once joined. */
+  #wantsSpeakers = false;
 
   /** Use `client.group`. */
   constructor(name: string, options: { token: TokenSource; media: CallMediaSource }, link: GroupLink) {
@@ -178,6 +192,22 @@ export class Group {
     return this.#media?.stream;
   }
 
+  /**
+   * The pages speaking now (this page included), loudest first, as the last `speakers` event gave
+   * them; empty until someone speaks. The SDK reads levels from the first `speakers` listener or
+   * read of this on, until the page leaves. A peer's level is of the audio this page receives from it
+   * (Chromium measures a peer's audio only while the page plays `peer.stream` in a media element);
+   * this page's, of what it sends (not measured while it is alone in the group).
+   *
+   * @example
+   * const loudest = group.speakers[0]; // { page, user, level } or undefined
+   */
+  get speakers(): GroupSpeaker[] {
+    if (this.#isLeft()) return [];
+    this.#askSpeakers();
+    return (this.#watch?.current ?? []).map((s) => this.#speaker(s));
+  }
+
   /** The other pages in the group call now, in the order this page heard of them. */
   get peers(): GroupPeer[] {
     return [...this.#peers.values()];
@@ -185,7 +215,9 @@ export class Group {
 
   /** Adds a listener; returns a function that removes it. */
   on<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): () => void {
-    return this.#emitter.on(name, listener as AnyListener);
+    const off = this.#emitter.on(name, listener as AnyListener);
+    if (name === 'speakers') this.#askSpeakers();
+    return off;
   }
 
   off<E extends keyof GroupEvents>(name: E, listener: GroupEvents[E]): void {
@@ -270,6 +302,43 @@ export class Group {
     // In a mesh, this page came later than each page there: it offers.
     for (const info of Array.isArray(frame.peers) ? frame.peers : []) this.#add(info, true);
     for (const queued of this.#queued.splice(0)) this.#frame(queued);
+    if (this.#wantsSpeakers && !this.#isLeft()) this.#watchSpeakers();
+  }
+
+  /** Levels are read only for a page that asked who speaks: the others spend nothing on stats. */
+  #askSpeakers(): void {
+    this.#wantsSpeakers = true;
+    if (this.#state === 'joined') this.#watchSpeakers();
+  }
+
+  /** Reads who speaks until the page leaves; tells `speakers` when that changes. */
+  #watchSpeakers(): void {
+    if (this.#watch || this.#isLeft()) return;
+    this.#watch = new SpeakerWatch(
+      {
+        remotes: () => [...this.#peers.values()].map((peer) => ({ id: peer.page, connection: peer.peerConnection })),
+        local: () => this.#localSource(),
+      },
+      (speakers) => this.#emitter.emit('speakers', { speakers: speakers.map((s) => this.#speaker(s)) }),
+      systemClock(),
+    );
+    this.#watch.start();
+  }
+
+  /** This page, and a connection sending its audio: its uplink in unit mode, a connected peer's in a mesh. */
+  #localSource(): SpeakerSource | undefined {
+    const page = this.#page;
+    if (page === undefined) return undefined;
+    if (this.#mode === 'unit') return { id: page, connection: this.#uplink?.connection };
+    for (const peer of this.#peers.values()) {
+      if (peer.state === 'connected' && peer.peerConnection) return { id: page, connection: peer.peerConnection };
+    }
+    return { id: page, connection: undefined };
+  }
+
+  #speaker({ id, level }: SpeakerLevel): GroupSpeaker {
+    const user = id === this.#page ? this.#link.user : this.#peers.get(id)?.user;
+    return { page: id, user: user ?? '', level };
   }
 
   /** The group went through units: every page-to-page connection closes, and the page offers to its unit. */
@@ -431,6 +500,7 @@ export class Group {
   /** Stops media and every connection; state `left`. */
   #teardown(): void {
     if (this.#state === 'left') return;
+    this.#watch?.stop();
     for (const peer of this.#peers.values()) peer.close();
     this.#uplink?.close();
     releaseMedia(this.#media);

@@ -13,6 +13,8 @@ const DONE_KEPT = 100;
 /** What the groups module needs from the client. */
 export interface GroupsHost {
   readonly rtc: RtcOptions;
+  /** The page's user, from the last welcome. */
+  readonly user: string | null | undefined;
   readonly session: number;
   send(frame: GroupClientFrame): boolean;
   /** Resolves at the next welcome (at once when ready); rejects when the client closes. */
@@ -48,6 +50,9 @@ export class Groups {
   constructor(host: GroupsHost) {
     this.#link = {
       rtc: host.rtc,
+      get user() {
+        return host.user;
+      },
       get session() {
         return host.session;
       },

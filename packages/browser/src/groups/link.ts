@@ -35,6 +35,8 @@ export interface GroupParty {
 /** What a group call needs from the client's groups module. */
 export interface GroupLink {
   readonly rtc: RtcOptions;
+  /** The page's user, from the last welcome (null: anonymous). */
+  readonly user: string | null | undefined;
   /** The number of the current socket: a group's frames belong to the socket it joined on. */
   readonly session: number;
   /** Resolves at the next welcome (at once when ready); rejects when the client closes. */

@@ -85,3 +85,24 @@ export interface GroupOptions {
   /** What to send; default `{ audio: true }`, got with `getUserMedia`. */
   media?: CallMediaSource | undefined;
 }
+
+/** A page of the group call speaking now (this page included), in a {@link GroupSpeakers}. */
+export interface GroupSpeaker {
+  /** The page's id in the group: a peer's `page`, or {@link Group.page} for this page. */
+  readonly page: string;
+  /** The page's user. */
+  readonly user: string;
+  /** Its audio level, smoothed over about 1.5 s: 0 (silence) to 1 (full scale), linear. */
+  readonly level: number;
+}
+
+/**
+ * Who speaks in the group call, loudest first, given by the `speakers` event when that list or its
+ * order changes (and by {@link Group.speakers} at any time). Empty when nobody speaks.
+ *
+ * @example
+ * group.on('speakers', ({ speakers }) => highlight(speakers[0]?.page));
+ */
+export interface GroupSpeakers {
+  readonly speakers: readonly GroupSpeaker[];
+}
