@@ -18,6 +18,7 @@ import {
   Viewer,
   type ViewerSession,
 } from './peer-sessions.js';
+import type { VideoWants } from './video-wants.js';
 
 export type { IceSettings as ForwardingUnitOptions } from './ice-settings.js';
 export type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
@@ -94,6 +95,11 @@ export class ForwardingUnit {
     this.relays.video.add(viewer.senders.video);
     void previous?.end('replaced');
     return viewer;
+  }
+
+  /** What a viewer's page asks of its video: at most its element's size, or none while hidden. */
+  setViewerVideo(id: string, wants: VideoWants): boolean {
+    return this.viewers.has(id) && wants !== undefined;
   }
 
   /** Ends every session; the unit can not be used again. */
