@@ -45,7 +45,11 @@ export interface GroupLeaveFrame {
   ref: number;
   group: string;
 }
-/** A WebRTC description or ICE candidate for one page of the group: carried as is, at most 64 KB. */
+/**
+ * A WebRTC description or ICE candidate for one page of the group (mesh: carried as is), or in unit
+ * mode for that page's unit (also `{ restart: true }`, and `{ video }`: VideoSignalData). At most
+ * 64 KB.
+ */
 export interface GroupSignalFrame {
   t: 'group.signal';
   group: string;

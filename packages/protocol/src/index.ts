@@ -14,5 +14,6 @@ export * from './seal-json.js';
 export * from './signing.js';
 export * from './streams.js';
 export * from './tokens.js';
+export * from './video-wants.js';
 export * from './webhook-events.js';
 export * from './wire.js';

@@ -38,8 +38,9 @@ export interface StreamLeaveFrame {
 }
 /**
  * To the forwarding unit: the presenter's offer (`{ sdp }`), a watching page's answer (`{ sdp }`),
- * an ICE candidate (`{ candidate }`), or `{ restart: true }` from a watching page whose media failed
- * (the unit sends a fresh offer). At most 64 KB.
+ * an ICE candidate (`{ candidate }`), `{ restart: true }` from a watching page whose media failed
+ * (the unit sends a fresh offer), or a watching page's `{ video }` (VideoSignalData: adaptive
+ * stream). At most 64 KB.
  */
 export interface StreamSignalFrame {
   t: 'stream.signal';

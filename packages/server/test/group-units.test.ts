@@ -1,6 +1,7 @@
 import { deriveKey } from '@realtime/protocol';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MemoryEventSink } from '../src/index.js';
+import { ForwardingUnit } from '../src/units/forwarding-unit.js';
 import { nowSeconds, signToken, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
@@ -329,6 +330,39 @@ describe('group calls in unit mode over raw frames and werift peers', () => {
     ).toEqual(['ann', 'ben', 'cid', 'dan', 'eve']);
     for (const m of [ann, ben, dan, eve]) await m.page.close();
   }, 30_000);
+
+  it('a page’s video wants for another page’s unit reach its session there; to its own unit, or badly shaped, bad_frame', async () => {
+    const group = 'adaptive';
+    const [a, b] = (await unitGroup(group, ['va', 'vb', 'vc'])) as [Member, Member, Member];
+    const told = vi.spyOn(ForwardingUnit.prototype, 'setViewerVideo');
+    try {
+      a.page.send({ t: 'group.signal', group, to: b.id, data: { video: { maxWidth: 160, maxHeight: 90 } } });
+      await waitFor(() => told.mock.calls.length === 1, 'the unit of vb told');
+      expect(told.mock.calls[0]?.[1]).toEqual({ maxWidth: 160, maxHeight: 90 });
+      expect(told.mock.results[0]?.value).toBe(true);
+
+      const refusal = async (data: Frame, to: string, what: string): Promise<Frame> => {
+        const from = a.page.frames.length;
+        a.page.send({ t: 'group.signal', group, to, data });
+        return frameOf(a.page, (f) => f.t === 'error', what, from);
+      };
+      expect(await refusal({ video: { paused: true } }, a.id, 'video wants of its own unit')).toEqual({
+        t: 'error',
+        code: 'bad_frame',
+        message: 'group.signal: data.video is for a page receiving video, not from a page to its own unit',
+        group,
+      });
+      expect(await refusal({ video: { maxHeight: 0 } }, b.id, 'a height of 0')).toEqual({
+        t: 'error',
+        code: 'bad_frame',
+        message: 'group.signal: data.video.maxHeight must be a whole number of pixels from 1 to 16384',
+        group,
+      });
+      expect(told).toHaveBeenCalledTimes(1);
+    } finally {
+      told.mockRestore();
+    }
+  });
 
   it('refuses bad unit signals, signals outside the group, too much data and too many groups, each naming the group', async () => {
     const group = 'refusals';

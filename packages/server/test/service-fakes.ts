@@ -10,6 +10,7 @@ import type { LapseHandler } from '../src/core/node-registry.js';
 import type { PageSignals, ServiceMessageHandler } from '../src/core/page-signals.js';
 import { StoreError } from '../src/engines/store-error.js';
 import type { UnitEvents, UnitHost, UnitOwner } from '../src/units/unit-host.js';
+import type { VideoWants } from '../src/units/video-wants.js';
 
 export const silentLog = pino({ level: 'silent' });
 
@@ -62,14 +63,32 @@ export class FakeSignals {
 
 /** What a fake unit host was asked: the operation, the unit's key and the page it was for. */
 export interface UnitCall {
-  op: 'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end';
+  op:
+    | 'present'
+    | 'presenterCandidate'
+    | 'openViewer'
+    | 'viewerAnswer'
+    | 'viewerCandidate'
+    | 'viewerVideo'
+    | 'closeViewer'
+    | 'end';
   key: string;
   page?: string;
+  /** What a viewerVideo asked. */
+  wants?: VideoWants;
 }
 
 export type FakeUnitHost = Pick<
   UnitHost,
-  'hosts' | 'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end'
+  | 'hosts'
+  | 'present'
+  | 'presenterCandidate'
+  | 'openViewer'
+  | 'viewerAnswer'
+  | 'viewerCandidate'
+  | 'viewerVideo'
+  | 'closeViewer'
+  | 'end'
 >;
 
 /**
@@ -121,6 +140,10 @@ export class FakeUnits implements FakeUnitHost {
 
   async viewerCandidate(key: string, page: string): Promise<void> {
     this.calls.push({ op: 'viewerCandidate', key, page });
+  }
+
+  viewerVideo(key: string, page: string, wants: VideoWants): void {
+    this.calls.push({ op: 'viewerVideo', key, page, wants });
   }
 
   async closeViewer(key: string, page: string): Promise<void> {

@@ -1,7 +1,8 @@
 import { Realtime } from '@realtime/node';
 import { deriveKey } from '@realtime/protocol';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MemoryEventSink } from '../src/index.js';
+import { ForwardingUnit } from '../src/units/forwarding-unit.js';
 import { nowSeconds, signToken, skewedClock, waitFor } from './gateway-tools.js';
 import { startTestServer, type TestServer } from './helpers.js';
 import { helloPage, type RawPage } from './pages.js';
@@ -291,6 +292,59 @@ describe('live streams over raw frames and werift peers', () => {
     // Not live: nothing was reported.
     expect(recorded(stream)).toEqual([]);
     await Promise.all([eve, fay, ...viewers].map((p) => p.close()));
+  });
+
+  it("a viewer's video wants reach its session on the unit; a bad shape, or a presenter's, is bad_frame", async () => {
+    const stream = 'adaptive';
+    const told = vi.spyOn(ForwardingUnit.prototype, 'setViewerVideo');
+    try {
+      const ann = await pageOf('ann');
+      const ben = await pageOf('ben');
+      await ask(ben, { t: 'stream.watch', stream, grant: await grant(stream, 'viewer', 'ben') });
+      await goLive(ann, stream, 'ann');
+      await view(ben, stream);
+      ben.send({ t: 'stream.signal', stream, data: { video: { maxWidth: 640, maxHeight: 360 } } });
+      ben.send({ t: 'stream.signal', stream, data: { video: { maxWidth: 640, maxHeight: 360, paused: true } } });
+      await waitFor(() => told.mock.calls.length === 2, 'the unit told of both');
+      expect(told.mock.calls.map(([, wants]) => wants)).toEqual([
+        { maxWidth: 640, maxHeight: 360 },
+        { maxWidth: 640, maxHeight: 360, paused: true },
+      ]);
+      // Told to the viewer's own session there.
+      expect(told.mock.results.map((r) => r.value)).toEqual([true, true]);
+
+      const refusedWith = async (page: RawPage, data: Frame, message: string) => {
+        const before = page.frames.length;
+        page.send({ t: 'stream.signal', stream, data });
+        const error = await page.next((f) => f.t === 'error' && page.frames.indexOf(f) >= before, message);
+        expect(error).toEqual({ t: 'error', code: 'bad_frame', message: `stream.signal: ${message}`, stream });
+      };
+      await refusedWith(
+        ben,
+        { video: { maxWidth: 0 } },
+        'data.video.maxWidth must be a whole number of pixels from 1 to 16384',
+      );
+      await refusedWith(
+        ben,
+        { video: { maxHeight: 16_385 } },
+        'data.video.maxHeight must be a whole number of pixels from 1 to 16384',
+      );
+      await refusedWith(ben, { video: { paused: 'yes' } }, 'data.video.paused must be true or false');
+      await refusedWith(
+        ben,
+        { video: 'small' },
+        'data.video must be { "maxWidth"?: <whole number 1..16384>, "maxHeight"?: <the same>, "paused"?: <boolean> }',
+      );
+      await refusedWith(
+        ann,
+        { video: { paused: true } },
+        'data.video is for a page receiving video, not from a presenter',
+      );
+      expect(told).toHaveBeenCalledTimes(2);
+      await Promise.all([ann.close(), ben.close()]);
+    } finally {
+      told.mockRestore();
+    }
   });
 
   it('a page is on at most 8 streams at once', async () => {

@@ -1,4 +1,5 @@
-import type { IceServer, GroupPeer as PeerInfo } from '@realtime/protocol';
+import type { IceServer, GroupPeer as PeerInfo, VideoWantsData } from '@realtime/protocol';
+import { AdaptiveVideo } from '../calls/adaptive-video.js';
 import { Peer } from '../calls/peer.js';
 import type { CallMediaKind, RtcOptions } from '../calls/types.js';
 import { GroupError } from './errors.js';
@@ -49,6 +50,8 @@ export class RemotePeer implements GroupPeer {
   #unit = false;
   /** Fresh offers asked of the page's unit since its media last connected. */
   #restarts = 0;
+  /** What this page asks of the peer's video at its unit (adaptive stream). */
+  readonly #video = new AdaptiveVideo((wants) => this.#sendVideo(wants));
 
   constructor(info: PeerInfo, group: string, net: PeerNet, hooks: RemotePeerHooks) {
     this.page = info.page;
@@ -100,6 +103,8 @@ export class RemotePeer implements GroupPeer {
       this.#move('connecting');
       // Receive-only: no local tracks, the answer takes what the unit sends.
       this.#open(new MediaStream());
+      // The new session has nothing of what this page asked of the video.
+      this.#video.resend();
     }
     if (this.#state === 'connecting' || this.#state === 'connected') this.#rtc?.receive(data);
   }
@@ -120,7 +125,39 @@ export class RemotePeer implements GroupPeer {
   close(): void {
     if (this.#state === 'left') return;
     this.#stop();
+    this.#video.close();
     this.#move('left');
+  }
+
+  setVideoSize(width?: number, height?: number): void {
+    this.#video.setSize(width, height);
+  }
+
+  pauseVideo(): void {
+    this.#video.pause();
+  }
+
+  resumeVideo(): void {
+    this.#video.resume();
+  }
+
+  attach(element: HTMLMediaElement): () => void {
+    if (this.#state === 'left') return () => {};
+    if (element.srcObject !== this.stream) element.srcObject = this.stream;
+    const stop = this.#video.attach(element);
+    return () => {
+      stop();
+      if (element.srcObject === this.stream) element.srcObject = null;
+    };
+  }
+
+  /** Video wants go to the peer's unit while a session of it is up (its next offer sends them again). */
+  #sendVideo(wants: VideoWantsData): boolean {
+    if (!this.#unit || this.#rtc === undefined || (this.#state !== 'connecting' && this.#state !== 'connected')) {
+      return false;
+    }
+    this.#hooks.signal({ video: wants });
+    return true;
   }
 
   /** A new connection, replacing none (mesh) or the last (unit); undefined when WebRTC refused. */

@@ -71,6 +71,27 @@ export interface GroupPeer {
    * until the first). Closed once the peer left or failed.
    */
   readonly peerConnection: RTCPeerConnection | undefined;
+  /**
+   * Adaptive stream, unit mode: the largest size this page shows the peer's video at (device
+   * pixels: CSS px times `devicePixelRatio`), so its unit sends no larger layer; no argument lifts
+   * the bound. Kept and sent again to each new session of the peer's unit. In a mesh it does nothing
+   * (the peer sends its one encoding straight to this page) until the group switches to units.
+   * Throws a RangeError for a size that is not a positive number.
+   */
+  setVideoSize(width?: number, height?: number): void;
+  /** Unit mode: no video from the peer's unit until {@link GroupPeer.resumeVideo} (its audio goes on). */
+  pauseVideo(): void;
+  resumeVideo(): void;
+  /**
+   * Shows the peer's media in `element` (its `srcObject`, {@link GroupPeer.stream}) and, in unit mode,
+   * fits the video to it: the element's size times `devicePixelRatio`, watched as it changes (told
+   * once it settles, ~150 ms), and paused while it is off screen, zero-sized or the tab is hidden.
+   * Returns a function that stops (and clears `srcObject` if it is still the peer's).
+   *
+   * @example
+   * group.on('peer-joined', (peer) => { const stop = peer.attach(tileVideo(peer.page)); group.on('peer-left', (p) => p === peer && stop()); });
+   */
+  attach(element: HTMLMediaElement): () => void;
 }
 
 /**

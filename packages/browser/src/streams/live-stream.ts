@@ -1,4 +1,5 @@
-import type { IceServer, StreamPresentingFrame, StreamWatchingFrame } from '@realtime/protocol';
+import type { IceServer, StreamPresentingFrame, StreamWatchingFrame, VideoWantsData } from '@realtime/protocol';
+import { AdaptiveVideo } from '../calls/adaptive-video.js';
 import { type LocalMedia, localMedia, releaseMedia } from '../calls/media.js';
 import { Peer } from '../calls/peer.js';
 import { type AnyListener, Emitter } from '../emitter.js';
@@ -91,6 +92,10 @@ export class LiveStream {
   #restarts = 0;
   #connectTimer: ReturnType<typeof setTimeout> | undefined;
   #confirmTimer: ReturnType<typeof setTimeout> | undefined;
+  /** What a viewer asks of the presenter's video at the unit (adaptive stream). */
+  readonly #video = new AdaptiveVideo((wants) => this.#sendVideo(wants));
+  /** The elements {@link LiveStream.attach} shows the video in: each run's new stream goes to them. */
+  readonly #shown = new Set<HTMLMediaElement>();
 
   /** Use `client.stream`. */
   constructor(name: string, options: StreamOptions, link: StreamLink) {
@@ -156,6 +161,51 @@ export class LiveStream {
 
   off<E extends keyof LiveStreamEvents>(name: E, listener: LiveStreamEvents[E]): void {
     this.#emitter.off(name, listener as AnyListener);
+  }
+
+  /**
+   * Adaptive stream, for a viewer: the largest size the page shows the video at (device pixels:
+   * CSS px times `devicePixelRatio`), so the forwarding unit sends no larger layer; no argument lifts
+   * the bound. Kept, and sent again to each new session of the unit (a new run, a restart). A
+   * presenter's does nothing. Throws a RangeError for a size that is not a positive number.
+   *
+   * @example
+   * stream.setVideoSize(640 * devicePixelRatio, 360 * devicePixelRatio);
+   */
+  setVideoSize(width?: number, height?: number): void {
+    this.#video.setSize(width, height);
+  }
+
+  /** For a viewer: no video from the unit until {@link LiveStream.resumeVideo} (the audio goes on). */
+  pauseVideo(): void {
+    this.#video.pause();
+  }
+
+  resumeVideo(): void {
+    this.#video.resume();
+  }
+
+  /**
+   * For a viewer: shows the presenter's media in `element` (its `srcObject`: each run's
+   * {@link LiveStream.remoteStream}) and fits the video to it, as LiveKit's adaptive stream does: the
+   * element's size times `devicePixelRatio`, watched as it changes (told once it settles, ~150 ms),
+   * and paused while it is off screen, zero-sized, or the tab is hidden (resumed at once when shown).
+   * While an element is attached, it decides, not {@link LiveStream.setVideoSize}. Returns a function
+   * that stops (and clears `srcObject` if it is still the stream's).
+   *
+   * @example
+   * const detach = stream.attach(document.querySelector('video')!);
+   */
+  attach(element: HTMLMediaElement): () => void {
+    if (this.#state === 'left') return () => {};
+    this.#shown.add(element);
+    if (this.#remote && element.srcObject !== this.#remote) element.srcObject = this.#remote;
+    const stop = this.#video.attach(element);
+    return () => {
+      stop();
+      if (!this.#shown.delete(element)) return;
+      if (this.#remote && element.srcObject === this.#remote) element.srcObject = null;
+    };
   }
 
   /**
@@ -280,12 +330,21 @@ export class LiveStream {
     if (this.#role === 'viewer' && isOffer(data.sdp)) {
       // Each offer is the unit's new session (a new run, or a restart): a new connection and stream.
       this.#remote = new MediaStream();
+      for (const element of this.#shown) element.srcObject = this.#remote;
       this.#newPeer(new MediaStream(), false);
+      // The unit's new session has nothing of what this page asked of the video.
+      this.#video.resend();
       this.#move('connecting');
       // The unit offers only while live: its `stream.live` raced this page's watch (it came before the answer).
       if (!this.#live) this.#wentLive(undefined);
     }
     this.#rtc?.receive(data);
+  }
+
+  /** A viewer's video wants go to the unit while it has a session for the page (its next offer sends them again). */
+  #sendVideo(wants: VideoWantsData): boolean {
+    if (this.#role !== 'viewer' || !this.#rtc || !this.#on || this.#session !== this.#link.session) return false;
+    return this.#link.send({ t: 'stream.signal', stream: this.name, data: { video: wants } });
   }
 
   /** A new connection to the unit, replacing the last; undefined when WebRTC refused (the page has left then). */
@@ -455,6 +514,8 @@ export class LiveStream {
     if (this.#state === 'left') return;
     this.#closePeer();
     releaseMedia(this.#media);
+    this.#video.close();
+    this.#shown.clear();
     this.#on = false;
     this.#live = false;
     this.#move('left');

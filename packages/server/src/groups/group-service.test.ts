@@ -224,6 +224,40 @@ describe('the switch to forwarding units', () => {
     );
   });
 
+  it("a page's video wants for another page's unit reach that unit, on the sender's node", async () => {
+    const { a, b } = await twoNodes();
+    await a.service.join(APP, 'g', member('n1.1'));
+    await a.service.join(APP, 'g', member('n1.2'));
+    await b.service.join(APP, 'g', member('n2.1'));
+    // From a page of the sender's node, and from one of another node.
+    await a.service.unitSignal(APP, 'g', 'n1.2', 'n1.1', { video: { maxWidth: 320, maxHeight: 180 } });
+    await b.service.unitSignal(APP, 'g', 'n2.1', 'n1.1', { video: { paused: true } });
+    expect(signals.messages.filter((m) => m.message.op === 'video')).toEqual([
+      {
+        node: 'n1',
+        kind: 'group',
+        message: { op: 'video', group: 'g', sender: 'n1.1', page: 'n1.2', wants: { maxWidth: 320, maxHeight: 180 } },
+      },
+      {
+        node: 'n1',
+        kind: 'group',
+        message: { op: 'video', group: 'g', sender: 'n1.1', page: 'n2.1', wants: { paused: true } },
+      },
+    ]);
+    await vi.waitFor(() =>
+      expect(a.units.of('viewerVideo')).toEqual([
+        {
+          op: 'viewerVideo',
+          key: 'group\u0000app1\u0000g\u0000n1.1',
+          page: 'n1.2',
+          wants: { maxWidth: 320, maxHeight: 180 },
+        },
+        { op: 'viewerVideo', key: 'group\u0000app1\u0000g\u0000n1.1', page: 'n2.1', wants: { paused: true } },
+      ]),
+    );
+    expect(b.units.calls).toEqual([]);
+  });
+
   it('tells a page its session was refused by a bound of the units, naming the group and the sender', async () => {
     const units = new FakeUnits();
     units.refuse = (page) =>

@@ -11,6 +11,7 @@ import { nodeOfPage } from '../engines/node-id.js';
 import type { IceCandidateInit } from '../units/peer-sessions.js';
 import type { UnitHost } from '../units/unit-host.js';
 import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
+import type { VideoWants } from '../units/video-wants.js';
 
 /** Node messages of group calls: a page's requests for the unit of another page, on that page's node. */
 const NODE_KIND = 'group';
@@ -21,7 +22,14 @@ export type GroupSignals = Pick<PageSignals, 'toPage' | 'toNode' | 'onNodeMessag
 /** What group calls use of the node's forwarding units. */
 export type GroupUnitHost = Pick<
   UnitHost,
-  'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end'
+  | 'present'
+  | 'presenterCandidate'
+  | 'openViewer'
+  | 'viewerAnswer'
+  | 'viewerCandidate'
+  | 'viewerVideo'
+  | 'closeViewer'
+  | 'end'
 >;
 
 export interface GroupUnitsDeps {
@@ -37,7 +45,8 @@ type UnitRequest =
   | { op: 'open'; group: string; sender: string; page: string; restart?: boolean }
   | { op: 'close'; group: string; sender: string; page: string }
   | { op: 'answer'; group: string; sender: string; page: string; sdp: string }
-  | { op: 'candidate'; group: string; sender: string; page: string; candidate: IceCandidateInit };
+  | { op: 'candidate'; group: string; sender: string; page: string; candidate: IceCandidateInit }
+  | { op: 'video'; group: string; sender: string; page: string; wants: VideoWants };
 
 /** The key of a group page's unit among the node's units (streams' units have theirs). */
 const unitOf = (app: string, group: string, sender: string) => `group\u0000${app}\u0000${group}\u0000${sender}`;
@@ -77,14 +86,19 @@ export class GroupUnits {
     }
   }
 
-  /** A signal of `page` for the unit of `sender` (an answer, a candidate, or a restart): to the sender's node. */
+  /**
+   * A signal of `page` for the unit of `sender` (an answer, a candidate, a restart, or what it wants
+   * of the sender's video): to the sender's node.
+   */
   async receive(app: string, group: string, sender: string, page: string, signal: UnitSignal): Promise<void> {
     const request: UnitRequest =
       'sdp' in signal
         ? { op: 'answer', group, sender, page, sdp: signal.sdp }
         : 'candidate' in signal
           ? { op: 'candidate', group, sender, page, candidate: signal.candidate }
-          : { op: 'open', group, sender, page, restart: true };
+          : 'video' in signal
+            ? { op: 'video', group, sender, page, wants: signal.video }
+            : { op: 'open', group, sender, page, restart: true };
     await this.#toUnit(app, sender, request);
   }
 
@@ -161,6 +175,7 @@ export class GroupUnits {
       if (request.op === 'open') await this.#openViewer(app, group, sender, page, request.restart === true);
       else if (request.op === 'close') await this.#deps.units.closeViewer(key, page);
       else if (request.op === 'answer') await this.#deps.units.viewerAnswer(key, page, request.sdp);
+      else if (request.op === 'video') this.#deps.units.viewerVideo(key, page, request.wants);
       else await this.#deps.units.viewerCandidate(key, page, request.candidate);
     } catch (error) {
       // A page's bad answer or candidate fails its own session only.

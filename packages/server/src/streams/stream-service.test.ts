@@ -159,6 +159,33 @@ describe('going live', () => {
     expect(b.units.calls).toEqual([]);
   });
 
+  it("a viewer's video wants reach the unit: on its own node, and on the presenter's node from another", async () => {
+    const store = new MemoryStreamStore();
+    const a = await node('n1', { store });
+    const b = await node('n2', { store });
+    await a.service.join(APP, 's', presenter('n1.1'));
+    await a.service.join(APP, 's', viewer('n1.2'));
+    await b.service.join(APP, 's', viewer('n2.1'));
+    await goLive(a.service, a.units, 'n1.1');
+    await a.service.signal(APP, 's', 'n1.2', 'viewer', { video: { maxWidth: 640, maxHeight: 360 } });
+    await b.service.signal(APP, 's', 'n2.1', 'viewer', { video: { paused: true } });
+    expect(signals.messages.filter((m) => m.message.op === 'video')).toEqual([
+      {
+        node: 'n1',
+        kind: 'stream',
+        message: { op: 'video', stream: 's', page: 'n1.2', wants: { maxWidth: 640, maxHeight: 360 } },
+      },
+      { node: 'n1', kind: 'stream', message: { op: 'video', stream: 's', page: 'n2.1', wants: { paused: true } } },
+    ]);
+    await vi.waitFor(() =>
+      expect(a.units.of('viewerVideo')).toEqual([
+        { op: 'viewerVideo', key: 'stream\u0000app1\u0000s', page: 'n1.2', wants: { maxWidth: 640, maxHeight: 360 } },
+        { op: 'viewerVideo', key: 'stream\u0000app1\u0000s', page: 'n2.1', wants: { paused: true } },
+      ]),
+    );
+    expect(b.units.calls).toEqual([]);
+  });
+
   it("a viewer's signal while the stream is not live goes nowhere", async () => {
     const { service } = await node('n1');
     await service.join(APP, 's', presenter('n1.1'));

@@ -11,6 +11,7 @@ import type { StreamChange, StreamMember, StreamStore } from '../engines/types.j
 import type { IceCandidateInit } from '../units/peer-sessions.js';
 import type { UnitHost } from '../units/unit-host.js';
 import { type UnitSignal, viewerRefusal } from '../units/unit-signal.js';
+import type { VideoWants } from '../units/video-wants.js';
 import type { StreamOptions } from './options.js';
 
 /** Node messages of streams: a watching page's requests, for the node running the stream's unit. */
@@ -22,7 +23,15 @@ export type StreamSignals = Pick<PageSignals, 'toPage' | 'toNode' | 'onNodeMessa
 /** What streams use of the node's forwarding units. */
 export type StreamUnitHost = Pick<
   UnitHost,
-  'hosts' | 'present' | 'presenterCandidate' | 'openViewer' | 'viewerAnswer' | 'viewerCandidate' | 'closeViewer' | 'end'
+  | 'hosts'
+  | 'present'
+  | 'presenterCandidate'
+  | 'openViewer'
+  | 'viewerAnswer'
+  | 'viewerCandidate'
+  | 'viewerVideo'
+  | 'closeViewer'
+  | 'end'
 >;
 
 export interface StreamServiceDeps {
@@ -45,7 +54,8 @@ type UnitRequest =
   | { op: 'open'; stream: string; page: string; restart?: boolean }
   | { op: 'close'; stream: string; page: string }
   | { op: 'answer'; stream: string; page: string; sdp: string }
-  | { op: 'candidate'; stream: string; page: string; candidate: IceCandidateInit };
+  | { op: 'candidate'; stream: string; page: string; candidate: IceCandidateInit }
+  | { op: 'video'; stream: string; page: string; wants: VideoWants };
 
 /** Where a page is, per stream: its role there. */
 type PageStreams = Map<string, { app: string; stream: string; role: StreamMember['role'] }>;
@@ -162,7 +172,9 @@ export class StreamService {
         ? { op: 'answer', stream, page, sdp: signal.sdp }
         : 'candidate' in signal
           ? { op: 'candidate', stream, page, candidate: signal.candidate }
-          : { op: 'open', stream, page, restart: true };
+          : 'video' in signal
+            ? { op: 'video', stream, page, wants: signal.video }
+            : { op: 'open', stream, page, restart: true };
     await this.#toUnit(app, presenter, request);
   }
 
@@ -248,6 +260,7 @@ export class StreamService {
       if (request.op === 'open') await this.#openViewer(app, stream, page, request.restart === true);
       else if (request.op === 'close') await this.#host.closeViewer(unit, page);
       else if (request.op === 'answer') await this.#host.viewerAnswer(unit, page, request.sdp);
+      else if (request.op === 'video') this.#host.viewerVideo(unit, page, request.wants);
       else await this.#host.viewerCandidate(unit, page, request.candidate);
     } catch (error) {
       // A page's bad answer or candidate fails its own session only.

@@ -12,6 +12,7 @@ import {
   type ViewerSession,
 } from './peer-sessions.js';
 import { type MediaUnit, UnitHost } from './unit-host.js';
+import type { VideoWants } from './video-wants.js';
 
 const log = pino({ level: 'silent' });
 const events = { connected: () => undefined, failed: () => undefined };
@@ -101,6 +102,8 @@ class FakeUnits {
 
 class FakeUnit implements MediaUnit {
   readonly sessions: FakeSession[] = [];
+  /** What setViewerVideo was told, in order. */
+  readonly video: [string, VideoWants][] = [];
   closed = false;
 
   constructor(readonly units: FakeUnits) {}
@@ -127,6 +130,11 @@ class FakeUnit implements MediaUnit {
     const session = new FakeSession(id, this.units.gated);
     this.sessions.push(session);
     return session;
+  }
+
+  setViewerVideo(id: string, wants: VideoWants): boolean {
+    this.video.push([id, wants]);
+    return this.sessions.some((s) => s.id === id && !s.closed);
   }
 
   async close(): Promise<void> {
@@ -229,5 +237,56 @@ describe('closing a unit host', () => {
     answer(true);
     expect(await offer).toBeUndefined();
     expect(units.made).toHaveLength(0);
+  });
+});
+
+describe('what receiving pages ask of the video (adaptive stream)', () => {
+  it('goes to the page’s session now, and the last one asked to its later sessions on that unit', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units);
+    // No unit here yet: nothing to tell, nothing kept.
+    hosted.viewerVideo('k', 'v', { paused: true });
+    expect(await hosted.present('k', { app: 'a', page: 'p' }, 'offer', events)).toBe('answer');
+    const unit = units.made[0] as FakeUnit;
+    // Asked before its session opens: kept, not told (no session).
+    hosted.viewerVideo('k', 'v', { maxWidth: 320, maxHeight: 180 });
+    expect(unit.video).toEqual([]);
+    unit.presenter.connect();
+    expect(await hosted.openViewer('k', 'v', false)).toBe('offer');
+    expect(unit.video).toEqual([['v', { maxWidth: 320, maxHeight: 180 }]]);
+    hosted.viewerVideo('k', 'v', { maxWidth: 640, maxHeight: 360 });
+    hosted.viewerVideo('k', 'v', { maxWidth: 640, maxHeight: 360, paused: true });
+    expect(unit.video.slice(1)).toEqual([
+      ['v', { maxWidth: 640, maxHeight: 360 }],
+      ['v', { maxWidth: 640, maxHeight: 360, paused: true }],
+    ]);
+    // A restart makes a new session: it gets the last wants as it is made.
+    expect(await hosted.openViewer('k', 'v', true)).toBe('offer');
+    expect(unit.video.slice(3)).toEqual([['v', { maxWidth: 640, maxHeight: 360, paused: true }]]);
+    // Another page's session gets nothing of this one's.
+    expect(await hosted.openViewer('k', 'w', false)).toBe('offer');
+    expect(unit.video).toHaveLength(4);
+    await hosted.close();
+  });
+
+  it('forgets a page’s wants when its session is closed (it left), and a new unit starts with none', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units, { unitsPerPage: 2, unitsPerApp: 10 });
+    await hosted.present('k', { app: 'a', page: 'p' }, 'offer', events);
+    const first = units.made[0] as FakeUnit;
+    first.presenter.connect();
+    await hosted.openViewer('k', 'v', false);
+    hosted.viewerVideo('k', 'v', { paused: true });
+    await hosted.closeViewer('k', 'v');
+    await hosted.openViewer('k', 'v', false);
+    expect(first.video).toEqual([['v', { paused: true }]]);
+    // The sender offers anew: a new unit, whose sessions start with nothing asked.
+    hosted.viewerVideo('k', 'v', { maxWidth: 100 });
+    await hosted.present('k', { app: 'a', page: 'p' }, 'offer 2', events);
+    const second = units.made[1] as FakeUnit;
+    second.presenter.connect();
+    await hosted.openViewer('k', 'v', false);
+    expect(second.video).toEqual([]);
+    await hosted.close();
   });
 });

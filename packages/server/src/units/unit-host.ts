@@ -10,6 +10,7 @@ import { Lanes } from './lanes.js';
 import type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
 import { SessionClosedError } from './session-errors.js';
 import { DEFAULT_UNIT_LIMITS, rangeCapacity, UnitBudget, type UnitLimits } from './unit-budget.js';
+import type { VideoWants } from './video-wants.js';
 
 /** How long close() waits for the steps in flight (a session's end waits at most 5 s for its description). */
 const CLOSE_WAIT_MS = 10_000;
@@ -34,6 +35,8 @@ export interface UnitHostDeps {
 export interface MediaUnit {
   createPresenter(id: string): PresenterSession;
   createViewer(id: string): ViewerSession;
+  /** What a receiving page asks of its video (adaptive stream); false when it has no session there. */
+  setViewerVideo(id: string, wants: VideoWants): boolean;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,8 @@ interface Hosted {
   presenter: PresenterSession;
   connected: boolean;
   viewers: Map<string, ViewerSession>;
+  /** The last video wants of each receiving page, for its next session too (a restart, a late open). */
+  wants: Map<string, VideoWants>;
 }
 
 export class UnitHost {
@@ -127,6 +132,7 @@ export class UnitHost {
         presenter,
         connected: false,
         viewers: new Map(),
+        wants: new Map(),
       };
       this.#hosted.set(key, hosted);
       const timer = setTimeout(() => void presenter.close(), this.#deps.connectTimeoutMs);
@@ -193,6 +199,8 @@ export class UnitHost {
       throw error;
     }
     hosted.viewers.set(page, viewer);
+    const wants = hosted.wants.get(page);
+    if (wants) hosted.unit.setViewerVideo(page, wants);
     const timer = setTimeout(() => void viewer.close(), this.#deps.connectTimeoutMs);
     timer.unref();
     viewer.onConnected(() => clearTimeout(timer));
@@ -221,9 +229,23 @@ export class UnitHost {
     await this.#viewer(key, page)?.addCandidate(candidate);
   }
 
+  /**
+   * What a receiving page asks of the video of the unit of `key` (adaptive stream): its session
+   * there gets it now, and its later sessions on that unit get it when made (the last one asked).
+   * Nothing when the unit does not run here (the page asks again with the next unit's offer).
+   */
+  viewerVideo(key: string, page: string, wants: VideoWants): void {
+    const hosted = this.#hosted.get(key);
+    if (!hosted) return;
+    hosted.wants.set(page, wants);
+    if (hosted.viewers.has(page)) hosted.unit.setViewerVideo(page, wants);
+  }
+
   async closeViewer(key: string, page: string): Promise<void> {
     await this.#lanes.run(`${key}\u0000${page}`, async () => {
       const hosted = this.#hosted.get(key);
+      // Off the unit: what it asked goes with it.
+      hosted?.wants.delete(page);
       const viewer = hosted?.viewers.get(page);
       if (!hosted || !viewer) return;
       hosted.viewers.delete(page);

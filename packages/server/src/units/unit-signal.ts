@@ -1,15 +1,20 @@
-import { isRecord } from '@realtime/protocol';
+import { isRecord, videoWantsProblem } from '@realtime/protocol';
 import type { IceCandidateInit } from './peer-sessions.js';
 import { NoMediaPortError } from './session-errors.js';
 import { UnitLimitError } from './unit-budget.js';
+import type { VideoWants } from './video-wants.js';
 
-/** A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, or a restart request. */
-export type UnitSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true };
+/**
+ * A page's signal for a forwarding unit, read: an SDP of the expected type, a candidate, a restart
+ * request, or what a receiving page asks of the video (adaptive stream).
+ */
+export type UnitSignal = { sdp: string } | { candidate: IceCandidateInit } | { restart: true } | { video: VideoWants };
 
 /**
  * Reads a page's signal for a unit, or answers what is wrong with it. A sending page (`sends`) offers
  * its media; a receiving one answers the unit's offer and may ask for a fresh one. `who` names the
- * page in the problem ("a presenter", "a viewer").
+ * page in the problem ("a presenter", "a viewer"). A receiving page may also say what it wants of
+ * the video (`video`: a maximum size, paused); a sending page has nothing to ask of its own unit.
  */
 export function readUnitSignal(data: Record<string, unknown>, sends: boolean, who: string): UnitSignal | string {
   if (data.sdp !== undefined) {
@@ -30,7 +35,22 @@ export function readUnitSignal(data: Record<string, unknown>, sends: boolean, wh
     return { candidate };
   }
   if (data.restart === true && !sends) return { restart: true };
-  return sends ? 'data must hold sdp or candidate' : 'data must hold sdp, candidate or restart: true';
+  if (data.video !== undefined) {
+    if (sends) return `data.video is for a page receiving video, not from ${who}`;
+    const problem = videoWantsProblem(data.video);
+    if (problem !== undefined) return problem;
+    return { video: readWants(data.video as Record<string, unknown>) };
+  }
+  return sends ? 'data must hold sdp or candidate' : 'data must hold sdp, candidate, restart: true or video';
+}
+
+/** The fields of a checked `video` (videoWantsProblem), without the unknown ones. */
+function readWants(video: Record<string, unknown>): VideoWants {
+  const wants: VideoWants = {};
+  if (typeof video.maxWidth === 'number') wants.maxWidth = video.maxWidth;
+  if (typeof video.maxHeight === 'number') wants.maxHeight = video.maxHeight;
+  if (typeof video.paused === 'boolean') wants.paused = video.paused;
+  return wants;
 }
 
 /**
