@@ -1,61 +1,79 @@
 import { describe, expect, it } from 'vitest';
 import { LinkEstimate } from './link-estimate.js';
 
+/** A probe from start to end at `carried`, with `during` run while it runs; then the link settles. */
+function probe(link: LinkEstimate, at: number, carried: number, during: () => void = () => undefined): boolean {
+  link.probeStarted();
+  during();
+  return link.probeEnded(carried, at);
+}
+
 describe('LinkEstimate', () => {
   it('knows nothing before the first REMB, then follows it', () => {
     const link = new LinkEstimate();
-    expect(link.value).toBeUndefined();
+    expect(link.estimate(0)).toBeUndefined();
     link.remb(200_000);
-    expect(link.value).toBe(200_000);
+    expect(link.estimate(0)).toBe(200_000);
     link.remb(150_000);
-    expect(link.value).toBe(150_000);
+    expect(link.estimate(0)).toBe(150_000);
   });
 
-  it('a probe that lost nothing confirms what it carried, above the REMB', () => {
+  it('a probe that saw no loss and no REMB fall confirms what it carried once the link settled for 1 s', () => {
+    const link = new LinkEstimate();
+    link.remb(200_000);
+    expect(probe(link, 1000, 700_000, () => link.remb(196_000))).toBe(true);
+    expect(link.estimate(1999)).toBe(196_000); // still settling (196k is within 5% of 200k)
+    expect(link.estimate(2000)).toBe(700_000);
+    link.remb(900_000); // a REMB above it wins
+    expect(link.estimate(2000)).toBe(900_000);
+  });
+
+  it('a probe fails at the first packet asked again, or at a REMB 5% under its start', () => {
     const link = new LinkEstimate();
     link.remb(200_000);
     link.probeStarted();
-    link.lost(2, 0); // a couple of packets asked again: still carried
-    expect(link.probeFailing).toBe(false);
-    expect(link.probeEnded(700_000)).toBe(true);
-    expect(link.value).toBe(700_000);
-    // A REMB above it wins.
-    link.remb(900_000);
-    expect(link.value).toBe(900_000);
-  });
-
-  it('a probe that saw loss confirms nothing and says so while it runs', () => {
-    const link = new LinkEstimate();
-    link.remb(200_000);
-    link.probeStarted();
-    link.lost(3, 0);
+    link.lost(1, 100);
     expect(link.probeFailing).toBe(true);
-    expect(link.probeEnded(700_000)).toBe(false);
-    expect(link.value).toBe(200_000);
+    expect(link.probeEnded(700_000, 200)).toBe(false);
+    expect(link.estimate(5000)).toBe(200_000);
     expect(link.probeFailing).toBe(false);
+
+    expect(probe(link, 6000, 700_000, () => link.remb(189_000))).toBe(false);
+    expect(link.estimate(9000)).toBe(189_000);
+  });
+
+  it('loss or a REMB fall while the link settles after a probe cancels it', () => {
+    const link = new LinkEstimate();
+    link.remb(200_000);
+    expect(probe(link, 1000, 700_000)).toBe(true);
+    link.lost(1, 1500);
+    expect(link.estimate(3000)).toBe(200_000);
+    expect(probe(link, 4000, 700_000)).toBe(true);
+    link.remb(180_000);
+    expect(link.estimate(6000)).toBe(180_000);
   });
 
   it('a confirmed rate ends with a REMB falling below 85% of its highest since', () => {
     const link = new LinkEstimate();
     link.remb(400_000);
-    link.probeStarted();
-    link.probeEnded(1_000_000);
+    probe(link, 0, 1_000_000);
+    expect(link.estimate(1000)).toBe(1_000_000);
     link.remb(500_000);
     link.remb(430_000); // 86% of 500k: holds
-    expect(link.value).toBe(1_000_000);
+    expect(link.estimate(1000)).toBe(1_000_000);
     link.remb(420_000); // 84%: the browser saw delay grow
-    expect(link.value).toBe(420_000);
+    expect(link.estimate(1000)).toBe(420_000);
   });
 
   it('a confirmed rate ends with a burst of loss within a second, not with loss spread out', () => {
     const link = new LinkEstimate();
     link.remb(300_000);
-    link.probeStarted();
-    link.probeEnded(800_000);
-    for (const at of [0, 1000, 2000, 3000]) link.lost(1, at);
-    expect(link.value).toBe(800_000);
-    link.lost(2, 3100);
-    link.lost(2, 3200);
-    expect(link.value).toBe(300_000);
+    probe(link, 0, 800_000);
+    expect(link.estimate(1000)).toBe(800_000);
+    for (const at of [2000, 3000, 4000, 5000]) link.lost(1, at);
+    expect(link.estimate(5000)).toBe(800_000);
+    link.lost(2, 5100);
+    link.lost(2, 5200);
+    expect(link.estimate(5200)).toBe(300_000);
   });
 });

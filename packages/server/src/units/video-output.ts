@@ -17,10 +17,11 @@ const PROBE_PADDING = 255;
 /** How often a probe sends its next packets (ms). */
 const PROBE_TICK_MS = 10;
 /**
- * Probes: 1.5 s each, at least 3 s apart, and after failures no more than 6 s apart, so a link that
- * opens up is found within about 10 s, while a full one is probed a quarter of the time at most.
+ * Probes: 1.2 s each, at least 2 s apart, and after failures no more than 4 s apart, so a link that
+ * opens up is found within about 10 s (wait, probe, settle, hold, keyframe), while a full one is
+ * probed a quarter of the time at most (and a probe there ends at its first loss).
  */
-const ALLOCATION = { probeMs: 1500, probeWaitMs: 3000, maxProbeWaitMs: 6000 };
+const ALLOCATION = { holdMs: 1000, probeMs: 1200, probeWaitMs: 2000, maxProbeWaitMs: 4000 };
 /** A probe pads this much more than the allocator asks (see allocate). */
 const PROBE_OVERSHOOT = 1.5;
 
@@ -73,7 +74,7 @@ export class VideoOutput {
 
   /** What the viewer's link carries (bits/s), or undefined before its browser's first REMB. */
   get estimate(): number | undefined {
-    return this.link.value;
+    return this.link.estimate(this.now());
   }
 
   want(wants: VideoWants): void {
@@ -167,13 +168,20 @@ export class VideoOutput {
     this.probeRate = bitsPerSecond;
     this.probeCredit = 0;
     let last = this.now();
+    const startedAt = last;
+    const span = Math.max(1, untilMs - startedAt);
     this.probeTimer = setInterval(() => {
       const now = this.now();
-      if (now >= this.probeUntil || this.current === undefined) {
+      const remb = Number(this.sender.receiverEstimatedMaxBitrate);
+      if (remb > 0) this.link.remb(remb);
+      if (now >= this.probeUntil || this.current === undefined || this.link.probeFailing) {
         this.endProbe();
         return;
       }
-      this.probeCredit += ((now - last) * bitsPerSecond) / 8000;
+      // Rising from nothing to the full rate over the first half, then held: a link that is full
+      // overflows a little at first, and its first loss (or its REMB falling) ends the probe.
+      const rate = (bitsPerSecond * Math.min(1, (2 * (now - startedAt)) / span)) | 0;
+      this.probeCredit += ((now - last) * rate) / 8000;
       last = now;
       const packetBytes = PROBE_PADDING + 12;
       for (; this.probeCredit >= packetBytes; this.probeCredit -= packetBytes) this.sendPadding();
@@ -186,7 +194,7 @@ export class VideoOutput {
     this.endedProbeUntil = this.probeUntil;
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
-    this.link.probeEnded(this.layerRate + this.probeRate);
+    this.link.probeEnded(this.layerRate + this.probeRate, this.now());
   }
 
   private sendPadding(): void {

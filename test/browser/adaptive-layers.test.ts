@@ -1,0 +1,186 @@
+/**
+ * Simulcast layers chosen per viewer by its link, with real links: a presenter sending three layers
+ * (the browser SDK, a 1280x720 camera of fine grain), a viewer behind 300 kbit/s, one behind
+ * 1.5 Mbit/s (each a Chromium in its own network namespace, its downlink shaped with tc) and one on
+ * this machine's loopback. Each decodes without freezing at the layer its link carries; the slow one
+ * does not lower the others'; when its link opens it moves up.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeChromium, launchChromium } from './chromium.js';
+import { writeGrainVideo } from './fake-video.js';
+import { openSdkPage } from './harness.js';
+import { canShape, ownLeftovers, type ShapedLinks, secureOriginsFlag, shapedLinks } from './shaped-link.js';
+import { type ShapedService, startShapedService } from './shaped-service.js';
+
+interface StreamWindow {
+  RT: typeof import('@realtime/browser');
+  client: import('@realtime/browser').RealtimeClient;
+  stream?: import('@realtime/browser').LiveStream;
+  /** The address of every candidate the page gathered, kept or not. */
+  gathered: string[];
+}
+
+/** A viewer's video as its getStats tells it. */
+interface Seen {
+  framesDecoded: number;
+  frameWidth: number;
+  /** The selected pair's local address. */
+  local: string;
+}
+
+const shaping = canShape();
+
+// CI runs as root, so this never skips there.
+describe.skipIf(!shaping.ok)(
+  `layers by link: viewers on 300 kbit/s, 1.5 Mbit/s and loopback${shaping.ok ? '' : ` (skipped: ${shaping.reason})`}`,
+  () => {
+    let links: ShapedLinks;
+    let service: ShapedService;
+    let outside: Browser;
+    let video: ReturnType<typeof writeGrainVideo> | undefined;
+
+    beforeAll(async () => {
+      links = await shapedLinks(2);
+      service = await startShapedService(links);
+      video = writeGrainVideo({ width: 1280, height: 720 });
+      outside = await launchChromium({
+        media: true,
+        videoFile: video.path,
+        args: [secureOriginsFlag([service.origin])],
+      });
+    }, 60_000);
+    afterAll(async () => {
+      await closeChromium(outside);
+      await service?.close();
+      await links?.close();
+      video?.remove();
+    });
+
+    /** A connected SDK page whose ICE candidates are kept to `address`, on `stream` with `role`. */
+    async function join(browser: Browser, address: string, stream: string, role: 'presenter' | 'viewer', name: string) {
+      const page = await openSdkPage(browser, service.pageUrl);
+      const identity = await service.sdk.identityToken(name);
+      const grant = await service.sdk.streamGrant(stream, { role, userId: name });
+      await page.evaluate(
+        ({ url, site, identity, address, stream, grant }) => {
+          const w = window as unknown as StreamWindow;
+          // A candidate line: `candidate:<foundation> <component> <protocol> <priority> <address> <port> typ ...`.
+          w.gathered = [];
+          const keep = (c: RTCIceCandidateInit) => {
+            const at = (c.candidate ?? '').split(' ')[4] ?? '';
+            w.gathered.push(at);
+            return at === address;
+          };
+          w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: keep } });
+          const media = { audio: true, video: { width: 1280, height: 720, frameRate: 15 } };
+          w.stream = w.client.stream(stream, { grant, media });
+        },
+        { url: service.server.url, site: service.server.app.key, identity, address, stream, grant },
+      );
+      return page;
+    }
+
+    const live = (page: Page, state: string) =>
+      page.waitForFunction((state) => (window as unknown as StreamWindow).stream?.state === state, state, {
+        timeout: 20_000,
+      });
+
+    const seen = (page: Page): Promise<Seen> =>
+      page.evaluate(async () => {
+        const pc = (window as unknown as StreamWindow).stream?.peerConnection;
+        const out: Seen = { framesDecoded: 0, frameWidth: 0, local: '' };
+        if (!pc) return out;
+        const report = await pc.getStats();
+        report.forEach((s: Record<string, unknown>) => {
+          if (s.type === 'inbound-rtp' && s.kind === 'video') {
+            out.framesDecoded += Number(s.framesDecoded ?? 0);
+            out.frameWidth = Number(s.frameWidth ?? 0);
+          }
+          if (s.type === 'transport') {
+            const pair = report.get(String(s.selectedCandidatePairId)) as Record<string, unknown> | undefined;
+            const local = pair && (report.get(String(pair.localCandidateId)) as Record<string, unknown> | undefined);
+            out.local = String(local?.address ?? '');
+          }
+        });
+        return out;
+      });
+
+    /** Waits until the page decodes frames `width` wide. */
+    const decodesAt = (page: Page, width: number, timeout: number) =>
+      expect.poll(async () => (await seen(page)).frameWidth, { timeout, interval: 250 }).toBe(width);
+
+    /** Over `seconds` seconds, frames decoded rose in each one (no freeze): the widths seen. */
+    async function noFreeze(page: Page, seconds: number, name: string): Promise<number[]> {
+      let last = await seen(page);
+      const widths: number[] = [];
+      const next = async () => {
+        last = await seen(page);
+        return last.framesDecoded;
+      };
+      for (let i = 0; i < seconds; i++) {
+        const from = last.framesDecoded;
+        await expect
+          .poll(next, { timeout: 1_000, interval: 100, message: `${name}: frames decoded` })
+          .toBeGreaterThan(from);
+        widths.push(last.frameWidth);
+      }
+      return widths;
+    }
+
+    it('each viewer decodes the layer its link carries without freezing; the slow one moves up when its link opens', async () => {
+      const [mid, slow] = links.links;
+      if (!mid || !slow) throw new Error('two links');
+      await mid.rate(1500);
+      await slow.rate(300);
+      const inMid = await mid.launchChromium({ media: true, secureOrigins: [service.origin] });
+      const inSlow = await slow.launchChromium({ media: true, secureOrigins: [service.origin] });
+
+      const viewers = {
+        slow: await join(inSlow, slow.inner, 'layers', 'viewer', 'slow'),
+        mid: await join(inMid, mid.inner, 'layers', 'viewer', 'mid'),
+        fast: await join(outside, '127.0.0.1', 'layers', 'viewer', 'fast'),
+      };
+      for (const page of Object.values(viewers)) await live(page, 'waiting');
+      const presenter = await join(outside, '127.0.0.1', 'layers', 'presenter', 'host');
+      for (const page of [presenter, ...Object.values(viewers)]) await live(page, 'live');
+
+      // Each viewer's media comes its own way: through its link, or over loopback.
+      await expect.poll(async () => (await seen(viewers.slow)).local, { timeout: 10_000 }).toBe(slow.inner);
+      await expect.poll(async () => (await seen(viewers.mid)).local, { timeout: 10_000 }).toBe(mid.inner);
+      await expect.poll(async () => (await seen(viewers.fast)).local, { timeout: 10_000 }).toBe('127.0.0.1');
+      // A Chromium outside never offers the links' addresses (see the veth names in ./shaped-link.ts).
+      const gathered = (page: Page) => page.evaluate(() => (window as unknown as StreamWindow).gathered);
+      for (const page of [presenter, viewers.fast]) {
+        expect(await gathered(page)).toContain('127.0.0.1');
+        expect((await gathered(page)).filter((at) => at.startsWith('10.231.'))).toEqual([]);
+      }
+      expect(await gathered(viewers.slow)).toContain(slow.inner);
+
+      // The layer each link carries: the whole picture on loopback, half on 1.5 Mbit/s, a quarter on 300 kbit/s.
+      await decodesAt(viewers.fast, 1280, 45_000);
+      await decodesAt(viewers.mid, 640, 30_000);
+      await decodesAt(viewers.slow, 320, 30_000);
+      // Then every one keeps decoding, second after second, at its layer; the slow one does not pull
+      // the others down.
+      const widths = await Promise.all(
+        (['slow', 'mid', 'fast'] as const).map((name) => noFreeze(viewers[name], 5, name)),
+      );
+      console.info(`frame widths over 5 s (slow, mid, fast): ${JSON.stringify(widths)}`);
+      expect(widths[0]?.every((w) => w === 320)).toBe(true);
+      expect(widths[1]?.every((w) => w === 640)).toBe(true);
+      expect(widths[2]?.every((w) => w === 1280)).toBe(true);
+
+      // The slow link opens: that viewer moves up a layer within 10 s, still decoding.
+      await slow.rate(undefined);
+      await expect
+        .poll(async () => (await seen(viewers.slow)).frameWidth, { timeout: 10_000, interval: 250 })
+        .toBeGreaterThan(320);
+      await noFreeze(viewers.slow, 2, 'slow');
+
+      // Closed: no namespace or veth end of this process is left.
+      await links.close();
+      expect(await ownLeftovers()).toEqual([]);
+    }, 150_000);
+  },
+);
