@@ -24,10 +24,15 @@ export interface ShapedService {
 /**
  * Starts a test server bound to `links.address` whose forwarding units announce that address only
  * and exchange media with 127.0.0.1 (pages outside the links), that address, and each link's inner
- * address; and serves the SDK page there too.
+ * address; and serves the SDK page there too. `options` are the test server's (but its address and
+ * its units' addresses).
  */
-export async function startShapedService(links: ShapedLinks): Promise<ShapedService> {
+export async function startShapedService(
+  links: ShapedLinks,
+  options: Omit<Parameters<typeof startTestServer>[0] & object, 'host' | 'streams'> = {},
+): Promise<ShapedService> {
   const server = await startTestServer({
+    ...options,
     host: links.address,
     streams: {
       mediaAddresses: [links.address],

@@ -99,7 +99,7 @@ export class VideoOutput {
   allocate(layers: readonly LayerState[]): void {
     const now = this.now();
     const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-    if (remb > 0) this.link.remb(remb);
+    if (remb > 0) this.link.remb(remb, this.layerRate);
     const choice = this.allocator.update({
       nowMs: now,
       layers,
@@ -124,11 +124,12 @@ export class VideoOutput {
   /** A packet of the presenter's video: forwarded when it is of this viewer's layer. */
   forward(packet: LayerPacket): void {
     const { layer, rtp } = packet;
-    if (layer !== this.current) {
+    // A new stream: another layer, or a new SSRC on this one (a new presenter on the same source).
+    if (layer !== this.current || rtp.header.ssrc !== this.munger.source) {
       if (layer !== this.target) return;
       // A move between layers waits for the new one's keyframe; with one layer there is no move.
       const switchPoint = packet.vp8?.keyframe === true && packet.vp8.startOfFrame;
-      if (!switchPoint && !(packet.single && this.current === undefined)) return;
+      if (!switchPoint && !packet.single) return;
       this.munger.switchTo(rtp.header.ssrc, rtp.header.sequenceNumber, rtp.header.timestamp, this.now());
       this.current = layer;
     }
@@ -173,7 +174,7 @@ export class VideoOutput {
     this.probeTimer = setInterval(() => {
       const now = this.now();
       const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-      if (remb > 0) this.link.remb(remb);
+      if (remb > 0) this.link.remb(remb, this.layerRate);
       if (now >= this.probeUntil || this.current === undefined || this.link.probeFailing) {
         this.endProbe();
         return;

@@ -1,0 +1,471 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Event, GenericNack, type RTCRtpSender, RtpHeader, RtpPacket } from 'werift';
+import type { LayerState } from './layer-choice.js';
+import type { LayerPacket } from './simulcast-source.js';
+import { VideoOutput } from './video-output.js';
+import { readVp8 } from './vp8-payload.js';
+
+const CLOCK = 90_000;
+/** 90 kHz ticks between frames of a 30 fps layer. */
+const FRAME = 3000;
+
+/**
+ * A werift sender as VideoOutput uses it. It records a copy of each packet, then writes its own SSRC
+ * and payload type into the header it was given, as werift's sender does (a packet shared between
+ * viewers would show it).
+ */
+class FakeSender {
+  readonly sent: RtpPacket[] = [];
+  receiverEstimatedMaxBitrate = 0n;
+  readonly onGenericNack = new Event<[GenericNack]>();
+  readonly dtlsTransport = { state: 'connected' };
+
+  constructor(private readonly ssrc = 0xabcdef) {}
+
+  sendRtp(packet: Buffer | RtpPacket): Promise<void> {
+    if (Buffer.isBuffer(packet)) throw new Error('VideoOutput sends packets, not buffers');
+    const header = new RtpHeader({ ...packet.header, extensions: [...packet.header.extensions] });
+    this.sent.push(new RtpPacket(header, Buffer.from(packet.payload)));
+    packet.header.ssrc = this.ssrc;
+    packet.header.payloadType = 111;
+    return Promise.resolve();
+  }
+
+  nack(...lost: number[]): void {
+    this.onGenericNack.execute(new GenericNack({ lost }));
+  }
+
+  get asSender(): RTCRtpSender {
+    return this as unknown as RTCRtpSender;
+  }
+
+  /** Sequence numbers of what was sent, from `from` on. */
+  seqs(from = 0): number[] {
+    return this.sent.slice(from).map((p) => p.header.sequenceNumber);
+  }
+
+  padding(): RtpPacket[] {
+    return this.sent.filter((p) => p.header.padding);
+  }
+}
+
+type Kind = 'key' | 'inter' | 'rest' | 'padding';
+
+/** One of the presenter's layers: its packets in order, each new frame 33 ms of RTP time after the last. */
+class PresenterLayer {
+  constructor(
+    readonly layer: number,
+    readonly ssrc: number,
+    public sequenceNumber: number,
+    public timestamp: number,
+    readonly single = false,
+  ) {}
+
+  next(kind: Kind): LayerPacket {
+    if (kind === 'key' || kind === 'inter') this.timestamp = (this.timestamp + FRAME) >>> 0;
+    const header = new RtpHeader({
+      ssrc: this.ssrc,
+      sequenceNumber: this.sequenceNumber,
+      timestamp: this.timestamp,
+      payloadType: 96,
+      marker: kind !== 'padding',
+    });
+    this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
+    const payload = vp8(kind, this.layer);
+    const rtp = new RtpPacket(header, payload);
+    return { layer: this.layer, rtp, vp8: readVp8(payload), paddingOnly: kind === 'padding', single: this.single };
+  }
+}
+
+/** VP8 payloads: a keyframe's first packet (sized by layer), an interframe's, a frame's later packet, none. */
+function vp8(kind: Kind, layer: number): Buffer {
+  switch (kind) {
+    case 'key': {
+      const payload = Buffer.alloc(40);
+      payload.set([0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a]);
+      payload.writeUInt16LE(320 << layer, 7);
+      payload.writeUInt16LE(180 << layer, 9);
+      return payload;
+    }
+    case 'inter':
+      return Buffer.from([0x10, 0x01, 0x00, 0x00, 0xaa, 0xbb]);
+    case 'rest':
+      return Buffer.from([0x00, 0xcc, 0xdd]);
+    case 'padding':
+      return Buffer.alloc(0);
+  }
+}
+
+/** Three flowing layers: 320×180 at 100 kbit/s, 640×360 at 300 kbit/s, 1280×720 at 1 Mbit/s. */
+const THREE: LayerState[] = [
+  { rate: 100_000, flowing: true, width: 320, height: 180 },
+  { rate: 300_000, flowing: true, width: 640, height: 360 },
+  { rate: 1_000_000, flowing: true, width: 1280, height: 720 },
+];
+
+describe('VideoOutput', () => {
+  let sender: FakeSender;
+  let keyframes: number[];
+  let output: VideoOutput;
+  let q: PresenterLayer;
+  let h: PresenterLayer;
+  let f: PresenterLayer;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 0 });
+    sender = new FakeSender();
+    keyframes = [];
+    output = new VideoOutput(
+      sender.asSender,
+      CLOCK,
+      (layer) => keyframes.push(layer),
+      () => Date.now(),
+    );
+    q = new PresenterLayer(0, 0x1111, 1000, 10_000);
+    h = new PresenterLayer(1, 0x2222, 30_000, 500_000);
+    f = new PresenterLayer(2, 0x3333, 65_530, 4_000_000_000);
+  });
+
+  afterEach(() => {
+    output.close();
+    vi.useRealTimers();
+  });
+
+  it('forwards its layer only, from that layer keyframe on, with the presenter numbers', () => {
+    output.allocate(THREE);
+    // No estimate yet: the lowest layer, and its keyframe asked for.
+    expect(output.layers).toEqual({ current: undefined, target: 0 });
+    expect(output.estimate).toBeUndefined();
+    expect(keyframes).toEqual([0]);
+
+    output.forward(h.next('key'));
+    output.forward(f.next('key'));
+    output.forward(q.next('inter'));
+    output.forward(q.next('rest'));
+    expect(sender.sent).toEqual([]);
+
+    const key = q.next('key');
+    output.forward(key);
+    output.forward(h.next('inter'));
+    output.forward(q.next('rest'));
+    output.forward(f.next('inter'));
+    output.forward(q.next('inter'));
+    expect(output.layers).toEqual({ current: 0, target: 0 });
+    expect(sender.seqs()).toEqual([1002, 1003, 1004]);
+    expect(sender.sent.map((p) => p.header.timestamp)).toEqual([
+      key.rtp.header.timestamp,
+      key.rtp.header.timestamp,
+      key.rtp.header.timestamp + FRAME,
+    ]);
+    expect(sender.sent[0]?.payload).toEqual(key.rtp.payload);
+  });
+
+  it('copies the header for each viewer, without the presenter extensions and padding flag', () => {
+    const other = new FakeSender(0x999);
+    const second = new VideoOutput(
+      other.asSender,
+      CLOCK,
+      () => undefined,
+      () => Date.now(),
+    );
+    output.allocate(THREE);
+    second.allocate(THREE);
+    const key = q.next('key');
+    key.rtp.header.extension = true;
+    key.rtp.header.extensions = [{ id: 3, payload: Buffer.from([1, 2, 3]) }];
+    key.rtp.header.padding = true;
+    key.rtp.header.paddingSize = 4;
+    output.forward(key);
+    second.forward(key);
+    second.close();
+
+    for (const got of [sender.sent[0], other.sent[0]]) {
+      expect(got?.header).toMatchObject({
+        ssrc: 0x1111,
+        payloadType: 96,
+        sequenceNumber: key.rtp.header.sequenceNumber,
+        timestamp: key.rtp.header.timestamp,
+        marker: true,
+        extension: false,
+        extensions: [],
+        padding: false,
+        paddingSize: 0,
+      });
+      expect(got?.payload).toEqual(key.rtp.payload);
+    }
+    // The presenter's packet, read by every viewer, is as it came.
+    expect(key.rtp.header).toMatchObject({ ssrc: 0x1111, payloadType: 96, extension: true, padding: true });
+    expect(key.rtp.header.extensions).toHaveLength(1);
+  });
+
+  it('moves down at the lower layer keyframe: numbered on from the last + 1, the timestamp moved on by wall time', () => {
+    sender.receiverEstimatedMaxBitrate = 2_000_000n;
+    output.allocate(THREE);
+    expect(output.layers.target).toBe(2);
+    expect(output.estimate).toBe(2_000_000);
+    output.forward(f.next('key'));
+    output.forward(f.next('rest'));
+    vi.advanceTimersByTime(33);
+    output.forward(f.next('inter'));
+    const last = sender.sent.at(-1)?.header;
+    // f's sequence numbers wrap: the viewer's go on from 65530 past 0.
+    expect(sender.seqs()).toEqual([65_530, 65_531, 65_532]);
+
+    sender.receiverEstimatedMaxBitrate = 250_000n;
+    vi.advanceTimersByTime(20);
+    output.allocate(THREE);
+    expect(output.layers).toEqual({ current: 2, target: 0 });
+    expect(keyframes.at(-1)).toBe(0);
+
+    // f goes on until q's keyframe; q's interframes before it are not forwarded.
+    output.forward(q.next('inter'));
+    output.forward(f.next('rest'));
+    vi.advanceTimersByTime(40);
+    output.forward(h.next('key'));
+    output.forward(q.next('key'));
+    expect(output.layers).toEqual({ current: 0, target: 0 });
+    output.forward(f.next('inter'));
+    output.forward(q.next('rest'));
+    vi.advanceTimersByTime(33);
+    output.forward(q.next('inter'));
+    output.forward(q.next('rest'));
+
+    expect(sender.seqs(3)).toEqual([65_533, 65_534, 65_535, 0, 1]);
+    expect(sender.sent.slice(3).map((p) => p.header.ssrc)).toEqual([0x3333, 0x1111, 0x1111, 0x1111, 0x1111]);
+    const stamps = sender.sent.slice(3).map((p) => p.header.timestamp);
+    // f's last packet went out at 53 ms (its frame's timestamp), q's keyframe 40 ms of wall time later.
+    const frame = last?.timestamp ?? 0;
+    const switched = frame + 40 * 90;
+    expect(stamps).toEqual([frame, switched, switched, switched + FRAME, switched + FRAME]);
+  });
+
+  it('moves up only after the estimate covered the next layer for the hold, then at its keyframe', () => {
+    output.allocate(THREE);
+    output.forward(q.next('key'));
+    sender.receiverEstimatedMaxBitrate = 500_000n;
+    vi.advanceTimersByTime(100);
+    output.allocate(THREE);
+    vi.advanceTimersByTime(999);
+    output.allocate(THREE);
+    expect(output.layers).toEqual({ current: 0, target: 0 });
+    output.forward(h.next('key'));
+    vi.advanceTimersByTime(1);
+    output.allocate(THREE);
+    expect(output.layers).toEqual({ current: 0, target: 1 });
+    expect(keyframes).toEqual([0, 1]);
+    // Asked again each allocation while it has not come.
+    output.allocate(THREE);
+    expect(keyframes).toEqual([0, 1, 1]);
+
+    output.forward(h.next('inter'));
+    output.forward(q.next('inter'));
+    output.forward(h.next('key'));
+    output.forward(h.next('rest'));
+    output.forward(q.next('inter'));
+    expect(sender.seqs()).toEqual([1000, 1001, 1002, 1003]);
+    expect(sender.sent.map((p) => p.header.ssrc)).toEqual([0x1111, 0x1111, 0x2222, 0x2222]);
+  });
+
+  it('sends nothing to a paused viewer, and resumes without a gap at the next keyframe', () => {
+    output.allocate(THREE);
+    output.forward(q.next('key'));
+    output.forward(q.next('inter'));
+    const last = sender.sent.at(-1)?.header;
+
+    output.want({ paused: true });
+    vi.advanceTimersByTime(10);
+    output.allocate(THREE);
+    expect(output.layers).toEqual({ current: undefined, target: undefined });
+    const asked = keyframes.length;
+    output.pictureLost();
+    for (let i = 0; i < 30; i++) output.forward(q.next(i % 10 === 0 ? 'key' : 'inter'));
+    expect(sender.sent).toHaveLength(2);
+    expect(keyframes).toHaveLength(asked);
+
+    output.want({});
+    vi.advanceTimersByTime(990);
+    output.allocate(THREE);
+    expect(keyframes.slice(asked)).toEqual([0]);
+    output.forward(q.next('inter'));
+    output.forward(q.next('key'));
+    output.forward(q.next('inter'));
+    expect(sender.seqs(2)).toEqual([(last?.sequenceNumber ?? 0) + 1, (last?.sequenceNumber ?? 0) + 2]);
+    expect(sender.sent[2]?.header.timestamp).toBe((last?.timestamp ?? 0) + 1000 * 90);
+  });
+
+  it('keeps a viewer that asked for a small size on the lowest layer, whatever its link', () => {
+    sender.receiverEstimatedMaxBitrate = 10_000_000n;
+    output.want({ maxWidth: 300, maxHeight: 160 });
+    for (let t = 0; t < 5000; t += 500) {
+      output.allocate(THREE);
+      expect(output.layers.target).toBe(0);
+      output.forward(f.next('key'));
+      output.forward(h.next('key'));
+      output.forward(q.next('key'));
+      vi.advanceTimersByTime(500);
+    }
+    expect(new Set(keyframes)).toEqual(new Set([0]));
+    expect(new Set(sender.sent.map((p) => p.header.ssrc))).toEqual(new Set([0x1111]));
+    // Nothing to earn: no probe.
+    expect(sender.padding()).toEqual([]);
+
+    // Asked for more, it climbs to the top layer its link carries, a layer a hold.
+    output.want({ maxWidth: 1280, maxHeight: 720 });
+    const targets: Array<number | undefined> = [];
+    for (let t = 0; t <= 3000; t += 500) {
+      output.allocate(THREE);
+      targets.push(output.layers.target);
+      vi.advanceTimersByTime(500);
+    }
+    expect(targets).toEqual([0, 0, 1, 1, 1, 2, 2]);
+  });
+
+  it('starts a single-layer source at any packet, a multi-layer one only at a keyframe', () => {
+    const only = new PresenterLayer(0, 0x4444, 7000, 1234, true);
+    output.allocate([{ rate: 500_000, flowing: true }]);
+    expect(keyframes).toEqual([0]);
+    output.forward(only.next('rest'));
+    output.forward(only.next('inter'));
+    expect(sender.seqs()).toEqual([7000, 7001]);
+    expect(sender.sent[0]?.header.timestamp).toBe(1234);
+    expect(output.layers).toEqual({ current: 0, target: 0 });
+
+    const multi = new FakeSender();
+    const viewer = new VideoOutput(
+      multi.asSender,
+      CLOCK,
+      () => undefined,
+      () => Date.now(),
+    );
+    viewer.allocate(THREE);
+    viewer.forward(q.next('rest'));
+    viewer.forward(q.next('inter'));
+    expect(multi.sent).toEqual([]);
+    viewer.close();
+  });
+
+  // A new presenter's layers come from new SSRCs on the same layer indexes (ForwardingUnit attaches
+  // its receiver to the same SimulcastSource); a viewer whose allocation saw no gap goes on there.
+  it('takes a new SSRC on the layer it forwards (a new presenter) at its keyframe, numbered on', () => {
+    output.allocate(THREE);
+    output.forward(q.next('key'));
+    output.forward(q.next('inter'));
+    const again = new PresenterLayer(0, 0x5555, 200, 77_777);
+    vi.advanceTimersByTime(500);
+    output.allocate(THREE);
+    output.forward(again.next('inter'));
+    output.forward(again.next('key'));
+    output.forward(again.next('inter'));
+    expect(sender.sent.map((p) => [p.header.ssrc, p.header.sequenceNumber])).toEqual([
+      [0x1111, 1000],
+      [0x1111, 1001],
+      [0x5555, 1002],
+      [0x5555, 1003],
+    ]);
+  });
+
+  it('takes a new SSRC of a single-layer source (a new presenter), numbered on', () => {
+    const first = new PresenterLayer(0, 0x4444, 7000, 1234, true);
+    const one = [{ rate: 500_000, flowing: true }];
+    output.allocate(one);
+    output.forward(first.next('key'));
+    const again = new PresenterLayer(0, 0x5555, 200, 77_777, true);
+    vi.advanceTimersByTime(500);
+    output.allocate(one);
+    output.forward(again.next('key'));
+    output.forward(again.next('inter'));
+    expect(sender.sent.map((p) => [p.header.ssrc, p.header.sequenceNumber])).toEqual([
+      [0x4444, 7000],
+      [0x5555, 7001],
+      [0x5555, 7002],
+    ]);
+  });
+
+  it('drops the presenter padding-only packets without leaving a gap in the numbers', () => {
+    output.allocate(THREE);
+    output.forward(q.next('key'));
+    output.forward(q.next('padding'));
+    output.forward(q.next('padding'));
+    output.forward(q.next('inter'));
+    output.forward(q.next('padding'));
+    output.forward(q.next('rest'));
+    expect(sender.seqs()).toEqual([1000, 1001, 1002]);
+    expect(sender.sent.every((p) => p.payload.length > 0)).toBe(true);
+  });
+
+  /** On q at 100 kbit/s with a link of 200 kbit/s: at 1000 ms the allocator asks to probe for h. */
+  function startProbe(): void {
+    sender.receiverEstimatedMaxBitrate = 200_000n;
+    output.allocate(THREE);
+    expect(output.layers.target).toBe(0);
+    output.forward(q.next('key'));
+    for (let t = 0; t < 1000; t += 100) {
+      vi.advanceTimersByTime(100);
+      output.forward(q.next('inter'));
+      output.allocate(THREE);
+    }
+    expect(sender.padding()).toEqual([]);
+  }
+
+  it('probes with padding packets (P bit, 255 bytes ending in 255) numbered on with the media', () => {
+    startProbe();
+    const media = sender.sent.at(-1)?.header;
+    vi.advanceTimersByTime(300);
+    const probes = sender.sent.slice(11);
+    expect(probes.length).toBeGreaterThan(0);
+    for (const probe of probes) {
+      expect(probe.header.padding).toBe(true);
+      expect(probe.header.timestamp).toBe(media?.timestamp);
+      expect(probe.payload).toHaveLength(255);
+      expect(probe.payload.at(-1)).toBe(255);
+      expect(probe.payload.subarray(0, 254).every((b) => b === 0)).toBe(true);
+    }
+    output.forward(q.next('inter'));
+    vi.advanceTimersByTime(50);
+    output.forward(q.next('inter'));
+    const first = media?.sequenceNumber ?? 0;
+    expect(sender.seqs(10)).toEqual(Array.from({ length: sender.sent.length - 10 }, (_, i) => first + i));
+    expect(sender.sent.at(-1)?.header.padding).toBe(false);
+
+    // From the middle of the probe on, it pads at 1.5 × what h needs above q: 300 kbit/s of 267-byte packets.
+    vi.advanceTimersByTime(1600 - 1350);
+    const before = sender.padding().length;
+    vi.advanceTimersByTime(500);
+    const count = sender.padding().length - before;
+    expect(count).toBeGreaterThanOrEqual(68);
+    expect(count).toBeLessThanOrEqual(72);
+
+    // It ends at its end (1.2 s after it started), and the allocator starts none before its wait.
+    vi.advanceTimersByTime(2200 - 2100);
+    const all = sender.padding().length;
+    output.allocate(THREE);
+    vi.advanceTimersByTime(500);
+    expect(sender.padding()).toHaveLength(all);
+  });
+
+  it('stops the probe at once when the viewer NACKs, and does not start it again', () => {
+    startProbe();
+    vi.advanceTimersByTime(400);
+    expect(sender.padding().length).toBeGreaterThan(0);
+    // Three packets asked again: a probe fails at the first loss or, with LinkEstimate's tolerance
+    // for the odd late packet, at more than 2.
+    sender.nack(1234, 1235, 1236);
+    // At once, not at its next tick.
+    expect(vi.getTimerCount()).toBe(0);
+    const sent = sender.sent.length;
+    vi.advanceTimersByTime(300);
+    output.allocate(THREE);
+    vi.advanceTimersByTime(300);
+    expect(sender.sent).toHaveLength(sent);
+  });
+
+  it('stops the probe when closed', () => {
+    startProbe();
+    vi.advanceTimersByTime(400);
+    output.close();
+    const sent = sender.sent.length;
+    vi.advanceTimersByTime(1000);
+    expect(sender.sent).toHaveLength(sent);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
