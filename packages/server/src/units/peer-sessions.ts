@@ -75,22 +75,28 @@ export interface UnitHub {
   removeViewer(viewer: Viewer): void;
 }
 
+type RtcpFeedback = ReturnType<typeof useNACK>;
+
 /**
- * Opus and VP8 only, which every browser sends and decodes; no header extensions (the presenter's
- * and the viewers' configs add theirs). werift writes payload types into these objects, so each
- * peer connection gets its own.
+ * Opus and VP8 only, which every browser sends and decodes, VP8 with NACK, PLI and `feedback`.
+ * werift writes payload types into these objects, so each peer connection gets its own.
  */
-export function mediaConfig(): RTCPeerConnectionConfig {
+function codecs(...feedback: RtcpFeedback[]): NonNullable<RTCPeerConnectionConfig['codecs']> {
   return {
-    codecs: {
-      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
-      video: [
-        new RTCRtpCodecParameters({ mimeType: 'video/VP8', clockRate: 90_000, rtcpFeedback: [useNACK(), usePLI()] }),
-      ],
-    },
-    headerExtensions: { audio: [], video: [] },
-    bundlePolicy: 'max-bundle',
+    audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
+    video: [
+      new RTCRtpCodecParameters({
+        mimeType: 'video/VP8',
+        clockRate: 90_000,
+        rtcpFeedback: [useNACK(), usePLI(), ...feedback],
+      }),
+    ],
   };
+}
+
+/** The media every connection shares; no header extensions (the presenter's and the viewers' configs add theirs). */
+export function mediaConfig(): RTCPeerConnectionConfig {
+  return { codecs: codecs(), headerExtensions: { audio: [], video: [] }, bundlePolicy: 'max-bundle' };
 }
 
 /**
@@ -106,16 +112,7 @@ export function mediaConfig(): RTCPeerConnectionConfig {
  */
 export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
   return {
-    codecs: {
-      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
-      video: [
-        new RTCRtpCodecParameters({
-          mimeType: 'video/VP8',
-          clockRate: 90_000,
-          rtcpFeedback: [useNACK(), usePLI(), useTWCC()],
-        }),
-      ],
-    },
+    codecs: codecs(useTWCC()),
     headerExtensions: {
       audio: [useAudioLevelIndication()],
       video: [useSdesMid(), useSdesRTPStreamId(), useTransportWideCC()],
@@ -130,16 +127,7 @@ export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
  */
 export function viewerMediaConfig(): Partial<RTCPeerConnectionConfig> {
   return {
-    codecs: {
-      audio: [new RTCRtpCodecParameters({ mimeType: 'audio/opus', clockRate: 48_000, channels: 2 })],
-      video: [
-        new RTCRtpCodecParameters({
-          mimeType: 'video/VP8',
-          clockRate: 90_000,
-          rtcpFeedback: [useNACK(), usePLI(), useREMB()],
-        }),
-      ],
-    },
+    codecs: codecs(useREMB()),
     headerExtensions: { audio: [useAudioLevelIndication()], video: [useAbsSendTime()] },
   };
 }
