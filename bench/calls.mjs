@@ -1,4 +1,4 @@
-// npm run bench:calls — calls and live streams, four parts (BUILD first: npm run build):
+// npm run bench:calls — calls and live streams, five parts (BUILD first: npm run build):
 // 1. signalling: call.invite on the caller's page -> call.ring on the callee's page, p50/p99 over
 //    BENCH_CALLS (500) calls, one pair at a time and BENCH_CONCURRENCY (10) pairs at once, against
 //    the service and, in the same run, a bare `ws` relay of the same frames (bench/calls/relay.mjs).
@@ -12,11 +12,19 @@
 //    and receives each other page's media from that page's unit (the k units in one node process).
 //    Chromium CPU per page, upload (one stream's worth at any k) and download per page, fps per
 //    incoming video, the units' CPU and µs per packet; with mesh in the same run, mesh vs units per k.
-// Every socket and every ICE candidate is on 127.0.0.1. Media parts measure BENCH_SECONDS (10)
-// after BENCH_WARMUP (5) seconds. BENCH_ONLY: one part or a comma list (signalling,streams,mesh,group).
+// 5. layers (issue 21): a presenter sending simulcast (q/h/f) from a 1280x720 grain camera through
+//    a unit; (a) per viewer behind 300 kbit/s, 1.5 Mbit/s (network namespaces + tc, as root) and
+//    loopback: decoded fps, frame size, bytes received per second; (c) the 300 kbit/s viewer's link
+//    opened then shut: time to move up and down a layer (its getStats frameWidth); (b) the unit's
+//    CPU per forwarded stream, 1 presenter + BENCH_LAYER_VIEWERS (4) viewers on loopback, simulcast
+//    on vs off. BENCH_LAYER_CYCLES (1) open/shut cycles. See bench/calls/layers.mjs.
+// Every socket and every ICE candidate is on 127.0.0.1 (part 5: also 10.231.0.0/16, its links).
+// Media parts measure BENCH_SECONDS (10) after BENCH_WARMUP (5) seconds. BENCH_ONLY, or the first
+// argument (`npm run bench:calls -- layers`): one part or a comma list (signalling,streams,mesh,group,layers).
 import { cpus } from 'node:os';
 import { startPageServer } from './calls/chromium.mjs';
 import { group } from './calls/group.mjs';
+import { layers } from './calls/layers.mjs';
 import { mesh } from './calls/mesh.mjs';
 import { signalling } from './calls/signalling.mjs';
 import { streams } from './calls/streams.mjs';
@@ -29,8 +37,11 @@ const MESH = list(process.env.BENCH_MESH, '2,3,4,5,6');
 const GROUP = list(process.env.BENCH_GROUP, '3,4,5,6');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
-const PARTS = ['signalling', 'streams', 'mesh', 'group'];
-const ONLY = process.env.BENCH_ONLY ? process.env.BENCH_ONLY.split(',').map((part) => part.trim()) : PARTS;
+const LAYER_VIEWERS = Number(process.env.BENCH_LAYER_VIEWERS ?? 4);
+const LAYER_CYCLES = Number(process.env.BENCH_LAYER_CYCLES ?? 1);
+const PARTS = ['signalling', 'streams', 'mesh', 'group', 'layers'];
+const chosen = process.argv[2] ?? process.env.BENCH_ONLY;
+const ONLY = chosen ? chosen.split(',').map((part) => part.trim()) : PARTS;
 for (const part of ONLY) {
   if (!PARTS.includes(part)) throw new Error(`BENCH_ONLY: no part ${part} (parts: ${PARTS.join(', ')})`);
 }
@@ -76,8 +87,18 @@ try {
 } finally {
   await pages?.close();
 }
+if (runs('layers')) {
+  results.layers = await layers({
+    seconds: SECONDS,
+    warmupSeconds: WARMUP,
+    cpuViewers: LAYER_VIEWERS,
+    cycles: LAYER_CYCLES,
+    log: progress,
+  });
+}
 
-console.log(`bench:calls  node ${process.version}, ${cpus().length} cores, everything on 127.0.0.1`);
+const where = runs('layers') ? '127.0.0.1 (layers: also 10.231.0.0/16, its links)' : '127.0.0.1';
+console.log(`bench:calls  node ${process.version}, ${cpus().length} cores, everything on ${where}`);
 if (results.signalling) {
   const rows = results.signalling;
   console.log(`\nSignalling: call.invite -> call.ring on the callee's page, ${CALLS} calls per row, each then hung up`);
@@ -171,4 +192,79 @@ if (results.mesh && results.group) {
       `  k=${units.pages}: CPU per page mesh ${f(1)(meshRow.cpuPerPage)} vs units ${f(1)(units.cpuPerPage)} (${f(2)(units.cpuPerPage / meshRow.cpuPerPage)}x), upload per page mesh ${f(0)(meshRow.uplinkKbit)} vs units ${f(0)(units.uplinkKbit)} (${f(2)(units.uplinkKbit / meshRow.uplinkKbit)}x), units' process ${f(1)(units.unitCpu)}%`,
     );
   }
+}
+if (results.layers) {
+  const { byLink, presenterLayers, moves, cpu, skipped, settleSeconds } = results.layers;
+  const ms = (value) => (value === undefined ? 'not in 25 s' : f(0)(value));
+  if (skipped) console.log(`\nLayers by link and moves skipped: ${skipped}`);
+  if (byLink) {
+    console.log(
+      `\nSimulcast, layer per viewer by link: presenter 1280x720 grain camera, q/h/f, ${SECONDS} s window (all at their layer ${settleSeconds === undefined ? 'not within 30 s' : `${f(1)(settleSeconds)} s after the presenter joined`})`,
+    );
+    table(
+      [
+        ['viewer link', (r) => r.link],
+        ['decoded fps', (r) => f(1)(r.fps)],
+        ['frame size (seconds seen)', (r) => r.sizes],
+        ['video kbit/s in', (r) => f(0)(r.videoKbit)],
+        ['all kbit/s in', (r) => f(0)(r.pairKbit)],
+        ['freezes', (r) => String(r.freezes)],
+        ['lost', (r) => String(r.lost)],
+        ['unit layer', (r) => String(r.layer ?? '-')],
+        ['unit estimate kbit/s', (r) => f(0)(r.estimateKbit)],
+      ],
+      byLink,
+    );
+    console.log('  presenter sends:');
+    table(
+      [
+        ['rid', (r) => r.rid],
+        ['width', (r) => String(r.width)],
+        ['kbit/s', (r) => f(0)(r.kbit)],
+        ['fps', (r) => f(1)(r.fps)],
+        ['limited by', (r) => r.limit || '-'],
+      ],
+      presenterLayers,
+    );
+  }
+  if (moves) {
+    console.log(
+      '\nLayer moves of the 300 kbit/s viewer: its link opened (up to the top layer), then at once shut again (down to the bottom one); ms after the tc change, from its getStats frameWidth',
+    );
+    table(
+      [
+        ['cycle', (r) => String(r.cycle)],
+        ['link', (r) => r.direction],
+        ['widths seen (s after the change)', (r) => r.widths],
+        ['a layer ms', (r) => (r.already ? '- (there already)' : ms(r.firstMoveMs))],
+        ['at top/bottom ms', (r) => (r.already ? '-' : ms(r.reachedMs))],
+        ['longest still ms', (r) => f(0)(r.stallMs)],
+        ['freezes', (r) => String(r.freezes)],
+        ['unit at end layer ms', (r) => (r.already ? '-' : ms(r.unitMs))],
+        ['unit layer after', (r) => String(r.unitLayer ?? '-')],
+        ['unit estimate kbit/s', (r) => f(0)(r.estimateKbit)],
+      ],
+      moves,
+    );
+  }
+  console.log('\nUnit CPU per forwarded stream, 1 presenter (1280x720 grain) + N viewers on loopback');
+  table(
+    [
+      ['simulcast', (r) => r.simulcast],
+      ['viewers', (r) => String(r.viewers)],
+      ['unit CPU %', (r) => f(1)(r.unitCpu)],
+      ['% per stream', (r) => f(2)(r.perStream)],
+      ['µs/packet in+out', (r) => f(1)(r.cpuPerPacket)],
+      ['packets in/s', (r) => f(0)(r.packetsInPerSecond)],
+      ['packets out/s', (r) => f(0)(r.packetsPerSecond)],
+      ['Mbit/s out', (r) => f(2)(r.mbitOut)],
+      ['presenter up kbit/s', (r) => f(0)(r.uplinkKbit)],
+      ['layers sent (rid:width)', (r) => r.layersSent],
+      ['fps/viewer', (r) => f(1)(r.fps)],
+      ['viewer widths', (r) => r.widths],
+    ],
+    cpu,
+  );
+  const [on, off] = cpu;
+  if (on && off) console.log(`  per stream, simulcast on / off: ${f(2)(on.perStream / off.perStream)}x`);
 }
