@@ -66,7 +66,7 @@ describe('simulcast: the unit takes three layers and forwards one to each viewer
     // Larger asked: the middle layer, switched on its keyframe with no loss and no freeze.
     const before = await rtpStats(small.page);
     unit.setViewerVideo('small', { maxWidth: 640, maxHeight: 360 });
-    const h = await decodesAt(small.page, 640, 10_000);
+    const h = await decodesAt(small.page, 640, 20_000);
     expect(h.frameHeight).toBe(360);
     await keepsDecoding(small.page);
     const after = await rtpStats(small.page);

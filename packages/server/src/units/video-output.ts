@@ -22,6 +22,8 @@ const PROBE_TICK_MS = 10;
  * probed a quarter of the time at most (and a probe there ends at its first loss).
  */
 const ALLOCATION = { holdMs: 1000, probeMs: 1200, probeWaitMs: 2000, maxProbeWaitMs: 4000 };
+/** How long a viewer must have had its layer before its link can count as carrying it (ms). */
+const CARRY_AFTER_MS = 3000;
 /** A probe pads this much more than the allocator asks (see allocate). */
 const PROBE_OVERSHOOT = 1.5;
 
@@ -41,6 +43,8 @@ export class VideoOutput {
   private readonly stopNacks: () => void;
   /** What the viewer's current layer carries (bits/s), as of the last choice. */
   private layerRate = 0;
+  /** When the viewer was moved to the layer it gets (ms). */
+  private switchedAt = 0;
   /** The running probe's padding rate (bits/s). */
   private probeRate = 0;
   private current: number | undefined;
@@ -62,7 +66,7 @@ export class VideoOutput {
   ) {
     this.munger = new RtpMunger(clockRate);
     this.stopNacks = sender.onGenericNack.subscribe((nack) => {
-      this.link.lost(nack.lost.length, this.now());
+      this.link.lost(nack.lost.length, this.now(), this.layerRate);
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
   }
@@ -99,11 +103,20 @@ export class VideoOutput {
   allocate(layers: readonly LayerState[]): void {
     const now = this.now();
     const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-    if (remb > 0) this.link.remb(remb, this.layerRate);
+    if (remb > 0) this.link.remb(remb);
+    // Never under the lowest layer and a quarter: there is nothing lower to move to, and the
+    // allocator probes only from a layer the estimate covers (a loss cap under it would keep the
+    // viewer there for good).
+    // A layer held for a while with no loss: its link carries it (LinkEstimate.carrying).
+    if (this.current !== undefined && now - this.switchedAt >= CARRY_AFTER_MS) {
+      this.link.carrying(layers[this.current]?.rate ?? 0, now);
+    }
+    const estimate = this.estimate;
+    const floor = (layers[0]?.rate ?? 0) * 1.25;
     const choice = this.allocator.update({
       nowMs: now,
       layers,
-      estimate: this.estimate,
+      estimate: estimate === undefined ? undefined : Math.max(estimate, floor),
       maxWidth: this.wants.maxWidth,
       maxHeight: this.wants.maxHeight,
       paused: this.wants.paused === true,
@@ -115,30 +128,34 @@ export class VideoOutput {
     else if (this.target !== this.current) this.keyframe(this.target);
     this.layerRate = this.current === undefined ? 0 : (layers[this.current]?.rate ?? 0);
     if (choice.probe && this.current !== undefined) {
-      // Half again what the next layer needs: a layer's rate swings with its content and keyframes,
-      // and the allocator moves up only with a margin above it.
-      this.startProbe(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, choice.probe.untilMs);
+      // Half again what the next layer needs (a layer's rate swings with its content and keyframes,
+      // and the allocator moves up only with a margin above it), or as much as the estimate if that
+      // is more: a link that carries it all is found in a few doubling probes, not one per layer.
+      const padding = Math.max(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, this.estimate ?? 0);
+      this.startProbe(padding, choice.probe.untilMs);
     }
   }
 
   /** A packet of the presenter's video: forwarded when it is of this viewer's layer. */
   forward(packet: LayerPacket): void {
     const { layer, rtp } = packet;
+    const now = this.now();
     // A new stream: another layer, or a new SSRC on this one (a new presenter on the same source).
     if (layer !== this.current || rtp.header.ssrc !== this.munger.source) {
       if (layer !== this.target) return;
       // A move between layers waits for the new one's keyframe; with one layer there is no move.
       const switchPoint = packet.vp8?.keyframe === true && packet.vp8.startOfFrame;
       if (!switchPoint && !packet.single) return;
-      this.munger.switchTo(rtp.header.ssrc, rtp.header.sequenceNumber, rtp.header.timestamp, this.now());
+      this.munger.switchTo(rtp.header.ssrc, rtp.header.sequenceNumber, rtp.header.timestamp, now);
       this.current = layer;
+      this.switchedAt = now;
     }
     const out = this.munger.map(
       rtp.header.ssrc,
       rtp.header.sequenceNumber,
       rtp.header.timestamp,
       packet.paddingOnly,
-      this.now(),
+      now,
     );
     if (!out) return;
     // Each sender writes SSRC and payload type into the header: each viewer gets its own header over
@@ -152,6 +169,7 @@ export class VideoOutput {
     copy.header.sequenceNumber = out.sequenceNumber;
     copy.header.timestamp = out.timestamp;
     this.sender.sendRtp(copy).catch(noop);
+    this.link.sent(1, now);
   }
 
   close(): void {
@@ -174,7 +192,7 @@ export class VideoOutput {
     this.probeTimer = setInterval(() => {
       const now = this.now();
       const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-      if (remb > 0) this.link.remb(remb, this.layerRate);
+      if (remb > 0) this.link.remb(remb);
       if (now >= this.probeUntil || this.current === undefined || this.link.probeFailing) {
         this.endProbe();
         return;
@@ -202,5 +220,6 @@ export class VideoOutput {
     const { sequenceNumber, timestamp } = this.munger.padding(this.now());
     const header = new RtpHeader({ sequenceNumber, timestamp, padding: true });
     this.sender.sendRtp(new RtpPacket(header, PROBE_PAYLOAD)).catch(noop);
+    this.link.sent(1, this.now());
   }
 }
