@@ -16,6 +16,8 @@ import type { VideoWants } from './video-wants.js';
 const PROBE_PADDING = 255;
 /** How often a probe sends its next packets (ms). */
 const PROBE_TICK_MS = 10;
+/** The most padding one tick sends, in ms of the probe's rate. */
+const PROBE_BURST_MS = 50;
 /**
  * Probes: 1.2 s each, at least 2 s apart, and after failures no more than 4 s apart, so a link that
  * opens up is found within about 10 s (wait, probe, settle, hold, keyframe), while a full one is
@@ -104,14 +106,14 @@ export class VideoOutput {
     const now = this.now();
     const remb = Number(this.sender.receiverEstimatedMaxBitrate);
     if (remb > 0) this.link.remb(remb);
-    // Never under the lowest layer and a quarter: there is nothing lower to move to, and the
-    // allocator probes only from a layer the estimate covers (a loss cap under it would keep the
-    // viewer there for good).
     // A layer held for a while with no loss: its link carries it (LinkEstimate.carrying).
     if (this.current !== undefined && now - this.switchedAt >= CARRY_AFTER_MS) {
       this.link.carrying(layers[this.current]?.rate ?? 0, now);
     }
-    const estimate = this.estimate;
+    const estimate = this.link.estimate(now);
+    // Never under the lowest layer and a quarter: there is nothing lower to move to, and the
+    // allocator probes only from a layer the estimate covers (a loss cap under it would keep the
+    // viewer there for good).
     const floor = (layers[0]?.rate ?? 0) * 1.25;
     const choice = this.allocator.update({
       nowMs: now,
@@ -131,7 +133,7 @@ export class VideoOutput {
       // Half again what the next layer needs (a layer's rate swings with its content and keyframes,
       // and the allocator moves up only with a margin above it), or as much as the estimate if that
       // is more: a link that carries it all is found in a few doubling probes, not one per layer.
-      const padding = Math.max(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, this.estimate ?? 0);
+      const padding = Math.max(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, estimate ?? 0);
       this.startProbe(padding, choice.probe.untilMs);
     }
   }
@@ -200,7 +202,8 @@ export class VideoOutput {
       // Rising from nothing to the full rate over the first half, then held: a link that is full
       // overflows a little at first, and its first loss (or its REMB falling) ends the probe.
       const rate = (bitsPerSecond * Math.min(1, (2 * (now - startedAt)) / span)) | 0;
-      this.probeCredit += ((now - last) * rate) / 8000;
+      // At most PROBE_BURST_MS of it at once: a stalled event loop must not come back to a burst.
+      this.probeCredit = Math.min(this.probeCredit + ((now - last) * rate) / 8000, (PROBE_BURST_MS * rate) / 8000);
       last = now;
       const packetBytes = PROBE_PADDING + 12;
       for (; this.probeCredit >= packetBytes; this.probeCredit -= packetBytes) this.sendPadding();
