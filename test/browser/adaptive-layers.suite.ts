@@ -121,7 +121,11 @@ describe.skipIf(!shaping.ok)(
       for (let i = 0; i < seconds; i++) {
         const from = last.framesDecoded;
         await expect
-          .poll(next, { timeout: 1_000, interval: 100, message: `${name}: frames decoded` })
+          .poll(next, {
+            timeout: 1_000,
+            interval: 100,
+            message: `${name}: frames decoded (from ${Math.round(performance.now())} ms)`,
+          })
           .toBeGreaterThan(from);
         widths.push(last.frameWidth);
       }

@@ -116,6 +116,22 @@ describe('LayerAllocator', () => {
     expect(at(allocator, 5100 + HOLD, { estimate: 600_000 }).target).toBe(h);
   });
 
+  it('after a move up, keeps the new layer while its rate stays under the estimate times the grace margin, for the grace time', () => {
+    const allocator = new LayerAllocator({ upGraceMs: 2000, upGraceMargin: 1.5 });
+    expect(at(allocator, 0, { estimate: 600_000 }).target).toBe(h);
+    expect(hold(allocator, 100, 100 + HOLD, { estimate: 1_700_000 }).target).toBe(f);
+    // The keyframe the move asked for swells F's rate past the estimate: kept, within half again.
+    const swollen = [Q, H, { ...F, rate: 2_400_000 }];
+    expect(hold(allocator, 1700, 3500, { layers: swollen, estimate: 1_700_000 }).target).toBe(f);
+    // Past the margin, down at once even within the grace time.
+    const other = new LayerAllocator({ upGraceMs: 2000, upGraceMargin: 1.5 });
+    at(other, 0, { estimate: 600_000 });
+    hold(other, 100, 100 + HOLD, { estimate: 1_700_000 });
+    expect(at(other, 1700, { layers: [Q, H, { ...F, rate: 2_600_000 }], estimate: 1_700_000 }).target).toBe(h);
+    // After it, as before: down when the rate is over the estimate.
+    expect(at(allocator, 3700, { layers: swollen, estimate: 1_700_000 }).target).toBe(h);
+  });
+
   it('starts the hold again when the estimate dips below the next layer meanwhile', () => {
     const allocator = new LayerAllocator();
     at(allocator, 0, { estimate: 200_000 });
@@ -232,6 +248,25 @@ describe('LayerAllocator', () => {
       const asked = { estimate: 200_000, maxWidth: 320, maxHeight: 180 };
       at(small, 0, asked);
       expect(hold(small, 100, 20_000, asked)).toEqual({ target: q });
+    });
+
+    it('with a headroom, probes at the top layer while the estimate is under the headroom times its rate', () => {
+      const top = new LayerAllocator({ headroom: 1.5 });
+      at(top, 0, { estimate: 1_600_000 });
+      // F at 1.5 Mbit/s, the estimate 1.6: after the hold, padding at half F's rate.
+      expect(hold(top, 100, HOLD - 100, { estimate: 1_600_000 }).probe).toBeUndefined();
+      expect(at(top, HOLD, { estimate: 1_600_000 })).toEqual({
+        target: f,
+        probe: { bitsPerSecond: 750_000, untilMs: HOLD + 2000 },
+      });
+      // It worked (the estimate rose over 2.25): no more, however long.
+      expect(hold(top, HOLD + 100, 30_000, { estimate: 2_300_000 })).toEqual({ target: f });
+
+      // The same at the size asked.
+      const small = new LayerAllocator({ headroom: 1.5 });
+      const asked = { estimate: 200_000, maxWidth: 320, maxHeight: 180 };
+      at(small, 0, asked);
+      expect(hold(small, 100, HOLD, asked).probe).toEqual({ bitsPerSecond: 75_000, untilMs: HOLD + 2000 });
     });
 
     it('does not probe without an estimate, and drops a running probe on pause', () => {

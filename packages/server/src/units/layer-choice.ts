@@ -22,7 +22,9 @@
  *    layer stays where it is: a viewer that never sends one stays on the lowest layer.
  * 5. Down at once: when the current layer's rate exceeds the estimate, to the highest lower
  *    candidate that fits, the lowest when none does (so a viewer on a shrinking link keeps getting
- *    frames instead of freezing behind a queue).
+ *    frames instead of freezing behind a queue). For `upGraceMs` after a move up, only when it
+ *    exceeds the estimate times `upGraceMargin`: the move asked for the layer's keyframe, which
+ *    swells its measured rate for a second, and the estimate covered its rate with a margin.
  * 6. Up after a hold: when the estimate has covered the next candidate's rate × `upMargin` for
  *    `holdMs` without a break, one layer up.
  * 7. Probe: a receiver's REMB estimate only rises to about 1.5× what it receives, so a viewer on a
@@ -34,6 +36,10 @@
  *    A probe whose estimate did not rise by `probeRise`, or during which the layer had to move down,
  *    doubles the wait before the next (up to `maxProbeWaitMs`); one that worked resets it. A move
  *    down also puts the next probe off by the current wait.
+ * 8. Headroom: at the highest layer it may take, with `headroom` set, the viewer is probed the same
+ *    way (padding at `headroom - 1` times its layer's rate) while the estimate is under `headroom`
+ *    times that rate: a layer's rate swings (the presenter's encoder ramps, keyframes), and an
+ *    estimate only just over it would move the viewer down at each swing.
  */
 
 export interface LayerState {
@@ -87,6 +93,15 @@ export interface LayerAllocatorOptions {
   maxProbeWaitMs?: number;
   /** A probe worked when the estimate rose to at least this times where it started; 1.1 unless set. */
   probeRise?: number;
+  /** After a move up, how long the layer may exceed the estimate by `upGraceMargin` (ms); 0 unless set. */
+  upGraceMs?: number;
+  /** See `upGraceMs`; 1.5 unless set. */
+  upGraceMargin?: number;
+  /**
+   * At the highest layer it may take, the estimate is kept at least this times its rate by probes
+   * (rule 8); no such probes unless set.
+   */
+  headroom?: number;
 }
 
 interface RunningProbe {
@@ -102,6 +117,11 @@ export class LayerAllocator {
   private readonly probeWaitMs: number;
   private readonly maxProbeWaitMs: number;
   private readonly probeRise: number;
+  private readonly upGraceMs: number;
+  private readonly upGraceMargin: number;
+  private readonly headroom: number | undefined;
+  /** When the viewer last moved up a layer (ms). */
+  private movedUpAt = Number.NEGATIVE_INFINITY;
 
   private current: number | undefined;
   /** When the current layer was chosen (ms). */
@@ -119,6 +139,9 @@ export class LayerAllocator {
     this.probeWaitMs = options.probeWaitMs ?? 5000;
     this.maxProbeWaitMs = options.maxProbeWaitMs ?? 60_000;
     this.probeRise = options.probeRise ?? 1.1;
+    this.upGraceMs = options.upGraceMs ?? 0;
+    this.upGraceMargin = options.upGraceMargin ?? 1.5;
+    this.headroom = options.headroom;
     this.probeWait = this.probeWaitMs;
   }
 
@@ -158,7 +181,8 @@ export class LayerAllocator {
     }
 
     const currentRate = (layers[current] as LayerState).rate;
-    if (currentRate > estimate) {
+    const grace = nowMs - this.movedUpAt < this.upGraceMs ? this.upGraceMargin : 1;
+    if (currentRate > estimate * grace) {
       const down = highestFitting(layers, current - 1, candidate, estimate) ?? lowest;
       if (this.probe !== undefined) this.judgeProbe(false, nowMs);
       this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.probeWait);
@@ -170,8 +194,19 @@ export class LayerAllocator {
     const next = nextCandidate(layers, current, candidate);
     if (next === undefined) {
       this.upSince = undefined;
-      this.probe = undefined;
-      return { target: current };
+      // At the top (or the size asked): probes only to keep the headroom, when asked for.
+      if (
+        this.probe === undefined &&
+        this.headroom !== undefined &&
+        estimate < currentRate * this.headroom &&
+        nowMs >= this.nextProbeAt &&
+        nowMs - this.changedAt >= this.holdMs
+      ) {
+        const bitsPerSecond = currentRate * (this.headroom - 1);
+        this.probe = { bitsPerSecond, untilMs: nowMs + this.probeMs, startEstimate: estimate };
+      }
+      if (this.probe === undefined) return { target: current };
+      return { target: current, probe: { bitsPerSecond: this.probe.bitsPerSecond, untilMs: this.probe.untilMs } };
     }
     const nextRate = (layers[next] as LayerState).rate;
     if (estimate >= nextRate * this.upMargin) {
@@ -179,6 +214,7 @@ export class LayerAllocator {
       if (nowMs - this.upSince >= this.holdMs) {
         if (this.probe !== undefined) this.judgeProbe(true, nowMs);
         this.change(next, nowMs);
+        this.movedUpAt = nowMs;
         return { target: next };
       }
     } else {

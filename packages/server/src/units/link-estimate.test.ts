@@ -44,6 +44,20 @@ describe('LinkEstimate', () => {
     expect(link.estimate(9000)).toBe(179_000);
   });
 
+  it('a link seen queueing fails the running probe, or cancels one settling; outside probes it changes nothing', () => {
+    const link = new LinkEstimate();
+    link.remb(200_000);
+    expect(probe(link, 1000, 700_000, () => link.congested())).toBe(false);
+    expect(link.estimate(3000)).toBe(200_000);
+    expect(probe(link, 4000, 700_000)).toBe(true);
+    link.congested();
+    expect(link.estimate(6000)).toBe(200_000);
+    expect(probe(link, 7000, 700_000)).toBe(true);
+    expect(link.estimate(8000)).toBe(700_000);
+    link.congested();
+    expect(link.estimate(9000)).toBe(700_000);
+  });
+
   it('loss or a REMB fall while the link settles after a probe cancels it', () => {
     const link = new LinkEstimate();
     link.remb(200_000);

@@ -1,13 +1,15 @@
 /**
- * What a viewer's downlink carries, as the unit reckons it: the viewer's browser's REMB, raised by
- * probes the link took, and lowered by the loss it reports.
+ * What a viewer's downlink carries, as the unit reckons it: the viewer's browser's REMB (or, for a
+ * browser that sends transport-wide feedback, the unit's own SendSideEstimate in its place; both
+ * come in through `remb`), raised by probes the link took, and lowered by the loss it reports.
  *
  * - A browser's REMB grows only about 8% a second and to at most 1.5 times what arrives, so on its
  *   own a viewer on the lowest layer would need half a minute to earn the top one. So the unit
  *   probes (padding rising to the next layer's rate, see VideoOutput). A probe fails once the viewer
- *   asked again (NACK) for more than PROBE_LOSS packets or its REMB fell under PROBE_FALL of the one
- *   the probe started with; one that did neither, and whose link then stays clear for SETTLE_MS,
- *   confirms what it carried.
+ *   asked again (NACK) for more than PROBE_LOSS packets, its REMB fell under PROBE_FALL of the one
+ *   the probe started with, or the link was seen queueing (`congested`, from transport-wide
+ *   feedback); one that did none of these, and whose link then stays clear for SETTLE_MS, confirms
+ *   what it carried.
  * - Behind a full link that drops rather than queues (a token bucket, a congested Wi-Fi), the REMB
  *   may stay well above what gets through (seen: 0.6-1 Mbit/s behind 300 kbit/s), so loss decides
  *   the way down: more than LOSS_SHARE of the packets of the last LOSS_WINDOW_MS asked again caps
@@ -55,6 +57,16 @@ export class LinkEstimate {
       return;
     }
     if (this.pending && bitsPerSecond < this.pending.remb * PROBE_FALL) this.pending = undefined;
+  }
+
+  /**
+   * The link is queueing (its delay climbs): a probe has filled it, and fails before it costs the
+   * viewer a frame. Outside a probe it changes nothing: a keyframe's burst queues for a moment on
+   * any link that carries its layer, and the rate that follows the queue comes in through `remb`.
+   */
+  congested(): void {
+    if (this.probe) this.probe.failed = true;
+    else this.pending = undefined;
   }
 
   /** `count` packets went to the viewer (media and padding). */

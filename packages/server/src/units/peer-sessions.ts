@@ -121,14 +121,20 @@ export function presenterMediaConfig(): Partial<RTCPeerConnectionConfig> {
 }
 
 /**
- * A viewer's media: as {@link mediaConfig}, plus REMB on video (`goog-remb`, and the abs-send-time
- * extension its estimator reads), so the viewer's browser tells the unit what its downlink carries
- * and the unit picks the layer that fits; and the audio level on audio.
+ * A viewer's media: as {@link mediaConfig}, plus on video transport-wide congestion control (the
+ * unit numbers each packet, the viewer's browser says when each arrived, and the unit's
+ * SendSideEstimate reads its downlink from that, queueing included), and REMB (`goog-remb` with
+ * abs-send-time) for a browser that does not send transport-wide feedback; so the unit picks the
+ * layer that fits. The audio level on audio. Audio carries no transport numbers: the estimate is
+ * the video's.
  */
 export function viewerMediaConfig(): Partial<RTCPeerConnectionConfig> {
   return {
-    codecs: codecs(useREMB()),
-    headerExtensions: { audio: [useAudioLevelIndication()], video: [useAbsSendTime()] },
+    codecs: codecs(useREMB(), useTWCC()),
+    headerExtensions: {
+      audio: [useAudioLevelIndication()],
+      video: [useAbsSendTime(), useTransportWideCC()],
+    },
   };
 }
 

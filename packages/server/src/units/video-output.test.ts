@@ -1,7 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Event, GenericNack, type RTCRtpSender, RtpHeader, RtpPacket } from 'werift';
+import {
+  Event,
+  GenericNack,
+  type RTCRtpSender,
+  type RtcpPacket,
+  RtcpPacketConverter,
+  RtpHeader,
+  RtpPacket,
+} from 'werift';
 import type { LayerState } from './layer-choice.js';
 import type { LayerPacket } from './simulcast-source.js';
+import { TransportFeedback } from './transport-feedback.js';
 import { VideoOutput } from './video-output.js';
 import { readVp8 } from './vp8-payload.js';
 
@@ -18,7 +27,9 @@ class FakeSender {
   readonly sent: RtpPacket[] = [];
   receiverEstimatedMaxBitrate = 0n;
   readonly onGenericNack = new Event<[GenericNack]>();
-  readonly dtlsTransport = { state: 'connected' };
+  readonly onRtcp = new Event<[RtcpPacket]>();
+  /** werift numbers each packet on the transport (transport-wide congestion control) as it sends it. */
+  readonly dtlsTransport = { state: 'connected', transportSequenceNumber: 0 };
 
   constructor(private readonly ssrc = 0xabcdef) {}
 
@@ -26,6 +37,7 @@ class FakeSender {
     if (Buffer.isBuffer(packet)) throw new Error('VideoOutput sends packets, not buffers');
     const header = new RtpHeader({ ...packet.header, extensions: [...packet.header.extensions] });
     this.sent.push(new RtpPacket(header, Buffer.from(packet.payload)));
+    this.dtlsTransport.transportSequenceNumber = (this.dtlsTransport.transportSequenceNumber + 1) & 0xffff;
     packet.header.ssrc = this.ssrc;
     packet.header.payloadType = 111;
     return Promise.resolve();
@@ -33,6 +45,21 @@ class FakeSender {
 
   nack(...lost: number[]): void {
     this.onGenericNack.execute(new GenericNack({ lost }));
+  }
+
+  /**
+   * The browser's transport-wide feedback on the packets sent from `from` on, each arriving when
+   * `arrivalMs` says (undefined: lost), as werift parses it off the wire.
+   */
+  feedback(from: number, arrivalMs: (index: number) => number | undefined): void {
+    const builder = new TransportFeedback(0x5151);
+    for (let i = from; i < this.sent.length; i++) {
+      const at = arrivalMs(i);
+      if (at !== undefined) builder.received((i + 1) & 0xffff, at * 1000);
+    }
+    const packet = builder.take(this.ssrc);
+    if (!packet) return;
+    for (const rtcp of RtcpPacketConverter.deSerialize(packet)) this.onRtcp.execute(rtcp);
   }
 
   get asSender(): RTCRtpSender {
@@ -457,6 +484,68 @@ describe('VideoOutput', () => {
     output.allocate(THREE);
     vi.advanceTimersByTime(300);
     expect(sender.sent).toHaveLength(sent);
+  });
+
+  it('with transport-wide feedback, reckons the link from it and no longer from the REMB', () => {
+    output.allocate(THREE);
+    output.forward(q.next('key'));
+    sender.receiverEstimatedMaxBitrate = 10_000_000n;
+    // q's packets for 1 s, each arriving 30 ms after it was sent, reported every 100 ms.
+    const sentAt: number[] = [0];
+    for (let t = 0; t < 1000; t += 10) {
+      vi.advanceTimersByTime(10);
+      output.forward(q.next('inter'));
+      sentAt.push(Date.now());
+      if (t % 100 === 90)
+        sender.feedback(0, (i) => ((sentAt[i] ?? 0) <= Date.now() - 30 ? (sentAt[i] ?? 0) + 30 : undefined));
+    }
+    output.allocate(THREE);
+    // Not the REMB's 10 Mbit/s: the unit's own start (100 kbit/s), a link it has not yet seen carry more.
+    expect(output.estimate).toBeGreaterThanOrEqual(100_000);
+    expect(output.estimate).toBeLessThan(150_000);
+    expect(output.layers.target).toBe(0);
+  });
+
+  it('stops the probe when the feedback shows the link queueing, before any loss', () => {
+    startProbe();
+    const from = sender.sent.length;
+    const sentAt = new Map<number, number>();
+    let lastArrival = 0;
+    // The link drains 150 kbit/s: the probe's padding queues in it (each packet later than the last).
+    for (let t = 0; t < 500 && vi.getTimerCount() > 0; t += 10) {
+      vi.advanceTimersByTime(10);
+      for (let i = from; i < sender.sent.length; i++) {
+        if (sentAt.has(i)) continue;
+        const bytes = (sender.sent[i]?.payload.length ?? 0) + 24;
+        lastArrival = Math.max(Date.now(), lastArrival) + (bytes * 8) / 150;
+        sentAt.set(i, lastArrival);
+      }
+      if (t % 50 === 40) sender.feedback(from, (i) => sentAt.get(i));
+    }
+    expect(sender.padding().length).toBeGreaterThan(0);
+    // Ended early, at the queue, with no packet asked again.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(Date.now()).toBeLessThan(1000 + 600);
+  });
+
+  it('keeps probing through delay that climbs while the link still delivers all it is sent (a busy receiver)', () => {
+    startProbe();
+    const from = sender.sent.length;
+    const arrivals = new Map<number, number>();
+    // Every packet arrives, as fast as sent, but stamped later and later by up to 40 ms (a receiver
+    // falling behind on its own clock, then catching up).
+    for (let t = 0; t < 1150; t += 10) {
+      vi.advanceTimersByTime(10);
+      for (let i = from; i < sender.sent.length; i++) {
+        if (!arrivals.has(i)) arrivals.set(i, Date.now() + 20 + ((Date.now() / 5) % 40));
+      }
+      if (t % 50 === 40) sender.feedback(from, (i) => arrivals.get(i));
+    }
+    // Still probing 1.15 s on, and it ends at its end (1.2 s).
+    expect(vi.getTimerCount()).toBe(1);
+    expect(sender.padding().length).toBeGreaterThan(100);
+    vi.advanceTimersByTime(100);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('stops the probe when closed', () => {

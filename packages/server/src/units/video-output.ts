@@ -1,14 +1,17 @@
 /**
  * One viewer's video: which of the presenter's layers it gets, switched on a keyframe of the layer
  * it moves to, numbered as one continuous stream (RtpMunger), chosen from what its link carries
- * (LinkEstimate: its browser's REMB, raised by probes taken without loss), the size it asked for
+ * (LinkEstimate: its browser's transport-wide feedback read by SendSideEstimate, or its REMB where
+ * it sends no such feedback, raised by probes taken without loss or queueing), the size it asked for
  * and whether it paused video (LayerAllocator). Probes with padding when the allocator asks, so the
  * viewer can earn the next layer.
  */
-import { type RTCRtpSender, RtpHeader, RtpPacket } from 'werift';
+import { type RTCRtpSender, RtcpTransportLayerFeedback, RtpHeader, RtpPacket, TransportWideCC } from 'werift';
+import { feedbackResults } from './feedback-results.js';
 import { LayerAllocator, type LayerState } from './layer-choice.js';
 import { LinkEstimate } from './link-estimate.js';
 import { RtpMunger } from './rtp-munger.js';
+import { SendSideEstimate } from './send-side-estimate.js';
 import type { LayerPacket } from './simulcast-source.js';
 import type { VideoWants } from './video-wants.js';
 
@@ -21,9 +24,19 @@ const PROBE_BURST_MS = 50;
 /**
  * Probes: 1.2 s each, at least 2 s apart, and after failures no more than 4 s apart, so a link that
  * opens up is found within about 10 s (wait, probe, settle, hold, keyframe), while a full one is
- * probed a quarter of the time at most (and a probe there ends at its first loss).
+ * probed a quarter of the time at most (and a probe there ends at its first loss, or as soon as
+ * its feedback shows the link queueing). For 2 s after a move up the new layer may run half again
+ * over the estimate: its keyframe, asked for by the move, swells its rate. At the top, probes keep
+ * the estimate half again over the layer's rate, which swings.
  */
-const ALLOCATION = { holdMs: 1000, probeMs: 1200, probeWaitMs: 2000, maxProbeWaitMs: 4000 };
+const ALLOCATION = {
+  holdMs: 1000,
+  probeMs: 1200,
+  probeWaitMs: 2000,
+  maxProbeWaitMs: 4000,
+  upGraceMs: 2000,
+  headroom: 1.5,
+};
 /** How long a viewer must have had its layer before its link can count as carrying it (ms). */
 const CARRY_AFTER_MS = 3000;
 /** A probe pads this much more than the allocator asks (see allocate). */
@@ -37,12 +50,18 @@ const noop = (): void => undefined;
  */
 const PROBE_PAYLOAD = Buffer.alloc(PROBE_PADDING);
 PROBE_PAYLOAD.writeUInt8(PROBE_PADDING, PROBE_PADDING - 1);
+/** A probe fails when its link is queueing and delivers less than this share of the rate it is sent. */
+const DELIVERY_FLOOR = 0.85;
+/** An RTP header as sent to a viewer: 12 bytes and the abs-send-time and transport-cc extensions. */
+const HEADER_BYTES = 24;
 
 export class VideoOutput {
   private readonly munger: RtpMunger;
   private readonly allocator = new LayerAllocator(ALLOCATION);
   private readonly link = new LinkEstimate();
+  private readonly sendSide = new SendSideEstimate();
   private readonly stopNacks: () => void;
+  private readonly stopFeedback: () => void;
   /** What the viewer's current layer carries (bits/s), as of the last choice. */
   private layerRate = 0;
   /** When the viewer was moved to the layer it gets (ms). */
@@ -69,6 +88,15 @@ export class VideoOutput {
     this.munger = new RtpMunger(clockRate);
     this.stopNacks = sender.onGenericNack.subscribe((nack) => {
       this.link.lost(nack.lost.length, this.now(), this.layerRate);
+      if (this.probeTimer && this.link.probeFailing) this.endProbe();
+    }).unSubscribe;
+    this.stopFeedback = sender.onRtcp.subscribe((rtcp) => {
+      if (!(rtcp instanceof RtcpTransportLayerFeedback) || !(rtcp.feedback instanceof TransportWideCC)) return;
+      this.sendSide.feedback(feedbackResults(rtcp.feedback), this.now());
+      // Queueing, and for real: the link delivers well under what it is sent. A busy receiver's
+      // late arrival stamps alone can read as a rising delay, but not as a slower delivery.
+      const ratio = this.sendSide.deliveryRatio;
+      if (this.sendSide.usage === 'overusing' && ratio !== undefined && ratio < DELIVERY_FLOOR) this.link.congested();
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
   }
@@ -104,8 +132,7 @@ export class VideoOutput {
    */
   allocate(layers: readonly LayerState[]): void {
     const now = this.now();
-    const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-    if (remb > 0) this.link.remb(remb);
+    this.followReceiver();
     // A layer held for a while with no loss: its link carries it (LinkEstimate.carrying).
     if (this.current !== undefined && now - this.switchedAt >= CARRY_AFTER_MS) {
       this.link.carrying(layers[this.current]?.rate ?? 0, now);
@@ -170,12 +197,12 @@ export class VideoOutput {
     copy.header.paddingSize = 0;
     copy.header.sequenceNumber = out.sequenceNumber;
     copy.header.timestamp = out.timestamp;
-    this.sender.sendRtp(copy).catch(noop);
-    this.link.sent(1, now);
+    this.sent(this.sender.sendRtp(copy), copy.payload.length, now);
   }
 
   close(): void {
     this.stopNacks();
+    this.stopFeedback();
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
   }
@@ -193,8 +220,7 @@ export class VideoOutput {
     const span = Math.max(1, untilMs - startedAt);
     this.probeTimer = setInterval(() => {
       const now = this.now();
-      const remb = Number(this.sender.receiverEstimatedMaxBitrate);
-      if (remb > 0) this.link.remb(remb);
+      this.followReceiver();
       if (now >= this.probeUntil || this.current === undefined || this.link.probeFailing) {
         this.endProbe();
         return;
@@ -216,13 +242,34 @@ export class VideoOutput {
     this.endedProbeUntil = this.probeUntil;
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
-    this.link.probeEnded(this.layerRate + this.probeRate, this.now());
+    const sent = this.layerRate + this.probeRate;
+    // A probe past the link's rate carried only what got through, where the browser says so.
+    const ratio = this.sendSide.deliveryRatio;
+    const acked = ratio !== undefined && ratio < DELIVERY_FLOOR ? this.sendSide.acked : undefined;
+    this.link.probeEnded(acked === undefined ? sent : Math.min(sent, acked), this.now());
   }
 
   private sendPadding(): void {
-    const { sequenceNumber, timestamp } = this.munger.padding(this.now());
+    const now = this.now();
+    const { sequenceNumber, timestamp } = this.munger.padding(now);
     const header = new RtpHeader({ sequenceNumber, timestamp, padding: true });
-    this.sender.sendRtp(new RtpPacket(header, PROBE_PAYLOAD)).catch(noop);
-    this.link.sent(1, this.now());
+    this.sent(this.sender.sendRtp(new RtpPacket(header, PROBE_PAYLOAD)), PROBE_PADDING, now);
+  }
+
+  /**
+   * Counts a packet just handed to the sender. werift numbers it (transport-wide) before its first
+   * await, so the transport's counter is this packet's number now.
+   */
+  private sent(sending: Promise<void>, payloadBytes: number, now: number): void {
+    sending.catch(noop);
+    this.link.sent(1, now);
+    const sequence = this.sender.dtlsTransport.transportSequenceNumber;
+    if (sequence !== undefined) this.sendSide.sent(sequence, payloadBytes + HEADER_BYTES, now);
+  }
+
+  /** Takes in what the viewer's browser says its link carries: its transport-wide feedback, else its REMB. */
+  private followReceiver(): void {
+    const estimate = this.sendSide.estimate ?? Number(this.sender.receiverEstimatedMaxBitrate);
+    if (estimate > 0) this.link.remb(estimate);
   }
 }
