@@ -423,4 +423,53 @@ describe('live streams in headless Chromium through the forwarding unit, ICE on 
     expect(left).toHaveLength(1);
     expect(hooks(name, 'stream.ended')).toEqual([]);
   });
+  it('dynacast: a viewer showing the video small makes the presenter stop its larger layers, and one asking more starts them again', async () => {
+    const name = 'dyna';
+    const presenter = await open('dp');
+    const viewer = await open('dv');
+    await enter(viewer, name, await env.sdk.streamGrant(name, { role: 'viewer', userId: 'dv' }));
+    await enter(presenter, name, await env.sdk.streamGrant(name, { role: 'presenter', userId: 'dp' }));
+    await seen(presenter, 'live', 0);
+    await decodes(viewer, 0);
+
+    /** Which of the presenter's three layers its browser is told to send, and the bytes each sent so far. */
+    const layers = () =>
+      presenter.evaluate(async () => {
+        const pc = (window as unknown as StreamWindow).streams[0]?.peerConnection;
+        const sender = pc?.getSenders().find((s) => s.track?.kind === 'video');
+        const active = sender?.getParameters().encodings.map((e) => e.active !== false) ?? [];
+        const bytes: Record<string, number> = {};
+        (await pc?.getStats())?.forEach((r: Record<string, unknown>) => {
+          if (r.type === 'outbound-rtp' && r.kind === 'video') bytes[String(r.rid)] = Number(r.bytesSent ?? 0);
+        });
+        return { active, bytes };
+      });
+    const size = (width: number, height: number) =>
+      viewer.evaluate(([w, h]) => (window as unknown as StreamWindow).streams[0]?.setVideoSize(w, h), [width, height]);
+    expect((await layers()).active).toEqual([true, true, true]);
+
+    // The fake camera is 640x480: Chromium sends q (160x120) and h (320x240). Shown at 160x120, only q is used.
+    size(160, 120);
+    await expect
+      .poll(async () => (await layers()).active, { timeout: 10_000, interval: 250 })
+      .toEqual([true, false, false]);
+    // h really stops (its bytes stand still while q sends 20 kB more: over a second), and the viewer keeps decoding.
+    const off = await layers();
+    const frames = (await received(viewer, 0)).framesDecoded;
+    await expect
+      .poll(async () => (await layers()).bytes.q ?? 0, { timeout: 10_000, interval: 250 })
+      .toBeGreaterThan((off.bytes.q ?? 0) + 20_000);
+    expect((await layers()).bytes.h ?? 0).toBeLessThanOrEqual((off.bytes.h ?? 0) + 1500);
+    expect((await received(viewer, 0)).framesDecoded).toBeGreaterThan(frames);
+
+    // Asked for more than any layer: every layer again, at once, and h sends again.
+    size(1280, 720);
+    await expect
+      .poll(async () => (await layers()).active, { timeout: 5_000, interval: 250 })
+      .toEqual([true, true, true]);
+    const on = await layers();
+    await expect
+      .poll(async () => (await layers()).bytes.h ?? 0, { timeout: 10_000, interval: 250 })
+      .toBeGreaterThan((on.bytes.h ?? 0) + 10_000);
+  });
 });

@@ -115,6 +115,32 @@ export class Peer {
         if (this.connection.remoteDescription) await this.connection.addIceCandidate(candidate);
         else this.#incoming.push(candidate);
       });
+    } else if (this.#sendOnly && typeof data.layers === 'number' && Number.isInteger(data.layers) && data.layers >= 1) {
+      const count = data.layers;
+      this.#step(() => this.#sendLayers(count));
+    }
+  }
+
+  /**
+   * Dynacast: the forwarding unit says how many of the lowest simulcast layers its viewers can use;
+   * the encoder stops making the others (and starts them again, with a keyframe, when asked).
+   */
+  async #sendLayers(count: number): Promise<void> {
+    for (const sender of this.connection.getSenders()) {
+      if (sender.track?.kind !== 'video') continue;
+      const parameters = sender.getParameters();
+      if (parameters.encodings.length < 2) continue;
+      let changed = false;
+      parameters.encodings.forEach((encoding, i) => {
+        const active = i < count;
+        if (encoding.active !== active) changed = true;
+        encoding.active = active;
+      });
+      try {
+        if (changed) await sender.setParameters(parameters);
+      } catch {
+        // A browser that will not pause a layer keeps sending it: more uplink used, nothing broken.
+      }
     }
   }
 

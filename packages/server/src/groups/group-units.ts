@@ -72,6 +72,13 @@ export class GroupUnits {
       const answer = await this.#deps.units.present(key, { app, page }, signal.sdp, {
         connected: () => void this.#connected(app, group, page),
         failed: () => void this.#failed(app, group, page),
+        // Dynacast: only the layers the others can use (a page gone meanwhile misses nothing).
+        sendLayers: (layers) =>
+          void this.#deps.signals
+            .toPage(app, page, { t: 'group.signal', group, from: page, data: { layers } })
+            .catch((error: unknown) =>
+              this.#deps.log.error({ err: error, app, group }, 'telling a group page which layers to send failed'),
+            ),
       });
       // A later offer of the page, or its leaving, overtook this one: nothing to answer.
       if (answer === undefined) return;

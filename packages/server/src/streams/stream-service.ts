@@ -152,6 +152,13 @@ export class StreamService {
         const answer = await this.#host.present(unitOf(app, stream), { app, page }, signal.sdp, {
           connected: () => void this.#goLive(app, stream, page),
           failed: () => void this.#stopLive(app, stream, page, true),
+          // Dynacast: only the layers its viewers can use (a page gone meanwhile misses nothing).
+          sendLayers: (layers) =>
+            void this.#deps.signals
+              .toPage(app, page, { t: 'stream.signal', stream, data: { layers } })
+              .catch((error: unknown) =>
+                this.#deps.log.error({ err: error, app, stream }, 'telling the presenter which layers to send failed'),
+              ),
         });
         // A later offer of the page, or its leaving, overtook this one: nothing to answer.
         if (answer === undefined) return;

@@ -8,6 +8,7 @@
  * configured addresses, gathered before the SDP is returned), so candidates only flow in.
  */
 import { type IceSettings, iceConfig, remoteAddressRule } from './ice-settings.js';
+import { LayerDemand } from './layer-demand.js';
 import { MediaRelay } from './media-relay.js';
 import {
   mediaConfig,
@@ -41,6 +42,8 @@ export class ForwardingUnit {
   private presenter: Presenter | undefined;
   private allocateTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly demand = new LayerDemand();
+  private sendLayersListener: ((count: number) => void) | undefined;
 
   constructor(options: IceSettings) {
     const ice = iceConfig(options); // checks the addresses now, not at the first page
@@ -118,6 +121,14 @@ export class ForwardingUnit {
     return out;
   }
 
+  /**
+   * Dynacast: `listener` hears how many of its lowest layers the presenter should send, whenever
+   * that changes (LayerDemand); the caller tells the presenter's page.
+   */
+  onSendLayers(listener: (count: number) => void): void {
+    this.sendLayersListener = listener;
+  }
+
   /** A presenter session; one at a time, so an earlier presenter ends ('replaced'). */
   createPresenter(id: string): PresenterSession {
     this.assertOpen();
@@ -160,9 +171,11 @@ export class ForwardingUnit {
   private startAllocating(): void {
     if (this.allocateTimer || this.closed) return;
     this.allocateTimer = setInterval(() => {
-      if (this.outputs.size === 0) return;
       const layers = this.video.states();
       for (const output of this.outputs.values()) output.allocate(layers);
+      const wants = [...this.outputs.values()].map((output) => output.wanted);
+      const count = this.demand.update(layers, wants, performance.now());
+      if (count !== undefined) this.sendLayersListener?.(count);
     }, ALLOCATE_INTERVAL_MS);
     this.allocateTimer.unref();
   }

@@ -132,6 +132,13 @@ class FakeUnit implements MediaUnit {
     return session;
   }
 
+  /** Dynacast's listener, as the host set it. */
+  sendLayers: ((count: number) => void) | undefined;
+
+  onSendLayers(listener: (count: number) => void): void {
+    this.sendLayers = listener;
+  }
+
   setViewerVideo(id: string, wants: VideoWants): boolean {
     this.video.push([id, wants]);
     return this.sessions.some((s) => s.id === id && !s.closed);
@@ -178,6 +185,25 @@ describe('a unit host whose session cannot be made', () => {
     expect(hosted.size).toEqual({ units: 1, viewers: 1, sessions: 2 });
     await hosted.close();
     expect(hosted.size).toEqual({ units: 0, viewers: 0, sessions: 0 });
+  });
+});
+
+describe('dynacast through the host', () => {
+  it('passes the layers the unit wants sent to whoever started it, and nothing of a unit it replaced', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units);
+    const first: number[] = [];
+    const second: number[] = [];
+    await hosted.present('k', { app: 'a', page: 'p' }, 'offer', { ...events, sendLayers: (n) => first.push(n) });
+    units.made[0]?.sendLayers?.(1);
+    expect(first).toEqual([1]);
+    // A new offer of the page: a new unit, and the old one's word no longer goes anywhere.
+    await hosted.present('k', { app: 'a', page: 'p' }, 'offer', { ...events, sendLayers: (n) => second.push(n) });
+    units.made[0]?.sendLayers?.(2);
+    units.made[1]?.sendLayers?.(3);
+    expect(first).toEqual([1]);
+    expect(second).toEqual([3]);
+    await hosted.close();
   });
 });
 

@@ -37,6 +37,8 @@ export interface MediaUnit {
   createViewer(id: string): ViewerSession;
   /** What a receiving page asks of its video (adaptive stream); false when it has no session there. */
   setViewerVideo(id: string, wants: VideoWants): boolean;
+  /** Dynacast: hears how many of its lowest video layers the sender should send, when that changes. */
+  onSendLayers?(listener: (count: number) => void): void;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,11 @@ export interface UnitEvents {
   connected(): void;
   /** The sender's media failed or never connected (not when the host ended the unit on purpose). */
   failed(): void;
+  /**
+   * Dynacast: the sender's page should send only its `count` lowest video layers (the others no
+   * viewer can use now); tell it.
+   */
+  sendLayers?(count: number): void;
 }
 
 interface Hosted {
@@ -135,6 +142,9 @@ export class UnitHost {
         wants: new Map(),
       };
       this.#hosted.set(key, hosted);
+      unit.onSendLayers?.((count) => {
+        if (this.#hosted.get(key) === hosted) events.sendLayers?.(count);
+      });
       const timer = setTimeout(() => void presenter.close(), this.#deps.connectTimeoutMs);
       timer.unref();
       presenter.onConnected(() => {

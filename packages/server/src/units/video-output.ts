@@ -111,6 +111,11 @@ export class VideoOutput {
     return this.link.estimate(this.now());
   }
 
+  /** What the viewer asked of its video (adaptive stream). */
+  get wanted(): VideoWants {
+    return this.wants;
+  }
+
   want(wants: VideoWants): void {
     this.wants = { ...wants };
   }
