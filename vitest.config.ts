@@ -1,6 +1,5 @@
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
-import SlowFirstSequencer from './test/slow-first-sequencer.js';
 
 const src = (p: string) => fileURLToPath(new URL(`./packages/${p}/src/index.ts`, import.meta.url));
 
@@ -80,7 +79,6 @@ export default defineConfig({
     // Most suites wait on sockets, Chromium and redis-server rather than compute: three files at a
     // time on the 2-core CI machine (vitest's default there is one).
     maxWorkers: 3,
-    sequence: { sequencer: SlowFirstSequencer },
     reporters: ['default', './test/summary-reporter.ts'],
     // `npm run test:coverage`: line coverage of the service's sources (issue 18 compares it before/after).
     coverage: {

@@ -110,6 +110,25 @@ describe.skipIf(!shaping.ok)(
     const decodesAt = (page: Page, width: number, timeout: number) =>
       expect.poll(async () => (await seen(page)).frameWidth, { timeout, interval: 250 }).toBe(width);
 
+    /**
+     * Waits until the page has decoded frames `width` wide for `seconds` seconds on end: a viewer that
+     * just moved up is still taking in its new layer's keyframe (as are the others, whose layers the
+     * presenter's encoder made keyframes of at the same time).
+     */
+    async function holds(page: Page, width: number, seconds: number, timeout: number): Promise<void> {
+      let since: number | undefined;
+      await expect
+        .poll(
+          async () => {
+            const now = performance.now();
+            since = (await seen(page)).frameWidth === width ? (since ?? now) : undefined;
+            return since !== undefined && now - since >= seconds * 1000;
+          },
+          { timeout, interval: 250 },
+        )
+        .toBe(true);
+    }
+
     /** Over `seconds` seconds, frames decoded rose in each one (no freeze): the widths seen. */
     async function noFreeze(page: Page, seconds: number, name: string): Promise<number[]> {
       let last = await seen(page);
@@ -167,6 +186,12 @@ describe.skipIf(!shaping.ok)(
       await decodesAt(viewers.fast, 1280, 45_000);
       await decodesAt(viewers.mid, 640, 30_000);
       await decodesAt(viewers.slow, 320, 30_000);
+      // Settled: each has had its layer for 3 s.
+      await Promise.all([
+        holds(viewers.fast, 1280, 3, 20_000),
+        holds(viewers.mid, 640, 3, 20_000),
+        holds(viewers.slow, 320, 3, 20_000),
+      ]);
       // Then every one keeps decoding, second after second, at its layer; the slow one does not pull
       // the others down.
       const widths = await Promise.all(

@@ -219,6 +219,23 @@ describe('LayerAllocator', () => {
       expect(at(allocator, last + 7000, { estimate: 230_000 }).probe?.untilMs).toBe(last + 9000);
     });
 
+    it('lengthens each wait by up to the jitter share at random, so connections sharing a link do not probe in step', () => {
+      const starts = (random: number) => {
+        const allocator = new LayerAllocator({ maxProbeWaitMs: 20_000, probeJitter: 0.5, random: () => random });
+        at(allocator, 0, { estimate: 200_000 });
+        const found: number[] = [];
+        for (let t = HOLD; t <= HOLD + 40_000; t += 100) {
+          const probe = at(allocator, t, { estimate: 200_000 }).probe;
+          if (probe && probe.untilMs === t + 2000) found.push(t);
+        }
+        return found;
+      };
+      // Without: waits of 10 and 20 s after failed probes; with half of it at most: 15 and 30 s.
+      expect(starts(0)).toEqual([HOLD, HOLD + 12_000, HOLD + 34_000]);
+      expect(starts(0.999)).toEqual([HOLD, HOLD + 17_000, HOLD + 49_000].filter((t) => t <= HOLD + 40_000));
+      expect(starts(0.5)).toEqual([HOLD, HOLD + 14_500, HOLD + 41_500].filter((t) => t <= HOLD + 40_000));
+    });
+
     it('counts a move down during a probe as a failed probe', () => {
       const allocator = new LayerAllocator();
       at(allocator, 0, { estimate: 700_000 }); // h

@@ -98,6 +98,13 @@ export interface LayerAllocatorOptions {
   /** See `upGraceMs`; 1.5 unless set. */
   upGraceMargin?: number;
   /**
+   * Each wait between probes is lengthened by up to this share of itself, at random (`random`), so
+   * the connections of one page (several streams over one link) do not probe in step; 0 unless set.
+   */
+  probeJitter?: number;
+  /** A number in [0, 1); Math.random unless set. */
+  random?: () => number;
+  /**
    * At the highest layer it may take, the estimate is kept at least this times its rate by probes
    * (rule 8); no such probes unless set.
    */
@@ -119,6 +126,8 @@ export class LayerAllocator {
   private readonly probeRise: number;
   private readonly upGraceMs: number;
   private readonly upGraceMargin: number;
+  private readonly probeJitter: number;
+  private readonly random: () => number;
   private readonly headroom: number | undefined;
   /** When the viewer last moved up a layer (ms). */
   private movedUpAt = Number.NEGATIVE_INFINITY;
@@ -141,6 +150,8 @@ export class LayerAllocator {
     this.probeRise = options.probeRise ?? 1.1;
     this.upGraceMs = options.upGraceMs ?? 0;
     this.upGraceMargin = options.upGraceMargin ?? 1.5;
+    this.probeJitter = options.probeJitter ?? 0;
+    this.random = options.random ?? Math.random;
     this.headroom = options.headroom;
     this.probeWait = this.probeWaitMs;
   }
@@ -185,7 +196,7 @@ export class LayerAllocator {
     if (currentRate > estimate * grace) {
       const down = highestFitting(layers, current - 1, candidate, estimate) ?? lowest;
       if (this.probe !== undefined) this.judgeProbe(false, nowMs);
-      this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.probeWait);
+      this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.jittered(this.probeWait));
       this.upSince = undefined;
       if (down !== current) this.change(down, nowMs);
       return { target: this.current };
@@ -245,10 +256,14 @@ export class LayerAllocator {
     this.upSince = undefined;
   }
 
+  private jittered(waitMs: number): number {
+    return this.probeJitter === 0 ? waitMs : waitMs * (1 + this.probeJitter * this.random());
+  }
+
   /** Ends the running probe: the wait before the next resets when it worked, doubles when not. */
   private judgeProbe(worked: boolean, nowMs: number): void {
     this.probeWait = worked ? this.probeWaitMs : Math.min(this.probeWait * 2, this.maxProbeWaitMs);
-    this.nextProbeAt = nowMs + this.probeWait;
+    this.nextProbeAt = nowMs + this.jittered(this.probeWait);
     this.probe = undefined;
   }
 }

@@ -548,6 +548,34 @@ describe('VideoOutput', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it('takes packets asked again on a link that keeps up (all delivered, as fast as sent) as late, not lost', () => {
+    startProbe();
+    const from = sender.sent.length;
+    const arrivals = new Map<number, number>();
+    for (let t = 0; t < 400; t += 10) {
+      vi.advanceTimersByTime(10);
+      for (let i = from; i < sender.sent.length; i++) if (!arrivals.has(i)) arrivals.set(i, Date.now() + 20);
+      if (t % 50 === 40) sender.feedback(from, (i) => arrivals.get(i));
+    }
+    // A busy receiver asks again for three late packets: the probe goes on.
+    sender.nack(1234, 1235, 1236);
+    expect(vi.getTimerCount()).toBe(1);
+    // The same once the link delivers slower than it is sent (a queue): it stops.
+    let last = Date.now();
+    for (let t = 0; t < 400; t += 10) {
+      vi.advanceTimersByTime(10);
+      for (let i = from; i < sender.sent.length; i++) {
+        if (arrivals.has(i)) continue;
+        last = Math.max(last, Date.now()) + 25;
+        arrivals.set(i, last);
+      }
+      if (t % 50 === 40) sender.feedback(from, (i) => arrivals.get(i));
+      if (vi.getTimerCount() === 0) break;
+    }
+    sender.nack(1300, 1301, 1302);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   it('stops the probe when closed', () => {
     startProbe();
     vi.advanceTimersByTime(400);

@@ -27,7 +27,8 @@ const PROBE_BURST_MS = 50;
  * probed a quarter of the time at most (and a probe there ends at its first loss, or as soon as
  * its feedback shows the link queueing). For 2 s after a move up the new layer may run half again
  * over the estimate: its keyframe, asked for by the move, swells its rate. At the top, probes keep
- * the estimate half again over the layer's rate, which swings.
+ * the estimate half again over the layer's rate, which swings. Waits are lengthened by up to half
+ * at random: a page's connections to several units share its link, and probes in step overflow it.
  */
 const ALLOCATION = {
   holdMs: 1000,
@@ -36,6 +37,7 @@ const ALLOCATION = {
   maxProbeWaitMs: 4000,
   upGraceMs: 2000,
   headroom: 1.5,
+  probeJitter: 0.5,
 };
 /** How long a viewer must have had its layer before its link can count as carrying it (ms). */
 const CARRY_AFTER_MS = 3000;
@@ -52,6 +54,8 @@ const PROBE_PAYLOAD = Buffer.alloc(PROBE_PADDING);
 PROBE_PAYLOAD.writeUInt8(PROBE_PADDING, PROBE_PADDING - 1);
 /** A probe fails when its link is queueing and delivers less than this share of the rate it is sent. */
 const DELIVERY_FLOOR = 0.85;
+/** A delivery ratio this high, with no rising delay, is a link that keeps up (see the NACK handler). */
+const CLEAR_RATIO = 0.95;
 /** An RTP header as sent to a viewer: 12 bytes and the abs-send-time and transport-cc extensions. */
 const HEADER_BYTES = 24;
 
@@ -87,6 +91,10 @@ export class VideoOutput {
   ) {
     this.munger = new RtpMunger(clockRate);
     this.stopNacks = sender.onGenericNack.subscribe((nack) => {
+      // Asked again while the link delivers all it is sent, as fast as sent, with no queue: the
+      // packets came late to a busy receiver, not lost on the link (a full link delivers slower).
+      const ratio = this.sendSide.deliveryRatio;
+      if (ratio !== undefined && ratio >= CLEAR_RATIO && this.sendSide.usage !== 'overusing') return;
       this.link.lost(nack.lost.length, this.now(), this.layerRate);
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
