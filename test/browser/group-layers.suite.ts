@@ -105,7 +105,12 @@ describe.skipIf(!shaping.ok)(
       });
 
     /** Waits until `check` holds of what the page receives; answers that. */
-    async function until(page: Page, check: (r: Received) => boolean, timeout: number): Promise<Received> {
+    async function until(
+      page: Page,
+      check: (r: Received) => boolean,
+      timeout: number,
+      message?: () => string,
+    ): Promise<Received> {
       let last: Received = {};
       await expect
         .poll(
@@ -113,14 +118,14 @@ describe.skipIf(!shaping.ok)(
             last = await received(page);
             return check(last);
           },
-          { timeout, interval: 500 },
+          { timeout, interval: 500, message: message?.() },
         )
         .toBe(true);
       return last;
     }
 
     /** Over `seconds` seconds, the frames decoded of each of `users` rose in each one: what was seen, per second. */
-    async function noFreeze(page: Page, users: string[], seconds: number): Promise<Received[]> {
+    async function noFreeze(page: Page, users: string[], seconds: number, name = ''): Promise<Received[]> {
       const seen: Received[] = [];
       let last = await received(page);
       for (let i = 0; i < seconds; i++) {
@@ -129,6 +134,7 @@ describe.skipIf(!shaping.ok)(
           page,
           (now) => users.every((user) => (now[user]?.framesDecoded ?? 0) > (from[user]?.framesDecoded ?? 0)),
           1_500,
+          () => `${name}: frames decoded of ${users.join(', ')} from ${JSON.stringify(from)}`,
         );
         last = await received(page);
         seen.push(last);
@@ -160,8 +166,8 @@ describe.skipIf(!shaping.ok)(
       // Then, side by side, every second: the pages on loopback keep the top layer, and the shaped one's
       // cameras keep coming, at lower layers (both top layers do not fit its link).
       const [shapedSeen, ...loopSeen] = await Promise.all([
-        noFreeze(shaped, CAMERAS, 4),
-        ...pages.map((page, i) => noFreeze(page, cameras(USERS[i] ?? ''), 4)),
+        noFreeze(shaped, CAMERAS, 4, SHAPED),
+        ...pages.map((page, i) => noFreeze(page, cameras(USERS[i] ?? ''), 4, USERS[i])),
       ]);
       for (const [i, seconds] of loopSeen.entries()) {
         for (const second of seconds) {
