@@ -236,27 +236,6 @@ describe('LayerAllocator', () => {
       expect(starts(0.5)).toEqual([HOLD, HOLD + 14_500, HOLD + 41_500].filter((t) => t <= HOLD + 40_000));
     });
 
-    it('puts the next probe off four times longer (up to its own longest wait) after one that cost packets', () => {
-      const starts = (hurt: boolean) => {
-        const allocator = new LayerAllocator({ maxProbeWaitMs: 20_000, maxHurtWaitMs: 60_000 });
-        at(allocator, 0, { estimate: 200_000 });
-        const found: number[] = [];
-        for (let t = HOLD; t <= HOLD + 120_000; t += 100) {
-          const probe = at(allocator, t, { estimate: 200_000 }).probe;
-          if (probe && probe.untilMs === t + 2000) {
-            found.push(t);
-            if (hurt) allocator.probeHurt(t + 500);
-          }
-        }
-        return found;
-      };
-      // Failed, no loss: waits of 10, 20, 20... s after each 2 s probe.
-      expect(starts(false).slice(0, 4)).toEqual([HOLD, HOLD + 12_000, HOLD + 34_000, HOLD + 56_000]);
-      // Hurt (at 0.5 s into each): the wait grows to 20 s (from the probe's end: 4 x the 5 s wait), then
-      // to 60 s from the loss (4 x 20 s, at most 60), outlasting the failed probe's own 20 s.
-      expect(starts(true)).toEqual([HOLD, HOLD + 22_000, HOLD + 82_500]);
-    });
-
     it('counts a move down during a probe as a failed probe', () => {
       const allocator = new LayerAllocator();
       at(allocator, 0, { estimate: 700_000 }); // h

@@ -93,8 +93,6 @@ export interface LayerAllocatorOptions {
   maxProbeWaitMs?: number;
   /** A probe worked when the estimate rose to at least this times where it started; 1.1 unless set. */
   probeRise?: number;
-  /** The longest wait after probes that cost the viewer packets (`probeHurt`); `maxProbeWaitMs` unless set. */
-  maxHurtWaitMs?: number;
   /** After a move up, how long the layer may exceed the estimate by `upGraceMargin` (ms); 0 unless set. */
   upGraceMs?: number;
   /** See `upGraceMs`; 1.5 unless set. */
@@ -126,7 +124,6 @@ export class LayerAllocator {
   private readonly probeWaitMs: number;
   private readonly maxProbeWaitMs: number;
   private readonly probeRise: number;
-  private readonly maxHurtWaitMs: number;
   private readonly upGraceMs: number;
   private readonly upGraceMargin: number;
   private readonly probeJitter: number;
@@ -151,7 +148,6 @@ export class LayerAllocator {
     this.probeWaitMs = options.probeWaitMs ?? 5000;
     this.maxProbeWaitMs = options.maxProbeWaitMs ?? 60_000;
     this.probeRise = options.probeRise ?? 1.1;
-    this.maxHurtWaitMs = options.maxHurtWaitMs ?? this.maxProbeWaitMs;
     this.upGraceMs = options.upGraceMs ?? 0;
     this.upGraceMargin = options.upGraceMargin ?? 1.5;
     this.probeJitter = options.probeJitter ?? 0;
@@ -264,27 +260,10 @@ export class LayerAllocator {
     return this.probeJitter === 0 ? waitMs : waitMs * (1 + this.probeJitter * this.random());
   }
 
-  /**
-   * The last probe cost the viewer packets (its link dropped rather than queued, or queued too
-   * little to be seen in time): the wait before the next grows four times, up to `maxHurtWaitMs`,
-   * whenever the probe is judged. A probe that failed without loss costs nothing and keeps the short
-   * wait, so a link that opens up is still found soon.
-   */
-  probeHurt(nowMs: number): void {
-    this.probeWait = Math.min(Math.max(this.probeWait, this.probeWaitMs) * 4, this.maxHurtWaitMs);
-    this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.jittered(this.probeWait));
-  }
-
   /** Ends the running probe: the wait before the next resets when it worked, doubles when not. */
   private judgeProbe(worked: boolean, nowMs: number): void {
-    if (worked) {
-      this.probeWait = this.probeWaitMs;
-      this.nextProbeAt = nowMs + this.jittered(this.probeWait);
-    } else {
-      this.probeWait = Math.min(this.probeWait * 2, this.maxProbeWaitMs);
-      // Not before the wait a hurt probe set (probeHurt).
-      this.nextProbeAt = Math.max(this.nextProbeAt, nowMs + this.jittered(this.probeWait));
-    }
+    this.probeWait = worked ? this.probeWaitMs : Math.min(this.probeWait * 2, this.maxProbeWaitMs);
+    this.nextProbeAt = nowMs + this.jittered(this.probeWait);
     this.probe = undefined;
   }
 }

@@ -576,27 +576,6 @@ describe('VideoOutput', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('waits four times longer before probing again after a probe that cost the viewer packets', () => {
-    startProbe();
-    vi.advanceTimersByTime(400);
-    sender.nack(1234, 1235, 1236);
-    expect(vi.getTimerCount()).toBe(0);
-    const padded = sender.padding().length;
-    const run = (ms: number) => {
-      for (let t = 0; t < ms; t += 100) {
-        vi.advanceTimersByTime(100);
-        output.forward(q.next('inter'));
-        output.allocate(THREE);
-      }
-    };
-    // 4 x the 2 s wait, and up to half again at random: none for 8 s after the loss...
-    run(7900);
-    expect(sender.padding()).toHaveLength(padded);
-    // ...and one by 12 s after it.
-    run(4300);
-    expect(sender.padding().length).toBeGreaterThan(padded);
-  });
-
   it('stops the probe when closed', () => {
     startProbe();
     vi.advanceTimersByTime(400);

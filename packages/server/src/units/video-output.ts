@@ -29,15 +29,12 @@ const PROBE_BURST_MS = 50;
  * over the estimate: its keyframe, asked for by the move, swells its rate. At the top, probes keep
  * the estimate half again over the layer's rate, which swings. Waits are lengthened by up to half
  * at random: a page's connections to several units share its link, and probes in step overflow it.
- * A probe that cost the viewer packets (a link that drops rather than queues, or one shared by
- * several connections) puts the next off four times longer, up to 30 s.
  */
 const ALLOCATION = {
   holdMs: 1000,
   probeMs: 1200,
   probeWaitMs: 2000,
   maxProbeWaitMs: 4000,
-  maxHurtWaitMs: 30_000,
   upGraceMs: 2000,
   headroom: 1.5,
   probeJitter: 0.5,
@@ -55,8 +52,6 @@ const noop = (): void => undefined;
  */
 const PROBE_PAYLOAD = Buffer.alloc(PROBE_PADDING);
 PROBE_PAYLOAD.writeUInt8(PROBE_PADDING, PROBE_PADDING - 1);
-/** Loss this long after a probe ended is the probe's (its queue draining, the packets asked again). */
-const PROBE_AFTERMATH_MS = 1000;
 /** A probe fails when its link is queueing and delivers less than this share of the rate it is sent. */
 const DELIVERY_FLOOR = 0.85;
 /** A delivery ratio this high, with no rising delay, is a link that keeps up (see the NACK handler). */
@@ -83,9 +78,6 @@ export class VideoOutput {
   private probeTimer: NodeJS.Timeout | undefined;
   private probeUntil = 0;
   private endedProbeUntil = 0;
-  /** When the last probe ended (ms), and whether it cost the viewer packets. */
-  private probeEndedAt = Number.NEGATIVE_INFINITY;
-  private probeHurt = false;
   private probeCredit = 0;
 
   /**
@@ -103,13 +95,7 @@ export class VideoOutput {
       // packets came late to a busy receiver, not lost on the link (a full link delivers slower).
       const ratio = this.sendSide.deliveryRatio;
       if (ratio !== undefined && ratio >= CLEAR_RATIO && this.sendSide.usage !== 'overusing') return;
-      const now = this.now();
-      // Lost during a probe or while its queue drains: the probe cost the viewer packets.
-      if ((this.probeTimer || now < this.probeEndedAt + PROBE_AFTERMATH_MS) && !this.probeHurt) {
-        this.probeHurt = true;
-        this.allocator.probeHurt(now);
-      }
-      this.link.lost(nack.lost.length, now, this.layerRate);
+      this.link.lost(nack.lost.length, this.now(), this.layerRate);
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
     this.stopFeedback = sender.onRtcp.subscribe((rtcp) => {
@@ -240,7 +226,6 @@ export class VideoOutput {
     if (this.probeTimer || untilMs === this.endedProbeUntil) return;
     this.probeUntil = untilMs;
     this.link.probeStarted();
-    this.probeHurt = false;
     this.probeRate = bitsPerSecond;
     this.probeCredit = 0;
     let last = this.now();
@@ -268,7 +253,6 @@ export class VideoOutput {
   /** Stops the probe; the link reckons what it carried (its layer and the padding) if it lost nothing. */
   private endProbe(): void {
     this.endedProbeUntil = this.probeUntil;
-    this.probeEndedAt = this.now();
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
     const sent = this.layerRate + this.probeRate;
