@@ -270,13 +270,24 @@ export class LayerAllocator {
 
 /** The highest layer index the asked size allows (the last one when nothing limits). */
 function sizeCap(input: LayerInput): number {
-  const { layers, maxWidth, maxHeight } = input;
-  const last = layers.length - 1;
-  if (maxWidth === undefined && maxHeight === undefined) return last;
-  const cover = input.fit === 'cover';
+  return coveringLayer(input.layers, input, (layer) => layer.flowing) ?? input.layers.length - 1;
+}
+
+/**
+ * The lowest of `layers` (of known size, and `eligible`) that covers the box asked for, as rule 3
+ * reads it; undefined when no size is asked or none covers it.
+ */
+export function coveringLayer(
+  layers: readonly LayerState[],
+  box: Pick<LayerInput, 'maxWidth' | 'maxHeight' | 'fit'>,
+  eligible: (layer: LayerState) => boolean = () => true,
+): number | undefined {
+  const { maxWidth, maxHeight } = box;
+  if (maxWidth === undefined && maxHeight === undefined) return undefined;
+  const cover = box.fit === 'cover';
   for (let i = 0; i < layers.length; i++) {
     const layer = layers[i] as LayerState;
-    if (!layer.flowing || layer.width === undefined || layer.height === undefined) continue;
+    if (!eligible(layer) || layer.width === undefined || layer.height === undefined) continue;
     const wide = maxWidth === undefined || layer.width >= maxWidth;
     const tall = maxHeight === undefined || layer.height >= maxHeight;
     // With one side asked only, that side decides, whatever the fit.
@@ -284,7 +295,7 @@ function sizeCap(input: LayerInput): number {
       maxWidth === undefined || maxHeight === undefined ? wide && tall : cover ? wide && tall : wide || tall;
     if (covers) return i;
   }
-  return last;
+  return undefined;
 }
 
 /** The first candidate above `after`. */

@@ -11,7 +11,7 @@
  * keeps its uplink estimate up for the first viewer. Layers are turned on at once and off only once
  * no viewer used them for OFF_AFTER_MS, so a resized element does not make the encoder flap.
  */
-import type { LayerState } from './layer-choice.js';
+import { coveringLayer, type LayerState } from './layer-choice.js';
 import type { VideoWants } from './video-wants.js';
 
 /** How long no viewer may use a layer before it is turned off (ms). */
@@ -46,19 +46,11 @@ export class LayerDemand {
   }
 }
 
-/** How many of the lowest layers one viewer can use. */
+/**
+ * How many of the lowest layers one viewer can use: up to the one that covers its box as the layer
+ * choice reads it (whether flowing or turned off: a layer off keeps the size of its last keyframe).
+ */
 function layersFor(layers: readonly LayerState[], wants: VideoWants): number {
   if (wants.paused === true) return 0;
-  const { maxWidth, maxHeight } = wants;
-  if (maxWidth === undefined && maxHeight === undefined) return layers.length;
-  for (let i = 0; i < layers.length; i++) {
-    const { width, height } = layers[i] as LayerState;
-    if (width === undefined || height === undefined) continue;
-    // As the layer choice reads a <video> element's box (contain): either side reaching it covers it.
-    const wide = maxWidth === undefined || width >= maxWidth;
-    const tall = maxHeight === undefined || height >= maxHeight;
-    const covers = maxWidth === undefined || maxHeight === undefined ? wide && tall : wide || tall;
-    if (covers) return i + 1;
-  }
-  return layers.length;
+  return (coveringLayer(layers, wants) ?? layers.length - 1) + 1;
 }

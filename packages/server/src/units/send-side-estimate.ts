@@ -12,8 +12,12 @@
 import { DelayTrend, type LinkUsage } from './delay-trend.js';
 import type { PacketResult } from './feedback-results.js';
 
-/** Packets remembered (by transport sequence number, modulo this): a few seconds of video at any rate the unit sends. */
-const HISTORY = 4096;
+/**
+ * Packets remembered (by transport sequence number, modulo this; 32 kB a viewer): feedback comes
+ * every 50-250 ms, and 2048 packets are 0.75 s even at the unit's fastest (a probe's padding,
+ * about 6 Mbit/s of 280-byte packets).
+ */
+const HISTORY = 2048;
 /** What the link delivered is reckoned over this much of arrival time (ms). */
 const ACKED_WINDOW_MS = 500;
 /** Arrivals are summed in slots this long (ms), so the window holds at most ACKED_WINDOW_MS / SLOT_MS entries. */
