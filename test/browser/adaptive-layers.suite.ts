@@ -25,6 +25,11 @@ interface StreamWindow {
 interface Seen {
   framesDecoded: number;
   frameWidth: number;
+  /** What tells a freeze's cause, in a failure's message: frames that came, loss, keyframes asked for. */
+  framesReceived: number;
+  packetsLost: number;
+  pliCount: number;
+  keyFramesDecoded: number;
   /** The selected pair's local address. */
   local: string;
 }
@@ -89,13 +94,25 @@ describe.skipIf(!shaping.ok)(
     const seen = (page: Page): Promise<Seen> =>
       page.evaluate(async () => {
         const pc = (window as unknown as StreamWindow).stream?.peerConnection;
-        const out: Seen = { framesDecoded: 0, frameWidth: 0, local: '' };
+        const out: Seen = {
+          framesDecoded: 0,
+          frameWidth: 0,
+          framesReceived: 0,
+          packetsLost: 0,
+          pliCount: 0,
+          keyFramesDecoded: 0,
+          local: '',
+        };
         if (!pc) return out;
         const report = await pc.getStats();
         report.forEach((s: Record<string, unknown>) => {
           if (s.type === 'inbound-rtp' && s.kind === 'video') {
             out.framesDecoded += Number(s.framesDecoded ?? 0);
             out.frameWidth = Number(s.frameWidth ?? 0);
+            out.framesReceived += Number(s.framesReceived ?? 0);
+            out.packetsLost += Number(s.packetsLost ?? 0);
+            out.pliCount += Number(s.pliCount ?? 0);
+            out.keyFramesDecoded += Number(s.keyFramesDecoded ?? 0);
           }
           if (s.type === 'transport') {
             const pair = report.get(String(s.selectedCandidatePairId)) as Record<string, unknown> | undefined;
@@ -103,6 +120,24 @@ describe.skipIf(!shaping.ok)(
             out.local = String(local?.address ?? '');
           }
         });
+        return out;
+      });
+
+    /** The presenter's page, once open. */
+    let presenterPage: Page | undefined;
+
+    /** What the presenter's page sends, per layer: frames encoded, width, and what limits it. */
+    const sent = (page: Page) =>
+      page.evaluate(async () => {
+        const out: Record<string, unknown>[] = [];
+        (await (window as unknown as StreamWindow).stream?.peerConnection?.getStats())?.forEach(
+          (s: Record<string, unknown>) => {
+            if (s.type === 'outbound-rtp' && s.kind === 'video') {
+              const { rid, framesEncoded, frameWidth, qualityLimitationReason, bytesSent } = s;
+              out.push({ rid, framesEncoded, frameWidth, qualityLimitationReason, bytesSent });
+            }
+          },
+        );
         return out;
       });
 
@@ -138,14 +173,24 @@ describe.skipIf(!shaping.ok)(
         return last.framesDecoded;
       };
       for (let i = 0; i < seconds; i++) {
+        const before = last;
         const from = last.framesDecoded;
-        await expect
-          .poll(next, {
-            timeout: 1_000,
-            interval: 100,
-            message: `${name}: frames decoded (from ${Math.round(performance.now())} ms)`,
-          })
-          .toBeGreaterThan(from);
+        try {
+          await expect
+            .poll(next, {
+              timeout: 1_000,
+              interval: 100,
+              message: `${name}: frames decoded (from ${Math.round(performance.now())} ms)`,
+            })
+            .toBeGreaterThan(from);
+        } catch (error) {
+          // What it received, before and after, and what the presenter sends: a layer it stopped, and why.
+          const sending = presenterPage ? JSON.stringify(await sent(presenterPage)) : 'nothing yet';
+          throw new Error(
+            `${name}: no frame decoded within 1 s (at ${Math.round(performance.now())} ms); from ${JSON.stringify(before)} to ${JSON.stringify(last)}; the presenter sends ${sending}`,
+            { cause: error },
+          );
+        }
         widths.push(last.frameWidth);
       }
       return widths;
@@ -168,6 +213,7 @@ describe.skipIf(!shaping.ok)(
       };
       for (const page of Object.values(viewers)) await live(page, 'waiting');
       const presenter = await join(outside, '127.0.0.1', 'layers', 'presenter', 'host');
+      presenterPage = presenter;
       for (const page of [presenter, ...Object.values(viewers)]) await live(page, 'live');
 
       // Each viewer's media comes its own way: through its link, or over loopback.

@@ -10,6 +10,7 @@
 import { type IceSettings, iceConfig, remoteAddressRule } from './ice-settings.js';
 import { LayerDemand } from './layer-demand.js';
 import { MediaRelay } from './media-relay.js';
+import { PageLinks } from './page-link.js';
 import {
   mediaConfig,
   type PeerSession,
@@ -45,7 +46,14 @@ export class ForwardingUnit {
   private readonly demand = new LayerDemand();
   private sendLayersListener: ((count: number) => void) | undefined;
 
-  constructor(options: IceSettings) {
+  /**
+   * @param pages the receiving pages' links on this node (shared by its units: a page receiving
+   * several units' video takes it through one link); the unit's own when not given.
+   */
+  constructor(
+    options: IceSettings,
+    private readonly pages: PageLinks = new PageLinks(),
+  ) {
     const ice = iceConfig(options); // checks the addresses now, not at the first page
     const allowed = remoteAddressRule(options);
     this.video = new SimulcastSource(
@@ -151,7 +159,13 @@ export class ForwardingUnit {
     this.audio.add(viewer.senders.audio);
     this.outputs.set(
       viewer,
-      new VideoOutput(viewer.senders.video, VIDEO_CLOCK_RATE, (layer) => this.video.requestKeyframe(layer)),
+      new VideoOutput(
+        viewer.senders.video,
+        VIDEO_CLOCK_RATE,
+        (layer) => this.video.requestKeyframe(layer),
+        undefined,
+        this.pages.join(id),
+      ),
     );
     void previous?.end('replaced');
     return viewer;

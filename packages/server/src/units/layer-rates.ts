@@ -81,6 +81,12 @@ export class LayerRates {
     return nowMs - (this.lastAt[layer] as number) <= this.windowMs;
   }
 
+  /** How long ago the layer's last packet arrived (ms); Infinity before its first. */
+  idleFor(layer: number, nowMs: number): number {
+    this.check(layer);
+    return nowMs - (this.lastAt[layer] as number);
+  }
+
   private slot(bucket: number): number {
     return ((bucket % this.buckets) + this.buckets) % this.buckets;
   }

@@ -76,20 +76,20 @@ export class LinkEstimate {
 
   /**
    * The browser asked again for `count` packets (a NACK) while the viewer is being sent `sending`
-   * (bits/s, its layer).
+   * (bits/s, its layer). Answers whether the loss capped the estimate (the link is full).
    */
-  lost(count: number, nowMs: number, sending = 0): void {
-    if (nowMs < this.quietUntil) return;
+  lost(count: number, nowMs: number, sending = 0): boolean {
+    if (nowMs < this.quietUntil) return false;
     this.note(nowMs, 0, count);
     if (this.probe) {
       this.probe.lost += count;
       if (this.probe.lost > PROBE_LOSS) this.probe.failed = true;
-      return;
+      return false;
     }
     if (this.pending) {
       this.pending.lost += count;
       if (this.pending.lost > PROBE_LOSS) this.pending = undefined;
-      return;
+      return false;
     }
     let sent = 0;
     let lost = 0;
@@ -104,7 +104,9 @@ export class LinkEstimate {
       this.confirmed = undefined;
       // Counted once: the next decrease needs new loss at the lower rate.
       this.window = [];
+      return true;
     }
+    return false;
   }
 
   /**
@@ -115,7 +117,9 @@ export class LinkEstimate {
    * layer shows it only as the loss comes in).
    */
   carrying(sending: number, nowMs: number): void {
-    if (this.probe || this.pending || this.cap !== undefined || sending <= 0 || nowMs < this.quietUntil) return;
+    // Also while a probe runs or settles: a window of its packets with none lost carried the layer
+    // too (probes every few seconds would otherwise keep a rising layer from ever counting).
+    if (sending <= 0 || nowMs < this.quietUntil) return;
     const first = this.window[0];
     if (!first || nowMs - first.at < LOSS_WINDOW_MS * 0.9) return;
     if (this.window.some((moment) => moment.lost > 0)) return;

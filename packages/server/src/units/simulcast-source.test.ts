@@ -186,6 +186,88 @@ describe('SimulcastSource', () => {
     expect(plis).toHaveLength(6);
   });
 
+  it("takes a layer's keyframe that came for another layer's request as its own: no request for 500 ms, and one waiting is served", () => {
+    const [q, h, f] = [video('q'), video('h'), video('f')];
+    source.attach(receiver([q, h, f]), q);
+    q.onReceiveRtp.execute(rtp(Q, 1, interframe()));
+    h.onReceiveRtp.execute(rtp(H, 1, interframe()));
+    f.onReceiveRtp.execute(rtp(F, 1, interframe()));
+    source.requestKeyframe(1);
+    expect(plis).toEqual([{ ssrc: H, at: 0 }]);
+    // The browser answers with a keyframe on every layer.
+    vi.advanceTimersByTime(80);
+    for (const [track, ssrc, width] of [
+      [q, Q, 320],
+      [h, H, 640],
+      [f, F, 1280],
+    ] as const) {
+      track.onReceiveRtp.execute(rtp(ssrc, 2, keyframe(width, (width * 9) / 16)));
+    }
+    // A viewer moving to f asks 20 ms later: f's keyframe came, and the next is 500 ms after it.
+    vi.advanceTimersByTime(20);
+    source.requestKeyframe(2);
+    vi.advanceTimersByTime(479);
+    expect(plis).toHaveLength(1);
+    vi.advanceTimersByTime(1);
+    expect(plis).toEqual([
+      { ssrc: H, at: 0 },
+      { ssrc: F, at: 580 },
+    ]);
+    // q asked for again soon after its own request: paced; a keyframe of q that comes meanwhile
+    // (for another layer's request) serves it, and the paced request is dropped.
+    vi.advanceTimersByTime(420);
+    source.requestKeyframe(0);
+    expect(plis.at(-1)).toEqual({ ssrc: Q, at: 1000 });
+    vi.advanceTimersByTime(100);
+    source.requestKeyframe(0);
+    vi.advanceTimersByTime(100);
+    q.onReceiveRtp.execute(rtp(Q, 3, keyframe(320, 180)));
+    vi.advanceTimersByTime(1000);
+    expect(plis).toEqual([
+      { ssrc: H, at: 0 },
+      { ssrc: F, at: 580 },
+      { ssrc: Q, at: 1000 },
+    ]);
+  });
+
+  it('reads a layer that stopped (dynacast) at the rate it last sent settled, and one that resumes at least at that for 3 s', () => {
+    const [q, h, f] = [video('q'), video('h'), video('f')];
+    source.attach(receiver([q, h, f]), q);
+    // Each layer sends 10 packets a second for 4 s: q 8 kbit/s, h 16, f 80 (five times h).
+    let seq = 0;
+    const second = (layers: Array<[MediaStreamTrack, number, number]>) => {
+      for (let i = 0; i < 10; i++) {
+        seq++;
+        for (const [track, ssrc, bytes] of layers) track.onReceiveRtp.execute(rtp(ssrc, seq, interframe(bytes)));
+        vi.advanceTimersByTime(100);
+        source.states();
+      }
+    };
+    const all: Array<[MediaStreamTrack, number, number]> = [
+      [q, Q, 88],
+      [h, H, 188],
+      [f, F, 988],
+    ];
+    for (let s = 0; s < 4; s++) second(all);
+    expect(source.states().map((state) => Math.round(state.rate / 1000))).toEqual([8, 16, 80]);
+    // f stops: read at the 80 kbit/s it sent, not twice h.
+    for (let s = 0; s < 3; s++) second(all.slice(0, 2));
+    expect(source.states().map((state) => [Math.round(state.rate / 1000), state.flowing])).toEqual([
+      [8, true],
+      [16, true],
+      [80, false],
+    ]);
+    // It resumes low (its encoder ramps): read at 80 until it has flowed 3 s, then at what it sends.
+    const low: Array<[MediaStreamTrack, number, number]> = [...all.slice(0, 2), [f, F, 388]];
+    second(low);
+    expect(source.states()[2]).toMatchObject({ rate: 80_000, flowing: true });
+    second(low);
+    second(low);
+    second(low);
+    // 31 kbit/s sent; read as twice h's 16.
+    expect(Math.round((source.states()[2]?.rate ?? 0) / 1000)).toBe(32);
+  });
+
   it('detaches: no more packets, and a paced request waiting is dropped', () => {
     const q = video('q');
     source.attach(receiver([q, video('h')]), q);

@@ -21,18 +21,40 @@ export interface LayerPacket {
   single: boolean;
 }
 
-/** Layer keyframe requests reach the presenter at most this often each, so a burst of viewers costs one. */
+/**
+ * Layer keyframe requests reach the presenter at most this often each, counted from the request or
+ * from the layer's last keyframe, whichever came last, so a burst of viewers costs one. A browser's
+ * VP8 simulcast encoder answers a request on any layer with a keyframe on every layer (a grain
+ * picture's keyframe at 1280x720 is some 200 kB), so a layer's keyframe that came for another's
+ * request serves its own requests too.
+ */
 const KEYFRAME_INTERVAL_MS = 500;
+/**
+ * A layer that has flowed this long (ms) sends its own rate; until then (the browser ramps a layer
+ * that starts or resumes, after dynacast for one) and while it does not flow, its rate is taken as
+ * at least the one it last sent, which is a better guess than twice the layer below (a 1280x720
+ * layer sends 2.5-4 times a 640x360 one).
+ */
+const SETTLED_MS = 3000;
+/** A layer whose last packet came this recently (ms) still sends (a 15 fps layer sends every 67 ms). */
+const SENDING_MS = 150;
 
 interface Layer {
   track: MediaStreamTrack;
   ssrc: number | undefined;
   width?: number;
   height?: number;
-  /** Whether a keyframe request waits for the interval's end. */
+  /** Whether a keyframe request waits for the layer's first packet. */
   keyframeDue: boolean;
+  /** When a keyframe was last asked for, or last came (ms). */
   lastKeyframeAt: number;
+  /** When the request waiting for the interval's end was made (ms). */
+  waitingSince: number;
   timer: NodeJS.Timeout | undefined;
+  /** Since when the layer flows, while it does (ms). */
+  flowingSince: number | undefined;
+  /** Its rate when it last flowed settled (bits/s). */
+  settledRate: number;
 }
 
 export class SimulcastSource {
@@ -73,7 +95,10 @@ export class SimulcastSource {
       ssrc: undefined,
       keyframeDue: false,
       lastKeyframeAt: Number.NEGATIVE_INFINITY,
+      waitingSince: 0,
       timer: undefined,
+      flowingSince: undefined,
+      settledRate: 0,
     }));
     this.layers.forEach((layer, index) => {
       const { unSubscribe } = layer.track.onReceiveRtp.subscribe((rtp) => this.receive(index, layer, rtp));
@@ -89,16 +114,25 @@ export class SimulcastSource {
 
   /**
    * Each layer's rate, whether it flows and its last keyframe's size, low to high. A layer's rate is
-   * taken as at least twice the one below it: a browser starts a layer low and ramps it over
-   * seconds, and a viewer moved up on the starting rate would be moved down again as it grows.
+   * taken as at least twice the one below it, and, until it has flowed SETTLED_MS, at least the one
+   * it sent when it last did: a browser starts a layer low and ramps it over seconds, and a viewer
+   * moved up on the starting rate would be moved down again as it grows (or lose packets on a link
+   * that cannot take it).
    */
   states(): LayerState[] {
     const now = this.now();
     let below = 0;
     return this.layers.map((layer, index) => {
-      const rate = Math.max(this.rates.rate(index, now), 2 * below);
+      const flowing = this.rates.flowing(index, now);
+      const measured = this.rates.rate(index, now);
+      if (!flowing) layer.flowingSince = undefined;
+      else layer.flowingSince ??= now;
+      const settled = layer.flowingSince !== undefined && now - layer.flowingSince >= SETTLED_MS;
+      // Only while it still sends: a layer that stopped reads lower each moment of its last window.
+      if (settled && this.rates.idleFor(index, now) <= SENDING_MS) layer.settledRate = measured;
+      const rate = Math.max(measured, 2 * below, settled ? 0 : layer.settledRate);
       below = rate;
-      const state: LayerState = { rate, flowing: this.rates.flowing(index, now) };
+      const state: LayerState = { rate, flowing };
       if (layer.width !== undefined && layer.height !== undefined) {
         state.width = layer.width;
         state.height = layer.height;
@@ -117,8 +151,11 @@ export class SimulcastSource {
     if (!state || state.timer) return;
     const wait = state.lastKeyframeAt + KEYFRAME_INTERVAL_MS - this.now();
     if (wait > 0) {
+      state.waitingSince = this.now();
       state.timer = setTimeout(() => {
         state.timer = undefined;
+        // A keyframe came meanwhile (asked for another layer): it served this request.
+        if (state.lastKeyframeAt >= state.waitingSince) return;
         this.requestKeyframe(layer);
       }, wait);
       state.timer.unref();
@@ -144,6 +181,7 @@ export class SimulcastSource {
     this.rates.add(index, rtp.serializeSize, now);
     const paddingOnly = rtp.payload.length === 0;
     const vp8 = paddingOnly ? undefined : readVp8(rtp.payload);
+    if (vp8?.keyframe && vp8.startOfFrame) layer.lastKeyframeAt = now;
     if (vp8?.keyframe && vp8.width !== undefined && vp8.height !== undefined) {
       layer.width = vp8.width;
       layer.height = vp8.height;

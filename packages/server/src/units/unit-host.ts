@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { IceSettings } from './ice-settings.js';
 import { Lanes } from './lanes.js';
+import { PageLinks } from './page-link.js';
 import type { IceCandidateInit, PresenterSession, SessionEnd, ViewerSession } from './peer-sessions.js';
 import { SessionClosedError } from './session-errors.js';
 import { DEFAULT_UNIT_LIMITS, rangeCapacity, UnitBudget, type UnitLimits } from './unit-budget.js';
@@ -30,6 +31,9 @@ export interface UnitHostDeps {
   /** Makes a unit: a ForwardingUnit on `media`, unless a test gives fakes. */
   newUnit?: (media: IceSettings) => MediaUnit;
 }
+
+/** Makes a unit on `media`, its viewers' pages' links in `pages`. */
+type UnitMaker = (media: IceSettings, pages: PageLinks) => MediaUnit;
 
 /** What the host needs of a forwarding unit (ForwardingUnit's sessions and end). */
 export interface MediaUnit {
@@ -83,7 +87,9 @@ export class UnitHost {
    */
   readonly #lanes = new Lanes();
   readonly #budget: UnitBudget;
-  readonly #unitMaker: () => Promise<(media: IceSettings) => MediaUnit>;
+  readonly #unitMaker: () => Promise<UnitMaker>;
+  /** The receiving pages' links: a page's sessions on several units here share its one link. */
+  readonly #pages = new PageLinks();
   #closed = false;
 
   constructor(deps: UnitHostDeps) {
@@ -125,7 +131,7 @@ export class UnitHost {
       let unit: MediaUnit;
       let presenter: PresenterSession;
       try {
-        unit = newUnit(this.#deps.media);
+        unit = newUnit(this.#deps.media, this.#pages);
         presenter = unit.createPresenter(owner.page);
       } catch (error) {
         // No session holds the count, so nothing else gives it back.
@@ -309,14 +315,14 @@ export class UnitHost {
   }
 }
 
-let forwardingUnit: Promise<(media: IceSettings) => MediaUnit> | undefined;
+let forwardingUnit: Promise<UnitMaker> | undefined;
 
 /** ForwardingUnit, loaded at the first unit: werift costs every start that makes no unit ~100 ms. */
-function forwardingUnits(): Promise<(media: IceSettings) => MediaUnit> {
+function forwardingUnits(): Promise<UnitMaker> {
   forwardingUnit ??= import('./forwarding-unit.js').then(
     ({ ForwardingUnit }) =>
-      (media: IceSettings) =>
-        new ForwardingUnit(media),
+      (media: IceSettings, pages: PageLinks) =>
+        new ForwardingUnit(media, pages),
     (error: unknown) => {
       // Not kept: a load that failed once (a file being replaced, no memory) is tried at the next unit.
       forwardingUnit = undefined;

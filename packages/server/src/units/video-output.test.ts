@@ -9,6 +9,7 @@ import {
   RtpPacket,
 } from 'werift';
 import type { LayerState } from './layer-choice.js';
+import { PageLinks } from './page-link.js';
 import type { LayerPacket } from './simulcast-source.js';
 import { TransportFeedback } from './transport-feedback.js';
 import { VideoOutput } from './video-output.js';
@@ -484,6 +485,49 @@ describe('VideoOutput', () => {
     output.allocate(THREE);
     vi.advanceTimersByTime(300);
     expect(sender.sent).toHaveLength(sent);
+  });
+
+  it("stops the probe when another output of the viewer's page loses packets (one link), and holds that output's probes meanwhile", () => {
+    const pages = new PageLinks();
+    output.close();
+    output = new VideoOutput(
+      sender.asSender,
+      CLOCK,
+      (layer) => keyframes.push(layer),
+      () => Date.now(),
+      pages.join('page'),
+    );
+    const otherSender = new FakeSender(0x777);
+    const other = new VideoOutput(
+      otherSender.asSender,
+      CLOCK,
+      () => undefined,
+      () => Date.now(),
+      pages.join('page'),
+    );
+    const otherQ = new PresenterLayer(0, 0x4444, 5000, 20_000);
+    otherSender.receiverEstimatedMaxBitrate = 200_000n;
+    other.allocate(THREE);
+    other.forward(otherQ.next('key'));
+    startProbe();
+    vi.advanceTimersByTime(400);
+    expect(sender.padding().length).toBeGreaterThan(0);
+    // The other output is ready to probe too (held its layer, estimate under the next): not while this one does.
+    for (let t = 0; t < 600; t += 100) {
+      vi.advanceTimersByTime(100);
+      other.forward(otherQ.next('inter'));
+      other.allocate(THREE);
+    }
+    expect(otherSender.padding()).toEqual([]);
+    // The other output's viewer asks again for one packet: this probe filled the page's link.
+    const padded = sender.padding().length;
+    otherSender.nack(5003);
+    vi.advanceTimersByTime(20);
+    const ended = sender.padding().length;
+    expect(ended - padded).toBeLessThanOrEqual(3);
+    vi.advanceTimersByTime(300);
+    expect(sender.padding()).toHaveLength(ended);
+    other.close();
   });
 
   it('with transport-wide feedback, reckons the link from it and no longer from the REMB', () => {

@@ -4,12 +4,14 @@
  * (LinkEstimate: its browser's transport-wide feedback read by SendSideEstimate, or its REMB where
  * it sends no such feedback, raised by probes taken without loss or queueing), the size it asked for
  * and whether it paused video (LayerAllocator). Probes with padding when the allocator asks, so the
- * viewer can earn the next layer.
+ * viewer can earn the next layer. A page's outputs on this node share its link (PageShare): one
+ * probes at a time, and each takes what the others' layers leave.
  */
 import { type RTCRtpSender, RtcpTransportLayerFeedback, RtpHeader, RtpPacket, TransportWideCC } from 'werift';
 import { feedbackResults } from './feedback-results.js';
 import { LayerAllocator, type LayerState } from './layer-choice.js';
 import { LinkEstimate } from './link-estimate.js';
+import { type PageShare, soloShare } from './page-link.js';
 import { RtpMunger } from './rtp-munger.js';
 import { SendSideEstimate } from './send-side-estimate.js';
 import type { LayerPacket } from './simulcast-source.js';
@@ -39,8 +41,12 @@ const ALLOCATION = {
   headroom: 1.5,
   probeJitter: 0.5,
 };
-/** How long a viewer must have had its layer before its link can count as carrying it (ms). */
-const CARRY_AFTER_MS = 3000;
+/**
+ * How long a viewer must have had its layer before its link can count as carrying it (ms): as long
+ * as the grace after a move up, so a layer whose encoder still ramps (dynacast just turned it on)
+ * is counted as carried from the moment the grace ends, with the last second of it clean.
+ */
+const CARRY_AFTER_MS = ALLOCATION.upGraceMs;
 /** A probe pads this much more than the allocator asks (see allocate). */
 const PROBE_OVERSHOOT = 1.5;
 
@@ -82,20 +88,26 @@ export class VideoOutput {
 
   /**
    * @param keyframe asks the presenter for a keyframe of a layer (the one this viewer moves to).
+   * @param share the viewer page's link, shared with its other outputs on this node.
    */
   constructor(
     readonly sender: RTCRtpSender,
     clockRate: number,
     private readonly keyframe: (layer: number) => void,
     private readonly now: () => number = () => performance.now(),
+    private readonly share: PageShare = soloShare(),
   ) {
     this.munger = new RtpMunger(clockRate);
+    // Another output of the page saw its packets lost during this one's probe: the probe filled the link.
+    share.onProbeFailed(() => this.link.congested());
     this.stopNacks = sender.onGenericNack.subscribe((nack) => {
       // Asked again while the link delivers all it is sent, as fast as sent, with no queue: the
       // packets came late to a busy receiver, not lost on the link (a full link delivers slower).
       const ratio = this.sendSide.deliveryRatio;
       if (ratio !== undefined && ratio >= CLEAR_RATIO && this.sendSide.usage !== 'overusing') return;
-      this.link.lost(nack.lost.length, this.now(), this.layerRate);
+      const now = this.now();
+      this.share.lost();
+      if (this.link.lost(nack.lost.length, now, this.layerRate)) this.share.overloaded(now);
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
     this.stopFeedback = sender.onRtcp.subscribe((rtcp) => {
@@ -104,7 +116,10 @@ export class VideoOutput {
       // Queueing, and for real: the link delivers well under what it is sent. A busy receiver's
       // late arrival stamps alone can read as a rising delay, but not as a slower delivery.
       const ratio = this.sendSide.deliveryRatio;
-      if (this.sendSide.usage === 'overusing' && ratio !== undefined && ratio < DELIVERY_FLOOR) this.link.congested();
+      if (this.sendSide.usage === 'overusing' && ratio !== undefined && ratio < DELIVERY_FLOOR) {
+        this.link.congested();
+        this.share.lost();
+      }
       if (this.probeTimer && this.link.probeFailing) this.endProbe();
     }).unSubscribe;
   }
@@ -150,7 +165,9 @@ export class VideoOutput {
     if (this.current !== undefined && now - this.switchedAt >= CARRY_AFTER_MS) {
       this.link.carrying(layers[this.current]?.rate ?? 0, now);
     }
-    const estimate = this.link.estimate(now);
+    const own = this.link.estimate(now);
+    const budget = this.share.budget;
+    const estimate = own === undefined || budget === undefined ? own : Math.min(own, budget);
     // Never under the lowest layer and a quarter: there is nothing lower to move to, and the
     // allocator probes only from a layer the estimate covers (a loss cap under it would keep the
     // viewer there for good).
@@ -169,11 +186,15 @@ export class VideoOutput {
     // Asked again each tick while it has not come (a request can be lost); the source paces them.
     else if (this.target !== this.current) this.keyframe(this.target);
     this.layerRate = this.current === undefined ? 0 : (layers[this.current]?.rate ?? 0);
+    this.share.rate = this.target === undefined ? 0 : (layers[this.target]?.rate ?? 0);
     if (choice.probe && this.current !== undefined) {
       // Half again what the next layer needs (a layer's rate swings with its content and keyframes,
       // and the allocator moves up only with a margin above it), or as much as the estimate if that
       // is more: a link that carries it all is found in a few doubling probes, not one per layer.
-      const padding = Math.max(choice.probe.bitsPerSecond * PROBE_OVERSHOOT, estimate ?? 0);
+      // Not on a shared link that was found full once: the estimate is this output's part of it,
+      // and doubling it would overflow the others'.
+      const overshoot = choice.probe.bitsPerSecond * PROBE_OVERSHOOT;
+      const padding = this.share.budget !== undefined ? overshoot : Math.max(overshoot, estimate ?? 0);
       this.startProbe(padding, choice.probe.untilMs);
     }
   }
@@ -218,12 +239,15 @@ export class VideoOutput {
     this.stopFeedback();
     clearInterval(this.probeTimer);
     this.probeTimer = undefined;
+    this.share.leave();
   }
 
   /** Padding on the viewer's stream at `bitsPerSecond` until `untilMs`, so its estimate can grow. */
   private startProbe(bitsPerSecond: number, untilMs: number): void {
     // The allocator repeats a probe until its end: one ended early (loss) stays ended.
     if (this.probeTimer || untilMs === this.endedProbeUntil) return;
+    // Another output of the page probes, or the page's link is still settling: not now.
+    if (!this.share.startProbe(this.now())) return;
     this.probeUntil = untilMs;
     this.link.probeStarted();
     this.probeRate = bitsPerSecond;
@@ -259,7 +283,9 @@ export class VideoOutput {
     // A probe past the link's rate carried only what got through, where the browser says so.
     const ratio = this.sendSide.deliveryRatio;
     const acked = ratio !== undefined && ratio < DELIVERY_FLOOR ? this.sendSide.acked : undefined;
-    this.link.probeEnded(acked === undefined ? sent : Math.min(sent, acked), this.now());
+    const carried = acked === undefined ? sent : Math.min(sent, acked);
+    const now = this.now();
+    this.share.probeEnded(this.link.probeEnded(carried, now), carried, now);
   }
 
   private sendPadding(): void {
