@@ -2,9 +2,11 @@
  * The one Chromium setup of the browser tests: which Chromium, with which flags, how pages are
  * served to it, and how it is closed. Every harness and suite launches it here.
  */
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Browser, type BrowserServer, chromium } from 'playwright-core';
 
 /** Headless, no sandbox (root in CI), no GPU, and no network of its own: no updates, sync or QUIC. */
@@ -53,7 +55,10 @@ const processes = new WeakMap<Browser, BrowserServer>();
  * `videoFile` (a .y4m), the fake camera plays that file in a loop instead of its own test pattern;
  * with `audioFile` (a .wav), the fake microphone plays that file in a loop instead of its beeps.
  * `executablePath` runs another program in Chromium's place (a wrapper that starts it in a network
- * namespace: test/browser/shaped-link.ts) and `args` adds flags.
+ * namespace: test/browser/shaped-link.ts) and `args` adds flags. With `nice`, Chromium and every
+ * process it starts run at that niceness: pages encoding and decoding video of fine grain take
+ * both cores of a 2-core machine, and the service under test (its units time each packet's
+ * arrival for the presenters' congestion control) must not wait behind them.
  */
 export async function launchChromium(
   options: {
@@ -62,13 +67,34 @@ export async function launchChromium(
     audioFile?: string;
     executablePath?: string;
     args?: readonly string[];
+    nice?: number;
   } = {},
 ): Promise<Browser> {
   const args = [...CHROMIUM_FLAGS, ...(options.media ? MEDIA_FLAGS : []), ...(options.args ?? [])];
   if (options.videoFile) args.push(`--use-file-for-fake-video-capture=${options.videoFile}`);
   if (options.audioFile) args.push(`--use-file-for-fake-audio-capture=${options.audioFile}`);
-  const executablePath = options.executablePath ?? chromiumPath();
-  const server = await chromium.launchServer({ executablePath, headless: true, args });
+  let executablePath = options.executablePath ?? chromiumPath();
+  let wrapperDir: string | undefined;
+  if (options.nice !== undefined) {
+    // A wrapper, so the processes Chromium forks at start (zygote, GPU, renderers) inherit it.
+    wrapperDir = mkdtempSync(join(tmpdir(), 'realtime-chromium-'));
+    const wrapper = join(wrapperDir, 'chromium');
+    writeFileSync(wrapper, `#!/bin/sh\nexec nice -n ${options.nice} '${executablePath}' "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    executablePath = wrapper;
+  }
+  const removeWrapper = () => {
+    if (wrapperDir) rmSync(wrapperDir, { recursive: true, force: true });
+  };
+  let server: BrowserServer;
+  try {
+    server = await chromium.launchServer({ executablePath, headless: true, args });
+  } catch (error) {
+    removeWrapper();
+    throw error;
+  }
+  // Started: the wrapper has been read and exec'd.
+  removeWrapper();
   try {
     const browser = await chromium.connect(server.wsEndpoint());
     processes.set(browser, server);

@@ -170,6 +170,7 @@ export interface ShapedLink {
   launchChromium(options?: {
     media?: boolean;
     videoFile?: string;
+    nice?: number;
     secureOrigins?: readonly string[];
   }): Promise<Browser>;
 }
