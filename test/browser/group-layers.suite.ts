@@ -93,7 +93,8 @@ describe.skipIf(!shaping.ok)(
           const w = window as unknown as GroupWindow;
           const keep = (c: RTCIceCandidateInit) => (c.candidate ?? '').split(' ')[4] === address;
           w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: keep } });
-          const media = { audio: true, video: camera ? { width: 960, height: 540, frameRate: 15 } : false };
+          // 30 fps, a camera's usual rate (see adaptive-layers.suite.ts).
+          const media = { audio: true, video: camera ? { width: 960, height: 540, frameRate: 30 } : false };
           w.group = w.client.group(group, { token, media });
         },
         {
