@@ -1,9 +1,12 @@
 /**
  * UnitHost over fake units (no WebRTC): what it counts against the node's budget when making a
- * session fails, and that its close leaves no unit made after it.
+ * session fails, that its close leaves no unit made after it, and that its units share the pages'
+ * links.
  */
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { IceSettings } from './ice-settings.js';
+import { PageLinks } from './page-link.js';
 import {
   type IceCandidateInit,
   type PresenterSession,
@@ -90,12 +93,15 @@ class FakeSession implements PresenterSession, ViewerSession {
 /** Fake units, made through the host's factory; `fail` makes the next presenter or viewer throw once. */
 class FakeUnits {
   readonly made: FakeUnit[] = [];
+  /** The pages' links each unit was made with. */
+  readonly pages: PageLinks[] = [];
   fail: 'presenter' | 'viewer' | undefined;
   gated = false;
 
-  readonly newUnit = (): MediaUnit => {
+  readonly newUnit = (_media: IceSettings, pages: PageLinks): MediaUnit => {
     const unit = new FakeUnit(this);
     this.made.push(unit);
+    this.pages.push(pages);
     return unit;
   };
 }
@@ -159,6 +165,26 @@ function host(units: FakeUnits, limits = { unitsPerPage: 1, unitsPerApp: 10 }): 
     newUnit: units.newUnit,
   });
 }
+
+describe("a unit host's pages' links", () => {
+  it('makes every unit of the host with the same pages links, and another host with its own', async () => {
+    const units = new FakeUnits();
+    const hosted = host(units);
+    await hosted.present('k1', { app: 'a', page: 'p1' }, 'offer', events);
+    await hosted.present('k2', { app: 'a', page: 'p2' }, 'offer', events);
+    const [first, second] = units.pages;
+    expect(units.pages).toHaveLength(2);
+    // A page receiving both units' video shares one link between its two sessions.
+    expect(second).toBe(first);
+    const others = new FakeUnits();
+    const other = host(others);
+    await other.present('k1', { app: 'a', page: 'p1' }, 'offer', events);
+    expect(others.pages[0]).toBeInstanceOf(PageLinks);
+    expect(others.pages[0]).not.toBe(first);
+    await hosted.close();
+    await other.close();
+  });
+});
 
 describe('a unit host whose session cannot be made', () => {
   it('gives back the unit it counted when the presenter cannot be made', async () => {

@@ -28,8 +28,11 @@ export interface UnitHostDeps {
    * may use the whole port range. Absent: always, a share is kept for an app yet to come.
    */
   severalApps?: () => Promise<boolean>;
-  /** Makes a unit: a ForwardingUnit on `media`, unless a test gives fakes. */
-  newUnit?: (media: IceSettings) => MediaUnit;
+  /**
+   * Makes a unit: a ForwardingUnit on `media`, unless a test gives fakes. `pages` are the receiving
+   * pages' links, one for all the host's units (a page's sessions on several units share its link).
+   */
+  newUnit?: (media: IceSettings, pages: PageLinks) => MediaUnit;
 }
 
 /** Makes a unit on `media`, its viewers' pages' links in `pages`. */
