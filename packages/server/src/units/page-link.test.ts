@@ -136,4 +136,17 @@ describe('PageLinks', () => {
     b.leave();
     expect(links.size).toBe(0);
   });
+
+  it('takes a second leave as nothing: the page joined again keeps its new link', () => {
+    const links = new PageLinks();
+    const old = links.join('p1');
+    old.leave();
+    const a = links.join('p1');
+    old.leave();
+    expect(links.size).toBe(1);
+    // A later output of the page still shares a's link.
+    const b = links.join('p1');
+    expect(a.shared).toBe(true);
+    expect(b.shared).toBe(true);
+  });
 });

@@ -36,8 +36,12 @@ export class PageLinks {
   join(page: string): PageShare {
     let link = this.#pages.get(page);
     if (!link) {
-      link = new PageLink(() => this.#pages.delete(page));
-      this.#pages.set(page, link);
+      const made = new PageLink(() => {
+        // Only this link: the page may have a newer one by now.
+        if (this.#pages.get(page) === made) this.#pages.delete(page);
+      });
+      this.#pages.set(page, made);
+      link = made;
     }
     return link.join();
   }
@@ -71,7 +75,8 @@ class PageLink {
   }
 
   leave(share: PageShare): void {
-    this.shares.delete(share);
+    // Once: a second leave must not empty a link the page joined again meanwhile.
+    if (!this.shares.delete(share)) return;
     if (this.prober === share) this.prober = undefined;
     if (this.shares.size === 0) this.empty();
   }

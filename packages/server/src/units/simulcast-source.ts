@@ -125,9 +125,8 @@ export class SimulcastSource {
 
   /**
    * Each layer's rate and its peak over the last PEAK_MS, whether it flows and its last keyframe's
-   * size, low to high. A layer's rate is
-   * taken as at least twice the one below it, and, until it has flowed SETTLED_MS, at least the one
-   * it sent when it last did: a browser starts a layer low and ramps it over seconds, and a viewer
+   * size, low to high. A layer's rate is taken as at least twice the one below it, and, until it
+   * has flowed SETTLED_MS, at least the one it sent when it last did: a browser starts a layer low and ramps it over seconds, and a viewer
    * moved up on the starting rate would be moved down again as it grows (or lose packets on a link
    * that cannot take it).
    */
