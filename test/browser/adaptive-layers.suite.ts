@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeChromium, launchChromium } from './chromium.js';
 import { writeGrainVideo } from './fake-video.js';
 import { openSdkPage } from './harness.js';
+import { layersSent } from './layers-sent.js';
 import { canShape, ownLeftovers, type ShapedLinks, secureOriginsFlag, shapedLinks } from './shaped-link.js';
 import { type ShapedService, startShapedService } from './shaped-service.js';
 
@@ -134,30 +135,9 @@ describe.skipIf(!shaping.ok)(
     /** The presenter's page, once open. */
     let presenterPage: Page | undefined;
 
-    /** What the presenter's page sends, per layer: frames encoded, width, and what limits it. */
+    /** What the presenter's page sends, per layer. */
     const sent = (page: Page) =>
-      page.evaluate(async () => {
-        const out: Record<string, unknown>[] = [];
-        (await (window as unknown as StreamWindow).stream?.peerConnection?.getStats())?.forEach(
-          (s: Record<string, unknown>) => {
-            if (s.type === 'outbound-rtp' && s.kind === 'video') {
-              const { rid, framesEncoded, frameWidth, qualityLimitationReason, qualityLimitationDurations, bytesSent } =
-                s;
-              out.push({
-                rid,
-                framesEncoded,
-                frameWidth,
-                qualityLimitationReason,
-                qualityLimitationDurations,
-                bytesSent,
-              });
-            }
-            // The browser's estimate of its uplink: under the three layers' sum, it drops the top one.
-            if (s.type === 'candidate-pair' && s.nominated) out.push({ uplink: s.availableOutgoingBitrate });
-          },
-        );
-        return out;
-      });
+      layersSent(page, () => (window as unknown as StreamWindow).stream?.peerConnection ?? undefined);
 
     /** Waits until the page decodes frames `width` wide. */
     const decodesAt = (page: Page, width: number, timeout: number) =>
@@ -262,6 +242,7 @@ describe.skipIf(!shaping.ok)(
         (['slow', 'mid', 'fast'] as const).map((name) => noFreeze(viewers[name], 5, name)),
       );
       console.info(`frame widths over 5 s (slow, mid, fast): ${JSON.stringify(widths)}`);
+      console.info(`the presenter sends: ${JSON.stringify(await sent(presenter))}`);
       // Never above what its link carries; the unshaped one at the top but for a second at most (a
       // keyframe of a picture of grain swells the top layer's rate, and the unit may step down
       // until it has measured the link again).

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeChromium, launchChromium } from './chromium.js';
 import { writeGrainVideo } from './fake-video.js';
 import { openSdkPage } from './harness.js';
+import { layersSent } from './layers-sent.js';
 import { canShape, type ShapedLinks, secureOriginsFlag, shapedLinks } from './shaped-link.js';
 import { type ShapedService, startShapedService } from './shaped-service.js';
 
@@ -140,18 +141,8 @@ describe.skipIf(!shaping.ok)(
     /** The cameras' pages, once open. */
     const cameraPages: Page[] = [];
 
-    /** What a camera's page sends, per layer: frames encoded, width, and what limits it. */
-    const sent = (page: Page) =>
-      page.evaluate(async () => {
-        const out: Record<string, unknown>[] = [];
-        (await (window as unknown as GroupWindow).group?.uplink?.getStats())?.forEach((s: Record<string, unknown>) => {
-          if (s.type === 'outbound-rtp' && s.kind === 'video') {
-            const { rid, framesEncoded, frameWidth, qualityLimitationReason, bytesSent } = s;
-            out.push({ rid, framesEncoded, frameWidth, qualityLimitationReason, bytesSent });
-          }
-        });
-        return out;
-      });
+    /** What a camera's page sends to its unit, per layer. */
+    const sent = (page: Page) => layersSent(page, () => (window as unknown as GroupWindow).group?.uplink ?? undefined);
 
     /** Waits until `check` holds of what the page receives; answers that. */
     async function until(
@@ -237,6 +228,7 @@ describe.skipIf(!shaping.ok)(
       }
       const shapedWidths = (shapedSeen ?? []).map((second) => CAMERAS.map((u) => second[u]?.frameWidth ?? 0));
       console.info(`the shaped member's widths per second (${CAMERAS.join(', ')}): ${JSON.stringify(shapedWidths)}`);
+      console.info(`the cameras send: ${JSON.stringify(await Promise.all(cameraPages.map(sent)))}`);
       const last = shapedWidths.at(-1) ?? [];
       expect(last.some((width) => width < TOP)).toBe(true);
     }, 150_000);
