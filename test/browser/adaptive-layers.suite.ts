@@ -86,7 +86,7 @@ describe.skipIf(!shaping.ok)(
           };
           w.client = w.RT.connect({ url, site, identity, rtc: { candidateFilter: keep } });
           // 30 fps, a camera's usual rate: at 15 the frames the encoder drops after a keyframe of
-          // grain left a viewer a second with no frame in about 2 runs of 3; at 30, in 2 of 12.
+          // grain left a viewer a second with no frame in about 2 runs of 3; at 30, in 3 of 14.
           const media = { audio: true, video: { width: 1280, height: 720, frameRate: 30 } };
           w.stream = w.client.stream(stream, { grant, media });
         },

@@ -116,21 +116,6 @@ describe('LayerAllocator', () => {
     expect(at(allocator, 5100 + HOLD, { estimate: 600_000 }).target).toBe(h);
   });
 
-  it('moves up to a layer only when the estimate covers its peak, and stays on it while the estimate covers its rate', () => {
-    // f sends 1.5 Mbit/s now but 2.5 at its last keyframe: 1.65 covers its rate, not its peak.
-    const swelling = [Q, H, { ...F, peak: 2_500_000 }];
-    const allocator = new LayerAllocator();
-    at(allocator, 0, { layers: swelling, estimate: 700_000 });
-    expect(allocator.target).toBe(h);
-    expect(hold(allocator, 100, 10_000, { layers: swelling, estimate: 1_700_000 }).target).toBe(h);
-    // Nor does it start there.
-    expect(at(new LayerAllocator(), 0, { layers: swelling, estimate: 2_000_000 }).target).toBe(h);
-    // Once the estimate covers the peak with the margin for the hold: up; then the rate alone keeps it there.
-    expect(hold(allocator, 10_100, 10_100 + HOLD, { layers: swelling, estimate: 2_750_000 }).target).toBe(f);
-    expect(hold(allocator, 12_000, 20_000, { layers: swelling, estimate: 1_600_000 }).target).toBe(f);
-    expect(at(allocator, 20_100, { layers: swelling, estimate: 1_400_000 }).target).toBe(h);
-  });
-
   it('after a move up, keeps the new layer while its rate stays under the estimate times the grace margin, for the grace time', () => {
     const allocator = new LayerAllocator({ upGraceMs: 2000, upGraceMargin: 1.5 });
     expect(at(allocator, 0, { estimate: 600_000 }).target).toBe(h);

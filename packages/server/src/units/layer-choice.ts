@@ -15,24 +15,23 @@
  *    into the box is then shown no larger than the layer; with `fit: 'cover'` both must. Layers of
  *    unknown size never stop the candidates; when no layer covers the box, all flowing layers remain.
  * 4. Start (first update, after a pause, or when the layer in use stopped flowing or went above the
- *    size limit): with an estimate, the highest candidate whose peak fits it (not above the layer in
+ *    size limit): with an estimate, the highest candidate whose rate fits it (not above the layer in
  *    use, when replacing one), the lowest when none fits. With no estimate yet, the lowest candidate
  *    (its small keyframe reaches the viewer soonest and nothing is known of the link; the estimate
  *    then lifts it), or, replacing a layer, the highest candidate below it. Without an estimate the
  *    layer stays where it is: a viewer that never sends one stays on the lowest layer.
- * 5. Down at once: when the current layer's rate (not its peak) exceeds the estimate, to the
- *    highest lower candidate whose peak fits, the lowest when none does (so a viewer on a shrinking
- *    link keeps getting frames instead of freezing behind a queue). For `upGraceMs` after a move
- *    up, only when it exceeds the estimate times `upGraceMargin`: the move asked for the layer's
- *    keyframe, which swells its measured rate for a second, and the estimate covered its rate with
- *    a margin.
- * 6. Up after a hold: when the estimate has covered the next candidate's peak × `upMargin` for
+ * 5. Down at once: when the current layer's rate exceeds the estimate, to the highest lower
+ *    candidate that fits, the lowest when none does (so a viewer on a shrinking link keeps getting
+ *    frames instead of freezing behind a queue). For `upGraceMs` after a move up, only when it
+ *    exceeds the estimate times `upGraceMargin`: the move asked for the layer's keyframe, which
+ *    swells its measured rate for a second, and the estimate covered its rate with a margin.
+ * 6. Up after a hold: when the estimate has covered the next candidate's rate × `upMargin` for
  *    `holdMs` without a break, one layer up.
  * 7. Probe: a receiver's REMB estimate only rises to about 1.5× what it receives, so a viewer on a
  *    low layer cannot earn the next one by itself. When the next candidate does not fit yet, the
  *    current layer does, the current layer has been held for `holdMs` and no probe ran in the last
- *    `probeWaitMs`, the answer carries a `probe`: padding at the next layer's peak minus the
- *    current one's rate for `probeMs`, so the estimate can grow. The same probe is answered on every
+ *    `probeWaitMs`, the answer carries a `probe`: padding at the next layer's rate minus the
+ *    current one's for `probeMs`, so the estimate can grow. The same probe is answered on every
  *    update until `untilMs` (the caller pads while its clock is before `untilMs`); a move up ends it.
  *    A probe whose estimate did not rise by `probeRise`, or during which the layer had to move down,
  *    doubles the wait before the next (up to `maxProbeWaitMs`); one that worked resets it. A move
@@ -46,13 +45,6 @@
 export interface LayerState {
   /** The layer's measured rate (bits/s). */
   rate: number;
-  /**
-   * The most it sent lately (bits/s), when known: what a viewer must be able to take to move up to
-   * it (rules 4, 6 and 7), while staying on it needs only `rate` (rule 5). A layer's rate dips after
-   * each keyframe (the encoder drops frames) and swells with the next: a viewer moved up in a dip
-   * would lose that keyframe, and one moved down at each swell would flap.
-   */
-  peak?: number;
   /** Whether packets of the layer arrive. */
   flowing: boolean;
   /** The layer's picture size, when known (from its last keyframe). */
@@ -227,7 +219,7 @@ export class LayerAllocator {
       if (this.probe === undefined) return { target: current };
       return { target: current, probe: { bitsPerSecond: this.probe.bitsPerSecond, untilMs: this.probe.untilMs } };
     }
-    const nextRate = upRate(layers[next] as LayerState);
+    const nextRate = (layers[next] as LayerState).rate;
     if (estimate >= nextRate * this.upMargin) {
       this.upSince ??= nowMs;
       if (nowMs - this.upSince >= this.holdMs) {
@@ -316,12 +308,7 @@ function nextCandidate(
   return undefined;
 }
 
-/** What a viewer must take to move up to `layer`: its peak, or its rate when that is more or no peak is known. */
-function upRate(layer: LayerState): number {
-  return Math.max(layer.rate, layer.peak ?? 0);
-}
-
-/** The highest candidate at or below `ceiling` whose peak fits `budget` (a layer moved to). */
+/** The highest candidate at or below `ceiling` whose rate fits `budget`. */
 function highestFitting(
   layers: readonly LayerState[],
   ceiling: number,
@@ -329,7 +316,7 @@ function highestFitting(
   budget: number,
 ): number | undefined {
   for (let i = Math.min(ceiling, layers.length - 1); i >= 0; i--) {
-    if (candidate(i) && upRate(layers[i] as LayerState) <= budget) return i;
+    if (candidate(i) && (layers[i] as LayerState).rate <= budget) return i;
   }
   return undefined;
 }

@@ -111,9 +111,9 @@ describe('SimulcastSource', () => {
     const states = source.states();
     // q: 9 × 100 bytes in 900 ms; h: 100 bytes (889 bit/s) read as twice q; f: 9 × 1000 bytes.
     expect(states).toEqual([
-      { rate: 8000, peak: 8000, flowing: true, width: 320, height: 180 },
-      { rate: 16_000, peak: 16_000, flowing: true },
-      { rate: 80_000, peak: 80_000, flowing: true, width: 1280, height: 720 },
+      { rate: 8000, flowing: true, width: 320, height: 180 },
+      { rate: 16_000, flowing: true },
+      { rate: 80_000, flowing: true, width: 1280, height: 720 },
     ]);
 
     // A newer keyframe changes the size; the layers stop flowing a window after their last packet.
@@ -266,39 +266,6 @@ describe('SimulcastSource', () => {
     second(low);
     // 31 kbit/s sent; read as twice h's 16.
     expect(Math.round((source.states()[2]?.rate ?? 0) / 1000)).toBe(32);
-  });
-
-  it('reads a layer at its rate now, and its peak as the highest its window read over the last 5 s', () => {
-    const q = video('q');
-    source.attach(receiver([q]), q);
-    let seq = 0;
-    const second = (bytes: number) => {
-      for (let i = 0; i < 10; i++) {
-        q.onReceiveRtp.execute(rtp(Q, ++seq, interframe(bytes)));
-        vi.advanceTimersByTime(100);
-        source.states();
-      }
-    };
-    const kbit = () => {
-      const state = source.states()[0];
-      return [Math.round((state?.rate ?? 0) / 1000), Math.round((state?.peak ?? 0) / 1000)];
-    };
-    second(88);
-    second(88);
-    expect(kbit()).toEqual([8, 8]);
-    // A second at ten times the rate (a keyframe), then back: its peak stays for 5 s after the
-    // window last read it (at 3,100 ms).
-    second(988);
-    second(88);
-    expect(kbit()).toEqual([8, 80]);
-    second(88);
-    second(88);
-    second(88);
-    expect(kbit()).toEqual([8, 80]);
-    second(88);
-    vi.advanceTimersByTime(100);
-    // Its window now ends 100 ms after its last packet: 7 kbit/s.
-    expect(kbit()).toEqual([7, 7]);
   });
 
   it('detaches: no more packets, and a paced request waiting is dropped', () => {

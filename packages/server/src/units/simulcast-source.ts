@@ -38,12 +38,6 @@ const KEYFRAME_INTERVAL_MS = 500;
 const SETTLED_MS = 3000;
 /** A layer whose last packet came this recently (ms) still sends (a 15 fps layer sends every 67 ms). */
 const SENDING_MS = 150;
-/**
- * A layer's peak is the highest its one-second window read over this long (ms): the encoder drops
- * frames for a while after each keyframe (of a picture of grain, 200 kB at 1280x720), so the window
- * dips to half and then swells with the next keyframe (LayerState.peak).
- */
-const PEAK_MS = 5000;
 
 interface Layer {
   track: MediaStreamTrack;
@@ -61,9 +55,6 @@ interface Layer {
   flowingSince: number | undefined;
   /** Its rate when it last flowed settled (bits/s). */
   settledRate: number;
-  /** The highest rate it read since `peakAt` (bits/s), while it sends. */
-  peak: number;
-  peakAt: number;
 }
 
 export class SimulcastSource {
@@ -108,8 +99,6 @@ export class SimulcastSource {
       timer: undefined,
       flowingSince: undefined,
       settledRate: 0,
-      peak: 0,
-      peakAt: Number.NEGATIVE_INFINITY,
     }));
     this.layers.forEach((layer, index) => {
       const { unSubscribe } = layer.track.onReceiveRtp.subscribe((rtp) => this.receive(index, layer, rtp));
@@ -124,9 +113,9 @@ export class SimulcastSource {
   }
 
   /**
-   * Each layer's rate and its peak over the last PEAK_MS, whether it flows and its last keyframe's
-   * size, low to high. A layer's rate is taken as at least twice the one below it, and, until it
-   * has flowed SETTLED_MS, at least the one it sent when it last did: a browser starts a layer low and ramps it over seconds, and a viewer
+   * Each layer's rate, whether it flows and its last keyframe's size, low to high. A layer's rate is
+   * taken as at least twice the one below it, and, until it has flowed SETTLED_MS, at least the one
+   * it sent when it last did: a browser starts a layer low and ramps it over seconds, and a viewer
    * moved up on the starting rate would be moved down again as it grows (or lose packets on a link
    * that cannot take it).
    */
@@ -140,16 +129,10 @@ export class SimulcastSource {
       else layer.flowingSince ??= now;
       const settled = layer.flowingSince !== undefined && now - layer.flowingSince >= SETTLED_MS;
       // Only while it still sends: a layer that stopped reads lower each moment of its last window.
-      const sending = this.rates.idleFor(index, now) <= SENDING_MS;
-      if (settled && sending) layer.settledRate = measured;
+      if (settled && this.rates.idleFor(index, now) <= SENDING_MS) layer.settledRate = measured;
       const rate = Math.max(measured, 2 * below, settled ? 0 : layer.settledRate);
-      const recent = now - layer.peakAt <= PEAK_MS ? layer.peak : 0;
-      if (sending && rate >= recent) {
-        layer.peak = rate;
-        layer.peakAt = now;
-      }
       below = rate;
-      const state: LayerState = { rate, flowing, peak: Math.max(rate, recent) };
+      const state: LayerState = { rate, flowing };
       if (layer.width !== undefined && layer.height !== undefined) {
         state.width = layer.width;
         state.height = layer.height;
