@@ -274,7 +274,7 @@ describe('LayerAllocator', () => {
       expect(hold(top, 100, HOLD - 100, { estimate: 1_600_000 }).probe).toBeUndefined();
       expect(at(top, HOLD, { estimate: 1_600_000 })).toEqual({
         target: f,
-        probe: { bitsPerSecond: 750_000, untilMs: HOLD + 2000 },
+        probe: { bitsPerSecond: 750_000, untilMs: HOLD + 2000, top: true },
       });
       // It worked (the estimate rose over 2.25): no more, however long.
       expect(hold(top, HOLD + 100, 30_000, { estimate: 2_300_000 })).toEqual({ target: f });
@@ -283,7 +283,7 @@ describe('LayerAllocator', () => {
       const small = new LayerAllocator({ headroom: 1.5 });
       const asked = { estimate: 200_000, maxWidth: 320, maxHeight: 180 };
       at(small, 0, asked);
-      expect(hold(small, 100, HOLD, asked).probe).toEqual({ bitsPerSecond: 75_000, untilMs: HOLD + 2000 });
+      expect(hold(small, 100, HOLD, asked).probe).toEqual({ bitsPerSecond: 75_000, untilMs: HOLD + 2000, top: true });
     });
 
     it('does not probe without an estimate, and drops a running probe on pause', () => {

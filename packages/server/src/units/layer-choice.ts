@@ -39,7 +39,8 @@
  * 8. Headroom: at the highest layer it may take, with `headroom` set, the viewer is probed the same
  *    way (padding at `headroom - 1` times its layer's rate) while the estimate is under `headroom`
  *    times that rate: a layer's rate swings (the presenter's encoder ramps, keyframes), and an
- *    estimate only just over it would move the viewer down at each swing.
+ *    estimate only just over it would move the viewer down at each swing. Such a probe says `top`:
+ *    there is no layer to earn, so the caller pads no more than it asks.
  */
 
 export interface LayerState {
@@ -72,6 +73,8 @@ export interface LayerProbe {
   bitsPerSecond: number;
   /** Until when (ms, the caller's clock). */
   untilMs: number;
+  /** A headroom probe at the highest layer the viewer may take (rule 8): there is no layer to earn. */
+  top?: boolean;
 }
 
 export interface LayerDecision {
@@ -115,6 +118,7 @@ interface RunningProbe {
   bitsPerSecond: number;
   untilMs: number;
   startEstimate: number;
+  top: boolean;
 }
 
 export class LayerAllocator {
@@ -214,10 +218,9 @@ export class LayerAllocator {
         nowMs - this.changedAt >= this.holdMs
       ) {
         const bitsPerSecond = currentRate * (this.headroom - 1);
-        this.probe = { bitsPerSecond, untilMs: nowMs + this.probeMs, startEstimate: estimate };
+        this.probe = { bitsPerSecond, untilMs: nowMs + this.probeMs, startEstimate: estimate, top: true };
       }
-      if (this.probe === undefined) return { target: current };
-      return { target: current, probe: { bitsPerSecond: this.probe.bitsPerSecond, untilMs: this.probe.untilMs } };
+      return this.answer(current);
     }
     const nextRate = (layers[next] as LayerState).rate;
     if (estimate >= nextRate * this.upMargin) {
@@ -236,11 +239,23 @@ export class LayerAllocator {
         nowMs - this.changedAt >= this.holdMs &&
         nextRate > currentRate
       ) {
-        this.probe = { bitsPerSecond: nextRate - currentRate, untilMs: nowMs + this.probeMs, startEstimate: estimate };
+        this.probe = {
+          bitsPerSecond: nextRate - currentRate,
+          untilMs: nowMs + this.probeMs,
+          startEstimate: estimate,
+          top: false,
+        };
       }
     }
-    if (this.probe === undefined) return { target: current };
-    return { target: current, probe: { bitsPerSecond: this.probe.bitsPerSecond, untilMs: this.probe.untilMs } };
+    return this.answer(current);
+  }
+
+  /** The current layer, with the running probe if any. */
+  private answer(current: number): LayerDecision {
+    const probe = this.probe;
+    if (probe === undefined) return { target: current };
+    const { bitsPerSecond, untilMs, top } = probe;
+    return { target: current, probe: top ? { bitsPerSecond, untilMs, top } : { bitsPerSecond, untilMs } };
   }
 
   private none(): LayerDecision {

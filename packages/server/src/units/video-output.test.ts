@@ -89,14 +89,15 @@ class PresenterLayer {
     readonly single = false,
   ) {}
 
-  next(kind: Kind): LayerPacket {
+  /** The next packet; `last` false: more packets of its frame follow (no marker bit). */
+  next(kind: Kind, last = kind !== 'padding'): LayerPacket {
     if (kind === 'key' || kind === 'inter') this.timestamp = (this.timestamp + FRAME) >>> 0;
     const header = new RtpHeader({
       ssrc: this.ssrc,
       sequenceNumber: this.sequenceNumber,
       timestamp: this.timestamp,
       payloadType: 96,
-      marker: kind !== 'padding',
+      marker: last,
     });
     this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
     const payload = vp8(kind, this.layer);
@@ -469,6 +470,48 @@ describe('VideoOutput', () => {
     output.allocate(THREE);
     vi.advanceTimersByTime(500);
     expect(sender.padding()).toHaveLength(all);
+  });
+
+  it('at the top layer, pads only the headroom asked for, not as much as the estimate', () => {
+    // 1.4 Mbit/s: the top layer (1 Mbit/s) fits, with less than half again over it.
+    sender.receiverEstimatedMaxBitrate = 1_400_000n;
+    output.allocate(THREE);
+    expect(output.layers.target).toBe(2);
+    output.forward(f.next('key'));
+    for (let t = 0; t < 1000; t += 100) {
+      vi.advanceTimersByTime(100);
+      output.forward(f.next('inter'));
+      output.allocate(THREE);
+    }
+    // The probe is on; from its middle on it pads 1.5 × the half of the layer's rate it lacks:
+    // 750 kbit/s of 267-byte packets (at the estimate it would be 1.4 Mbit/s, 330 in 500 ms).
+    vi.advanceTimersByTime(700);
+    const before = sender.padding().length;
+    expect(before).toBeGreaterThan(0);
+    vi.advanceTimersByTime(500);
+    const count = sender.padding().length - before;
+    expect(count).toBeGreaterThanOrEqual(170);
+    expect(count).toBeLessThanOrEqual(182);
+  });
+
+  it('pads only between frames: never between the packets of one', () => {
+    startProbe();
+    vi.advanceTimersByTime(300);
+    expect(sender.padding().length).toBeGreaterThan(0);
+    // A frame of three packets, the probe's timer firing between them: a padding packet inside a
+    // frame would break its run of sequence numbers, and the browser could never assemble it.
+    const from = sender.sent.length;
+    output.forward(q.next('inter', false));
+    vi.advanceTimersByTime(100);
+    output.forward(q.next('rest', false));
+    vi.advanceTimersByTime(100);
+    output.forward(q.next('rest'));
+    expect(sender.sent.slice(from, from + 3).map((p) => p.header.padding)).toEqual([false, false, false]);
+    // The frame done, the probe pads again (what it could not send meanwhile, no more than one burst).
+    vi.advanceTimersByTime(10);
+    const after = sender.sent.slice(from + 3);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((p) => p.header.padding)).toBe(true);
   });
 
   it('stops the probe at once when the viewer NACKs, and does not start it again', () => {

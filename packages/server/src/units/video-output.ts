@@ -85,6 +85,8 @@ export class VideoOutput {
   private probeUntil = 0;
   private endedProbeUntil = 0;
   private probeCredit = 0;
+  /** The last packet forwarded did not end its frame (no marker bit): padding must wait. */
+  private midFrame = false;
 
   /**
    * @param keyframe asks the presenter for a keyframe of a layer (the one this viewer moves to).
@@ -192,9 +194,12 @@ export class VideoOutput {
       // and the allocator moves up only with a margin above it), or as much as the estimate if that
       // is more: a link that carries it all is found in a few doubling probes, not one per layer.
       // Not on a shared link that was found full once: the estimate is this output's part of it,
-      // and doubling it would overflow the others'.
+      // and doubling it would overflow the others'. Not at the top either: there is nothing to
+      // find, and padding at the whole estimate (4 Mbit/s of 255-byte packets next to a 1280x720
+      // layer, seen) left a loopback Chromium a second without a frame.
       const overshoot = choice.probe.bitsPerSecond * PROBE_OVERSHOOT;
-      const padding = this.share.budget !== undefined ? overshoot : Math.max(overshoot, estimate ?? 0);
+      const doubling = this.share.budget === undefined && choice.probe.top !== true;
+      const padding = doubling ? Math.max(overshoot, estimate ?? 0) : overshoot;
       this.startProbe(padding, choice.probe.untilMs);
     }
   }
@@ -231,6 +236,7 @@ export class VideoOutput {
     copy.header.paddingSize = 0;
     copy.header.sequenceNumber = out.sequenceNumber;
     copy.header.timestamp = out.timestamp;
+    this.midFrame = !rtp.header.marker;
     this.sent(this.sender.sendRtp(copy), copy.payload.length, now);
   }
 
@@ -268,6 +274,10 @@ export class VideoOutput {
       // At most PROBE_BURST_MS of it at once: a stalled event loop must not come back to a burst.
       this.probeCredit = Math.min(this.probeCredit + ((now - last) * rate) / 8000, (PROBE_BURST_MS * rate) / 8000);
       last = now;
+      // Between frames only, as a browser pads its own video: a padding packet takes a sequence
+      // number, and one inside a frame breaks the frame's run of numbers, so the viewer's browser
+      // never assembles it and freezes until it asks for a keyframe (seen: a second of no frame).
+      if (this.midFrame) return;
       const packetBytes = PROBE_PADDING + 12;
       for (; this.probeCredit >= packetBytes; this.probeCredit -= packetBytes) this.sendPadding();
     }, PROBE_TICK_MS);
