@@ -164,6 +164,18 @@ describe('LayerAllocator', () => {
     expect(at(third, 100, { layers: [Q, H, { ...F, flowing: false }] }).target).toBe(h);
   });
 
+  it('takes a ceiling as a bound on the start and on moves up, never as a reason to move down', () => {
+    const allocator = new LayerAllocator();
+    // The estimate fits f, the ceiling h only: h.
+    expect(at(allocator, 0, { estimate: 3_000_000, ceiling: 700_000 }).target).toBe(h);
+    // The ceiling falls under h (another stream of the page moved up): the viewer stays on h.
+    expect(hold(allocator, 100, 5000, { estimate: 3_000_000, ceiling: 100_000 }).target).toBe(h);
+    // It rises over f: up after the hold.
+    expect(hold(allocator, 5100, 5100 + HOLD, { estimate: 3_000_000, ceiling: 3_000_000 }).target).toBe(f);
+    // The estimate itself falls: down, whatever the ceiling.
+    expect(at(allocator, 9000, { estimate: 200_000, ceiling: 3_000_000 }).target).toBe(q);
+  });
+
   describe('probes', () => {
     /** On q with an estimate that does not reach h, settled for the hold: the first probe. */
     function onLow() {
@@ -192,6 +204,36 @@ describe('LayerAllocator', () => {
       // On h, f does not fit: the next probe comes 5 s after the last ended (3500), the layer settled.
       expect(hold(allocator, 4100, 8400, { estimate: 700_000 }).probe).toBeUndefined();
       expect(at(allocator, 8500, { estimate: 700_000 }).probe).toEqual({ bitsPerSecond: 1_000_000, untilMs: 10_500 });
+    });
+
+    it('judges a probe once its link settled: an estimate that rose meanwhile counts, and the wait stays', () => {
+      const settled = new LayerAllocator({ probeSettleMs: 1000 });
+      at(settled, 0, { estimate: 200_000 });
+      expect(at(settled, HOLD, { estimate: 200_000 }).probe?.untilMs).toBe(HOLD + 2000);
+      // Ended: no padding while it settles; the estimate takes in what it carried 800 ms on.
+      expect(at(settled, HOLD + 2000, { estimate: 200_000 }).probe).toBeUndefined();
+      expect(at(settled, HOLD + 2800, { estimate: 230_000 }).probe).toBeUndefined();
+      // Judged at HOLD + 3000: it worked, so the next comes 5 s on, not 10.
+      expect(hold(settled, HOLD + 3000, HOLD + 7900, { estimate: 230_000 }).probe).toBeUndefined();
+      expect(at(settled, HOLD + 8000, { estimate: 230_000 }).probe?.untilMs).toBe(HOLD + 10_000);
+
+      // Judged at its end, the same probe reads as failed: the wait doubles.
+      const hasty = new LayerAllocator();
+      at(hasty, 0, { estimate: 200_000 });
+      at(hasty, HOLD, { estimate: 200_000 });
+      at(hasty, HOLD + 2000, { estimate: 200_000 });
+      expect(hold(hasty, HOLD + 2800, HOLD + 11_900, { estimate: 230_000 }).probe).toBeUndefined();
+      expect(at(hasty, HOLD + 12_000, { estimate: 230_000 }).probe).toBeDefined();
+    });
+
+    it('judges a probe the caller saw fail at once: the next comes the doubled wait after the failure', () => {
+      const allocator = new LayerAllocator({ probeSettleMs: 1000 });
+      at(allocator, 0, { estimate: 200_000 });
+      expect(at(allocator, HOLD, { estimate: 200_000 }).probe?.untilMs).toBe(HOLD + 2000);
+      // It lost packets 300 ms in: no more padding, and the wait (10 s after a failure) runs from there.
+      allocator.probeFailed(HOLD + 300);
+      expect(hold(allocator, HOLD + 400, HOLD + 10_200, { estimate: 200_000 }).probe).toBeUndefined();
+      expect(at(allocator, HOLD + 10_300, { estimate: 200_000 }).probe?.untilMs).toBe(HOLD + 12_300);
     });
 
     it('ends a probe at once when the layer moves up during it', () => {
@@ -265,25 +307,6 @@ describe('LayerAllocator', () => {
       const asked = { estimate: 200_000, maxWidth: 320, maxHeight: 180 };
       at(small, 0, asked);
       expect(hold(small, 100, 20_000, asked)).toEqual({ target: q });
-    });
-
-    it('with a headroom, probes at the top layer while the estimate is under the headroom times its rate', () => {
-      const top = new LayerAllocator({ headroom: 1.5 });
-      at(top, 0, { estimate: 1_600_000 });
-      // F at 1.5 Mbit/s, the estimate 1.6: after the hold, padding at half F's rate.
-      expect(hold(top, 100, HOLD - 100, { estimate: 1_600_000 }).probe).toBeUndefined();
-      expect(at(top, HOLD, { estimate: 1_600_000 })).toEqual({
-        target: f,
-        probe: { bitsPerSecond: 750_000, untilMs: HOLD + 2000, top: true },
-      });
-      // It worked (the estimate rose over 2.25): no more, however long.
-      expect(hold(top, HOLD + 100, 30_000, { estimate: 2_300_000 })).toEqual({ target: f });
-
-      // The same at the size asked.
-      const small = new LayerAllocator({ headroom: 1.5 });
-      const asked = { estimate: 200_000, maxWidth: 320, maxHeight: 180 };
-      at(small, 0, asked);
-      expect(hold(small, 100, HOLD, asked).probe).toEqual({ bitsPerSecond: 75_000, untilMs: HOLD + 2000, top: true });
     });
 
     it('does not probe without an estimate, and drops a running probe on pause', () => {

@@ -25,6 +25,8 @@
  *    frames instead of freezing behind a queue). For `upGraceMs` after a move up, only when it
  *    exceeds the estimate times `upGraceMargin`: the move asked for the layer's keyframe, which
  *    swells its measured rate for a second, and the estimate covered its rate with a margin.
+ *    A `ceiling` (what the others sharing the viewer's link leave) bounds the start and every move
+ *    up, and is what probes must lift; it never moves the viewer down.
  * 6. Up after a hold: when the estimate has covered the next candidate's rate × `upMargin` for
  *    `holdMs` without a break, one layer up.
  * 7. Probe: a receiver's REMB estimate only rises to about 1.5× what it receives, so a viewer on a
@@ -33,14 +35,10 @@
  *    `probeWaitMs`, the answer carries a `probe`: padding at the next layer's rate minus the
  *    current one's for `probeMs`, so the estimate can grow. The same probe is answered on every
  *    update until `untilMs` (the caller pads while its clock is before `untilMs`); a move up ends it.
- *    A probe whose estimate did not rise by `probeRise`, or during which the layer had to move down,
- *    doubles the wait before the next (up to `maxProbeWaitMs`); one that worked resets it. A move
- *    down also puts the next probe off by the current wait.
- * 8. Headroom: at the highest layer it may take, with `headroom` set, the viewer is probed the same
- *    way (padding at `headroom - 1` times its layer's rate) while the estimate is under `headroom`
- *    times that rate: a layer's rate swings (the presenter's encoder ramps, keyframes), and an
- *    estimate only just over it would move the viewer down at each swing. Such a probe says `top`:
- *    there is no layer to earn, so the caller pads no more than it asks.
+ *    A probe whose estimate did not rise by `probeRise` (judged `probeSettleMs` after its end), one
+ *    the caller saw fail (`probeFailed`, judged then), or one during which the layer had to move
+ *    down, doubles the wait before the next (up to `maxProbeWaitMs`); one that worked resets it. A
+ *    move down also puts the next probe off by the current wait.
  */
 
 export interface LayerState {
@@ -59,6 +57,12 @@ export interface LayerInput {
   layers: readonly LayerState[];
   /** The viewer's downlink estimate (bits/s); undefined while none is known yet. */
   estimate?: number;
+  /**
+   * The most the viewer may move up to (bits/s), below the estimate: a bound on starting and moving
+   * up (and on what a probe must earn), never a reason to move down. A page taking several streams
+   * through one link gets what the others leave of what the link was seen to carry (PageShare.room).
+   */
+  ceiling?: number;
   /** The size the viewer shows the video at (its element's size in device pixels). */
   maxWidth?: number;
   maxHeight?: number;
@@ -73,8 +77,6 @@ export interface LayerProbe {
   bitsPerSecond: number;
   /** Until when (ms, the caller's clock). */
   untilMs: number;
-  /** A headroom probe at the highest layer the viewer may take (rule 8): there is no layer to earn. */
-  top?: boolean;
 }
 
 export interface LayerDecision {
@@ -96,6 +98,12 @@ export interface LayerAllocatorOptions {
   maxProbeWaitMs?: number;
   /** A probe worked when the estimate rose to at least this times where it started; 1.1 unless set. */
   probeRise?: number;
+  /**
+   * How long after a probe's end it is judged (ms): the estimate counts what a probe carried only
+   * once its link stayed clear a while (LinkEstimate), so one judged at its end would always read
+   * as failed, and double the wait. 0 unless set.
+   */
+  probeSettleMs?: number;
   /** After a move up, how long the layer may exceed the estimate by `upGraceMargin` (ms); 0 unless set. */
   upGraceMs?: number;
   /** See `upGraceMs`; 1.5 unless set. */
@@ -107,18 +115,12 @@ export interface LayerAllocatorOptions {
   probeJitter?: number;
   /** A number in [0, 1); Math.random unless set. */
   random?: () => number;
-  /**
-   * At the highest layer it may take, the estimate is kept at least this times its rate by probes
-   * (rule 8); no such probes unless set.
-   */
-  headroom?: number;
 }
 
 interface RunningProbe {
   bitsPerSecond: number;
   untilMs: number;
   startEstimate: number;
-  top: boolean;
 }
 
 export class LayerAllocator {
@@ -128,11 +130,11 @@ export class LayerAllocator {
   private readonly probeWaitMs: number;
   private readonly maxProbeWaitMs: number;
   private readonly probeRise: number;
+  private readonly probeSettleMs: number;
   private readonly upGraceMs: number;
   private readonly upGraceMargin: number;
   private readonly probeJitter: number;
   private readonly random: () => number;
-  private readonly headroom: number | undefined;
   /** When the viewer last moved up a layer (ms). */
   private movedUpAt = Number.NEGATIVE_INFINITY;
 
@@ -152,11 +154,11 @@ export class LayerAllocator {
     this.probeWaitMs = options.probeWaitMs ?? 5000;
     this.maxProbeWaitMs = options.maxProbeWaitMs ?? 60_000;
     this.probeRise = options.probeRise ?? 1.1;
+    this.probeSettleMs = options.probeSettleMs ?? 0;
     this.upGraceMs = options.upGraceMs ?? 0;
     this.upGraceMargin = options.upGraceMargin ?? 1.5;
     this.probeJitter = options.probeJitter ?? 0;
     this.random = options.random ?? Math.random;
-    this.headroom = options.headroom;
     this.probeWait = this.probeWaitMs;
   }
 
@@ -167,6 +169,8 @@ export class LayerAllocator {
 
   update(input: LayerInput): LayerDecision {
     const { nowMs, layers, estimate } = input;
+    // What moves up (and the start) must fit: the estimate, and the ceiling when set.
+    const room = estimate === undefined ? undefined : Math.min(estimate, input.ceiling ?? Number.POSITIVE_INFINITY);
     if (input.paused) return this.none();
     const cap = sizeCap(input);
     const candidate = (i: number) => i <= cap && layers[i]?.flowing === true;
@@ -178,21 +182,17 @@ export class LayerAllocator {
       const start =
         estimate === undefined && this.current === undefined
           ? lowest
-          : (highestFitting(
-              layers,
-              this.current ?? layers.length - 1,
-              candidate,
-              estimate ?? Number.POSITIVE_INFINITY,
-            ) ?? lowest);
+          : (highestFitting(layers, this.current ?? layers.length - 1, candidate, room ?? Number.POSITIVE_INFINITY) ??
+            lowest);
       this.change(start, nowMs);
       this.probe = undefined;
       return { target: start };
     }
-    if (estimate === undefined) return { target: this.current };
+    if (estimate === undefined || room === undefined) return { target: this.current };
 
     const current = this.current;
-    if (this.probe !== undefined && nowMs >= this.probe.untilMs) {
-      this.judgeProbe(estimate >= this.probe.startEstimate * this.probeRise, nowMs);
+    if (this.probe !== undefined && nowMs >= this.probe.untilMs + this.probeSettleMs) {
+      this.judgeProbe(room >= this.probe.startEstimate * this.probeRise, nowMs);
     }
 
     const currentRate = (layers[current] as LayerState).rate;
@@ -209,21 +209,11 @@ export class LayerAllocator {
     const next = nextCandidate(layers, current, candidate);
     if (next === undefined) {
       this.upSince = undefined;
-      // At the top (or the size asked): probes only to keep the headroom, when asked for.
-      if (
-        this.probe === undefined &&
-        this.headroom !== undefined &&
-        estimate < currentRate * this.headroom &&
-        nowMs >= this.nextProbeAt &&
-        nowMs - this.changedAt >= this.holdMs
-      ) {
-        const bitsPerSecond = currentRate * (this.headroom - 1);
-        this.probe = { bitsPerSecond, untilMs: nowMs + this.probeMs, startEstimate: estimate, top: true };
-      }
-      return this.answer(current);
+      // At the top (or the size asked): nothing to earn.
+      return this.answer(current, nowMs);
     }
     const nextRate = (layers[next] as LayerState).rate;
-    if (estimate >= nextRate * this.upMargin) {
+    if (room >= nextRate * this.upMargin) {
       this.upSince ??= nowMs;
       if (nowMs - this.upSince >= this.holdMs) {
         if (this.probe !== undefined) this.judgeProbe(true, nowMs);
@@ -242,20 +232,26 @@ export class LayerAllocator {
         this.probe = {
           bitsPerSecond: nextRate - currentRate,
           untilMs: nowMs + this.probeMs,
-          startEstimate: estimate,
-          top: false,
+          startEstimate: room,
         };
       }
     }
-    return this.answer(current);
+    return this.answer(current, nowMs);
   }
 
-  /** The current layer, with the running probe if any. */
-  private answer(current: number): LayerDecision {
+  /** The current layer, with the running probe if any (not while an ended one settles). */
+  private answer(current: number, nowMs: number): LayerDecision {
     const probe = this.probe;
-    if (probe === undefined) return { target: current };
-    const { bitsPerSecond, untilMs, top } = probe;
-    return { target: current, probe: top ? { bitsPerSecond, untilMs, top } : { bitsPerSecond, untilMs } };
+    if (probe === undefined || nowMs >= probe.untilMs) return { target: current };
+    return { target: current, probe: { bitsPerSecond: probe.bitsPerSecond, untilMs: probe.untilMs } };
+  }
+
+  /**
+   * The caller saw the running probe fail (its link lost packets or queued): judged now, not at its
+   * end and settle, so the wait before the next runs from the failure.
+   */
+  probeFailed(nowMs: number): void {
+    if (this.probe !== undefined) this.judgeProbe(false, nowMs);
   }
 
   private none(): LayerDecision {

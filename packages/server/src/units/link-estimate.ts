@@ -26,7 +26,7 @@ const PROBE_LOSS = 2;
 /** A REMB this far under the one a probe started with fails the probe (a busy receiver's REMB wobbles by a few %). */
 const PROBE_FALL = 0.9;
 /** After a probe, how long the link must stay clear (no loss, no REMB fall) for it to count (ms). */
-const SETTLE_MS = 1000;
+export const SETTLE_MS = 1000;
 /**
  * The share of packets asked again over LOSS_WINDOW_MS above which the link is full. Not a sender's
  * 10%: a busy receiver asks again for packets that came late, not lost; a full link loses far more.

@@ -90,6 +90,7 @@ describe('PageLinks', () => {
     expect(a.budget).toBeUndefined();
     b.overloaded(0);
     // 0.85 × 400 kbit/s = 340: each output gets what the other's layer leaves.
+    expect(a.capped).toBe(true);
     expect(a.budget).toBe(240_000);
     expect(b.budget).toBe(40_000);
     b.overloaded(999);
@@ -117,6 +118,43 @@ describe('PageLinks', () => {
     expect(b.startProbe(7200)).toBe(true);
     b.probeEnded(false, 0, 8400);
     expect(a.budget).toBe(350_000);
+  });
+
+  it('bounds moves up by what the page carried during a probe that worked, before any loss', () => {
+    const links = new PageLinks();
+    const a = links.join('p1');
+    const b = links.join('p1');
+    a.rate = 150_000;
+    b.rate = 150_000;
+    // Nothing known yet: each output is left to its own estimate.
+    expect(a.room).toBeUndefined();
+    expect(a.capped).toBe(false);
+    expect(a.startProbe(0)).toBe(true);
+    a.probeEnded(true, 450_000, 1200);
+    // 150 (b) + 450 (a's layer and padding) carried together: a may move up to what b's layer leaves
+    // (and, not found full, may still probe for double its share); no cap, so no budget.
+    expect(a.room).toBe(450_000);
+    expect(b.room).toBe(450_000);
+    expect(a.budget).toBeUndefined();
+    expect(a.capped).toBe(false);
+    a.rate = 350_000;
+    // a moved up: b, which earned nothing itself, may move up to what a's new layer leaves.
+    expect(b.room).toBe(250_000);
+    // A failed probe lowers nothing; one that carried more lifts the bound.
+    expect(b.startProbe(2200)).toBe(true);
+    b.probeEnded(false, 0, 3400);
+    expect(b.room).toBe(250_000);
+    expect(b.startProbe(5400)).toBe(true);
+    b.probeEnded(true, 600_000, 6600);
+    // 350 (a) + 600 (b's layer and padding).
+    expect(a.room).toBe(800_000);
+    expect(b.room).toBe(600_000);
+    // Capped, the cap bounds both.
+    a.overloaded(7000);
+    expect(a.capped).toBe(true);
+    // 0.85 × 500 = 425.
+    expect(a.budget).toBe(275_000);
+    expect(a.room).toBe(275_000);
   });
 
   it('forgets a page when its last output leaves; a prober that leaves frees the page probe', () => {

@@ -12,8 +12,15 @@
  *   while its own get through. Outside a probe, an output whose link loses a share of its packets
  *   (LinkEstimate's loss cap) caps the page at DECREASE times what its outputs' layers send together.
  * - A probe that went through (the caller says so once its link settled) lifts the cap to what the
- *   page carried then: the others' layers and the prober's layer and padding.
- * - Each output's share of the cap is what the others' chosen layers leave of it (`budget`).
+ *   page carried then: the others' layers and the prober's layer and padding. What it carried also
+ *   bounds the page's moves up from then on, before any trouble: each output's own estimate is of
+ *   its own connection, measured while the others sent what they sent then, so two outputs that each
+ *   earned the next layer alone would both move up and overflow the link together (seen: a page
+ *   behind 800 kbit/s moved both its cameras up within 3 s and lost packets of both for 1.5 s).
+ * - Each output's share of the cap is what the others' chosen layers leave of it (`budget`); its
+ *   share of what the page carried bounds its moves up (`room`). Until the page is capped, its
+ *   probes may still double that share (a free link is found in a few probes); once capped, they
+ *   pad the next layer's extra rate only.
  *
  * A page alone here (one output) is left to its LinkEstimate: `budget` is undefined and probes are
  * never held back. Pages whose outputs are on several nodes share nothing across nodes.
@@ -61,6 +68,8 @@ class PageLink {
   readonly shares = new Set<PageShare>();
   /** The most the page's video carries together (bits/s); undefined until trouble was seen. */
   cap: number | undefined;
+  /** The most the page's video carried together during a probe that worked (bits/s). */
+  known: number | undefined;
   prober: PageShare | undefined;
   nextProbeAt = Number.NEGATIVE_INFINITY;
   wait = FIRST_WAIT_MS;
@@ -105,11 +114,29 @@ export class PageShare {
     return this.link.shared;
   }
 
-  /** What this output may send (bits/s): the page's cap less the others' layers; undefined while unbounded or alone. */
+  /** What this output may send (bits/s): the page's cap less the others' layers; undefined while uncapped or alone. */
   get budget(): number | undefined {
     const { cap } = this.link;
     if (!this.link.shared || cap === undefined) return undefined;
     return Math.max(0, cap - this.link.sending(this));
+  }
+
+  /**
+   * What this output may move up to (bits/s): what the page was seen to carry (a probe that went
+   * through, or its cap) less the others' layers; undefined while nothing is known or alone. Not a
+   * reason to move down: the others' layers swing (a keyframe), and outputs that moved down and up
+   * in turn as each other's rate swung were seen.
+   */
+  get room(): number | undefined {
+    const { cap, known } = this.link;
+    if (!this.link.shared || (cap === undefined && known === undefined)) return undefined;
+    const bound = Math.min(cap ?? Number.POSITIVE_INFINITY, known ?? Number.POSITIVE_INFINITY);
+    return Math.max(0, bound - this.link.sending(this));
+  }
+
+  /** Whether the page has other outputs here and its link was found full (its cap is set). */
+  get capped(): boolean {
+    return this.link.shared && this.link.cap !== undefined;
   }
 
   /** `listener` is called when another output's trouble fails this one's probe. */
@@ -138,7 +165,9 @@ export class PageShare {
     if (worked) {
       link.wait = FIRST_WAIT_MS;
       link.nextProbeAt = nowMs + SETTLE_MS;
-      if (link.cap !== undefined) link.cap = Math.max(link.cap, link.sending(this) + carried);
+      const together = link.sending(this) + carried;
+      link.known = Math.max(link.known ?? 0, together);
+      if (link.cap !== undefined) link.cap = Math.max(link.cap, together);
       return;
     }
     link.nextProbeAt = nowMs + link.wait;

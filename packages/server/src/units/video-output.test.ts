@@ -89,6 +89,9 @@ class PresenterLayer {
     readonly single = false,
   ) {}
 
+  /** When set, each payload's descriptor carries it (15-bit, one per frame) and TL0PICIDX (its low byte). */
+  picture: number | undefined;
+
   /** The next packet; `last` false: more packets of its frame follow (no marker bit). */
   next(kind: Kind, last = kind !== 'padding'): LayerPacket {
     if (kind === 'key' || kind === 'inter') this.timestamp = (this.timestamp + FRAME) >>> 0;
@@ -100,7 +103,13 @@ class PresenterLayer {
       marker: last,
     });
     this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
-    const payload = vp8(kind, this.layer);
+    let payload = vp8(kind, this.layer);
+    if (this.picture !== undefined && kind !== 'padding') {
+      if (kind === 'key' || kind === 'inter') this.picture = (this.picture + 1) & 0x7fff;
+      const id = this.picture;
+      const descriptor = [(payload[0] as number) | 0x80, 0xc0, 0x80 | (id >> 8), id & 0xff, id & 0xff];
+      payload = Buffer.concat([Buffer.from(descriptor), payload.subarray(1)]);
+    }
     const rtp = new RtpPacket(header, payload);
     return { layer: this.layer, rtp, vp8: readVp8(payload), paddingOnly: kind === 'padding', single: this.single };
   }
@@ -295,6 +304,46 @@ describe('VideoOutput', () => {
     expect(sender.sent.map((p) => p.header.ssrc)).toEqual([0x1111, 0x1111, 0x2222, 0x2222]);
   });
 
+  it('gives the viewer one VP8 picture count across a switch of layers (picture id and TL0PICIDX)', () => {
+    f.picture = 20_000;
+    q.picture = 300;
+    const count = (from: number) =>
+      sender.sent
+        .slice(from)
+        .map((p) => [(((p.payload[2] as number) & 0x7f) << 8) | (p.payload[3] as number), p.payload[4]]);
+    sender.receiverEstimatedMaxBitrate = 2_000_000n;
+    output.allocate(THREE);
+    output.forward(f.next('key'));
+    output.forward(f.next('rest'));
+    output.forward(f.next('inter'));
+    // The first layer keeps its own count.
+    expect(count(0)).toEqual([
+      [20_001, 20_001 & 0xff],
+      [20_001, 20_001 & 0xff],
+      [20_002, 20_002 & 0xff],
+    ]);
+    sender.receiverEstimatedMaxBitrate = 250_000n;
+    vi.advanceTimersByTime(20);
+    output.allocate(THREE);
+    const key = q.next('key');
+    output.forward(key);
+    output.forward(q.next('rest'));
+    output.forward(q.next('inter'));
+    // q's own 301, 302 follow f's 20,002 as 20,003, 20,004; its TL0PICIDX alike.
+    expect(count(3)).toEqual([
+      [20_003, (20_002 + 1) & 0xff],
+      [20_003, (20_002 + 1) & 0xff],
+      [20_004, (20_002 + 2) & 0xff],
+    ]);
+    // The presenter's packet (every viewer's) is left as it came.
+    expect(readVp8(key.rtp.payload)?.pictureId).toBe(301);
+    expect(readVp8(sender.sent[3]?.payload ?? Buffer.alloc(0))).toMatchObject({
+      keyframe: true,
+      width: 320,
+      pictureId: 20_003,
+    });
+  });
+
   it('sends nothing to a paused viewer, and resumes without a gap at the next keyframe', () => {
     output.allocate(THREE);
     output.forward(q.next('key'));
@@ -472,28 +521,6 @@ describe('VideoOutput', () => {
     expect(sender.padding()).toHaveLength(all);
   });
 
-  it('at the top layer, pads only the headroom asked for, not as much as the estimate', () => {
-    // 1.4 Mbit/s: the top layer (1 Mbit/s) fits, with less than half again over it.
-    sender.receiverEstimatedMaxBitrate = 1_400_000n;
-    output.allocate(THREE);
-    expect(output.layers.target).toBe(2);
-    output.forward(f.next('key'));
-    for (let t = 0; t < 1000; t += 100) {
-      vi.advanceTimersByTime(100);
-      output.forward(f.next('inter'));
-      output.allocate(THREE);
-    }
-    // The probe is on; from its middle on it pads 1.5 × the half of the layer's rate it lacks:
-    // 750 kbit/s of 267-byte packets (at the estimate it would be 1.4 Mbit/s, 330 in 500 ms).
-    vi.advanceTimersByTime(700);
-    const before = sender.padding().length;
-    expect(before).toBeGreaterThan(0);
-    vi.advanceTimersByTime(500);
-    const count = sender.padding().length - before;
-    expect(count).toBeGreaterThanOrEqual(170);
-    expect(count).toBeLessThanOrEqual(182);
-  });
-
   it('pads only between frames: never between the packets of one', () => {
     startProbe();
     vi.advanceTimersByTime(300);
@@ -571,6 +598,55 @@ describe('VideoOutput', () => {
     vi.advanceTimersByTime(300);
     expect(sender.padding()).toHaveLength(ended);
     other.close();
+  });
+
+  it("on a page seen carrying more but never found full, a probe pads up to its share; once the page is capped, the next layer's only", () => {
+    // h only 30 kbit/s over q: its probe alone would pad 45 kbit/s.
+    const layers: LayerState[] = [
+      { rate: 100_000, flowing: true, width: 320, height: 180 },
+      { rate: 130_000, flowing: true, width: 640, height: 360 },
+      { rate: 1_000_000, flowing: true, width: 1280, height: 720 },
+    ];
+    /** Padding packets in 500 ms from the middle of a probe, on a page whose other output carried 1 Mbit/s. */
+    const padded = (page: string, capped: boolean): number => {
+      const links = new PageLinks();
+      const viewer = new FakeSender(0x4242);
+      const probing = new VideoOutput(
+        viewer.asSender,
+        CLOCK,
+        () => undefined,
+        () => Date.now(),
+        links.join(page),
+      );
+      const other = links.join(page);
+      other.rate = 100_000;
+      expect(other.startProbe(Date.now())).toBe(true);
+      other.probeEnded(true, 1_000_000, Date.now());
+      if (capped) other.overloaded(Date.now());
+      const layer = new PresenterLayer(0, 0x5151, 100, 1000);
+      viewer.receiverEstimatedMaxBitrate = 120_000n;
+      probing.allocate(layers);
+      probing.forward(layer.next('key'));
+      for (let t = 0; t < 1000; t += 100) {
+        vi.advanceTimersByTime(100);
+        probing.forward(layer.next('inter'));
+        probing.allocate(layers);
+      }
+      vi.advanceTimersByTime(700);
+      const before = viewer.padding().length;
+      vi.advanceTimersByTime(500);
+      probing.close();
+      return viewer.padding().length - before;
+    };
+    // Its share of the 1 Mbit/s is 900 kbit/s, its own estimate 125 (the floor, q and a quarter):
+    // it pads 125 kbit/s (29 packets of 267 bytes in 500 ms).
+    const free = padded('free', false);
+    expect(free).toBeGreaterThanOrEqual(27);
+    expect(free).toBeLessThanOrEqual(32);
+    // Capped: 1.5 × the 30 kbit/s h needs over q (11 packets).
+    const full = padded('full', true);
+    expect(full).toBeGreaterThanOrEqual(9);
+    expect(full).toBeLessThanOrEqual(12);
   });
 
   it('with transport-wide feedback, reckons the link from it and no longer from the REMB', () => {

@@ -10,12 +10,13 @@
 import { type RTCRtpSender, RtcpTransportLayerFeedback, RtpHeader, RtpPacket, TransportWideCC } from 'werift';
 import { feedbackResults } from './feedback-results.js';
 import { LayerAllocator, type LayerState } from './layer-choice.js';
-import { LinkEstimate } from './link-estimate.js';
+import { LinkEstimate, SETTLE_MS } from './link-estimate.js';
 import { type PageShare, soloShare } from './page-link.js';
 import { RtpMunger } from './rtp-munger.js';
 import { SendSideEstimate } from './send-side-estimate.js';
 import type { LayerPacket } from './simulcast-source.js';
 import type { VideoWants } from './video-wants.js';
+import { Vp8Munger } from './vp8-munger.js';
 
 /** Padding bytes per probe packet: the most one RTP packet can carry. */
 const PROBE_PADDING = 255;
@@ -24,21 +25,22 @@ const PROBE_TICK_MS = 10;
 /** The most padding one tick sends, in ms of the probe's rate. */
 const PROBE_BURST_MS = 50;
 /**
- * Probes: 1.2 s each, at least 2 s apart, and after failures no more than 4 s apart, so a link that
- * opens up is found within about 10 s (wait, probe, settle, hold, keyframe), while a full one is
- * probed a quarter of the time at most (and a probe there ends at its first loss, or as soon as
- * its feedback shows the link queueing). For 2 s after a move up the new layer may run half again
- * over the estimate: its keyframe, asked for by the move, swells its rate. At the top, probes keep
- * the estimate half again over the layer's rate, which swings. Waits are lengthened by up to half
- * at random: a page's connections to several units share its link, and probes in step overflow it.
+ * Probes: 1.2 s each, judged once the link settled (a second on) or at once when one fails, the
+ * next at least 2 s after that, and after failures no more than 3 s, so a link that opens up is
+ * found within about 10 s (wait, probe, settle, hold, keyframe), while a full one is probed a
+ * third of the time at most (and a probe there ends at its first loss, or as soon as its feedback
+ * shows the link queueing). For 2 s after a move up the new layer may run half again over the
+ * estimate: its keyframe, asked for by the move, swells its rate. At the top nothing is probed: a
+ * layer's rate swings (keyframes, the encoder's ramp), and a swing carried without loss raises the
+ * estimate with it (LinkEstimate.carrying). Waits are lengthened by up to half at random.
  */
 const ALLOCATION = {
   holdMs: 1000,
   probeMs: 1200,
+  probeSettleMs: SETTLE_MS,
   probeWaitMs: 2000,
-  maxProbeWaitMs: 4000,
+  maxProbeWaitMs: 3000,
   upGraceMs: 2000,
-  headroom: 1.5,
   probeJitter: 0.5,
 };
 /**
@@ -67,6 +69,8 @@ const HEADER_BYTES = 24;
 
 export class VideoOutput {
   private readonly munger: RtpMunger;
+  /** The VP8 picture ids and TL0PICIDX, one count across layers and presenters. */
+  private readonly vp8 = new Vp8Munger();
   private readonly allocator = new LayerAllocator(ALLOCATION);
   private readonly link = new LinkEstimate();
   private readonly sendSide = new SendSideEstimate();
@@ -174,10 +178,13 @@ export class VideoOutput {
     // allocator probes only from a layer the estimate covers (a loss cap under it would keep the
     // viewer there for good).
     const floor = (layers[0]?.rate ?? 0) * 1.25;
+    // What the page's other outputs here leave of what its link was seen to carry: a bound on moves up.
+    const room = this.share.room;
     const choice = this.allocator.update({
       nowMs: now,
       layers,
       estimate: estimate === undefined ? undefined : Math.max(estimate, floor),
+      ceiling: room === undefined ? undefined : Math.max(room, floor),
       maxWidth: this.wants.maxWidth,
       maxHeight: this.wants.maxHeight,
       paused: this.wants.paused === true,
@@ -193,13 +200,13 @@ export class VideoOutput {
       // Half again what the next layer needs (a layer's rate swings with its content and keyframes,
       // and the allocator moves up only with a margin above it), or as much as the estimate if that
       // is more: a link that carries it all is found in a few doubling probes, not one per layer.
-      // Not on a shared link that was found full once: the estimate is this output's part of it,
-      // and doubling it would overflow the others'. Not at the top either: there is nothing to
-      // find, and padding at the whole estimate (4 Mbit/s of 255-byte packets next to a 1280x720
-      // layer, seen) left a loopback Chromium a second without a frame.
+      // (On a shared link, the estimate is this output's part of what the page was seen to carry.)
+      // Not on a shared link that was found full once: doubling this output's part would overflow
+      // the others'.
       const overshoot = choice.probe.bitsPerSecond * PROBE_OVERSHOOT;
-      const doubling = this.share.budget === undefined && choice.probe.top !== true;
-      const padding = doubling ? Math.max(overshoot, estimate ?? 0) : overshoot;
+      const doubling = !this.share.capped;
+      const reach = room === undefined || estimate === undefined ? estimate : Math.min(estimate, room);
+      const padding = doubling ? Math.max(overshoot, reach ?? 0) : overshoot;
       this.startProbe(padding, choice.probe.untilMs);
     }
   }
@@ -215,6 +222,7 @@ export class VideoOutput {
       const switchPoint = packet.vp8?.keyframe === true && packet.vp8.startOfFrame;
       if (!switchPoint && !packet.single) return;
       this.munger.switchTo(rtp.header.ssrc, rtp.header.sequenceNumber, rtp.header.timestamp, now);
+      this.vp8.switchTo();
       this.current = layer;
       this.switchedAt = now;
     }
@@ -236,6 +244,7 @@ export class VideoOutput {
     copy.header.paddingSize = 0;
     copy.header.sequenceNumber = out.sequenceNumber;
     copy.header.timestamp = out.timestamp;
+    if (packet.vp8) copy.payload = this.vp8.rewrite(copy.payload);
     this.midFrame = !rtp.header.marker;
     this.sent(this.sender.sendRtp(copy), copy.payload.length, now);
   }
@@ -295,7 +304,9 @@ export class VideoOutput {
     const acked = ratio !== undefined && ratio < DELIVERY_FLOOR ? this.sendSide.acked : undefined;
     const carried = acked === undefined ? sent : Math.min(sent, acked);
     const now = this.now();
-    this.share.probeEnded(this.link.probeEnded(carried, now), carried, now);
+    const worked = this.link.probeEnded(carried, now);
+    this.share.probeEnded(worked, carried, now);
+    if (!worked) this.allocator.probeFailed(now);
   }
 
   private sendPadding(): void {
