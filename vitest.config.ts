@@ -59,6 +59,14 @@ const CLUSTER_NODE_SUITES = [
   'streams',
 ].map((suite) => `packages/server/test/cluster/${suite}.test.ts`);
 
+/**
+ * The layer each viewer gets behind real shaped links (network namespaces and tc, as root): a
+ * presenter and three viewers, a group of five. Their Chromiums' encoders and decoders need both
+ * cores, and the units under test time each packet's arrival in JavaScript, so they run after every
+ * other project, one suite after the other, with nothing else running.
+ */
+const SHAPED_LINKS = 'test/browser/shaped-layers.test.ts';
+
 /** The Redis engine's suites beside its sources start redis-servers: they run in main, not with the unit tests. */
 const REDIS_ENGINE_TESTS = 'packages/server/src/engines/redis/**/*.test.ts';
 
@@ -107,7 +115,8 @@ export default defineConfig({
           name: 'main',
           include: [REDIS_ENGINE_TESTS, 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
           // Minutes of npm ci in a clone of its own: `npm run test:fresh-clone` (vitest.fresh-clone.config.ts).
-          exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts'],
+          // The shaped-link suites run last, on their own (shaped-links).
+          exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts', SHAPED_LINKS],
         },
       },
       {
@@ -160,6 +169,15 @@ export default defineConfig({
           ],
           globalSetup: ['packages/server/test/cluster-setup.ts'],
           env: { REALTIME_TEST_ENGINE: 'redis-cluster', REALTIME_TEST_REDIS: 'cluster' },
+        },
+      },
+      {
+        // Last and alone (see SHAPED_LINKS): `npm run test:layers` runs only this project.
+        extends: true,
+        test: {
+          name: 'shaped-links',
+          include: [SHAPED_LINKS],
+          sequence: { groupOrder: 1 },
         },
       },
     ],

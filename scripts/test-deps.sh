@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npm: Debian's Chromium (browser tests drive it with
 # playwright-core), redis-server (the Redis engine's tests start their own on 127.0.0.1), and nginx
-# with openssl (test/deploy-nginx.test.ts runs deploy/nginx/realtime.conf with a certificate it makes).
+# with openssl (test/deploy-nginx.test.ts runs deploy/nginx/realtime.conf with a certificate it makes),
+# and iproute2 (ip and tc, for the shaped-link suites).
 # Off Debian, point the tests at any Chromium with CHROMIUM_PATH=/path/to/chrome and at a
 # redis-server binary with REDIS_SERVER_PATH=/path/to/redis-server (and redis-cli with REDIS_CLI_PATH),
 # at an nginx binary with NGINX_PATH=/path/to/nginx, and nothing is installed.
@@ -32,6 +33,9 @@ else
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 fi
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The shaped-link suites (test/browser/shaped-link.ts, as root) make network namespaces and veth
+# pairs with ip and shape them with tc (Debian: iproute2).
+{ command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1; } || missing+=(iproute2)
 [ ${#missing[@]} -eq 0 ] && exit 0
 command -v apt-get >/dev/null 2>&1 || {
   echo "test-deps: ${missing[*]} is missing and there is no apt-get here: install them and set CHROMIUM_PATH / REDIS_SERVER_PATH" >&2

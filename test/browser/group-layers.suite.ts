@@ -42,7 +42,7 @@ const shaping = canShape();
  * The pages' Chromiums run at this niceness: on a 2-core machine their encoders and decoders would
  * otherwise hold the service's units back, whose packet arrival times steer the presenters' sending.
  */
-const BROWSER_NICE = 10;
+const BROWSER_NICE = 19;
 const GROUP = 'five';
 const USERS = ['ann', 'ben', 'cid', 'dot'];
 /** The pages that send their camera. */
@@ -214,6 +214,18 @@ describe.skipIf(!shaping.ok)(
         );
       }
       await until(shaped, (r) => CAMERAS.every((u) => (r[u]?.framesDecoded ?? 0) > 0), 45_000);
+      // And the cameras' own uplink estimates have ramped: each sends its top layer limited by
+      // nothing (until then a camera's browser may turn that layer off, for every page, which is
+      // its uplink's doing, not the unit's choice of layers).
+      await expect
+        .poll(
+          async () =>
+            (await Promise.all(cameraPages.map(sent))).every((layers) =>
+              layers.every((layer) => !('rid' in layer) || layer.qualityLimitationReason === 'none'),
+            ),
+          { timeout: 45_000, interval: 500 },
+        )
+        .toBe(true);
 
       // Then, side by side, every second: the pages on loopback keep the top layer, and the shaped one's
       // cameras keep coming, at lower layers (both top layers do not fit its link).
