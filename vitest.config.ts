@@ -84,10 +84,9 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // Most suites wait on sockets, Chromium and redis-server rather than compute: four files at a
-    // time on the 2-core CI machine (vitest's default there is one). The shaped-link suites, which
-    // need both cores, run after all of them, alone.
-    maxWorkers: 4,
+    // Most suites wait on sockets, Chromium and redis-server rather than compute: three files at a
+    // time on the 2-core CI machine (vitest's default there is one).
+    maxWorkers: 3,
     reporters: ['default', './test/summary-reporter.ts'],
     // `npm run test:coverage`: line coverage of the service's sources (issue 18 compares it before/after).
     coverage: {
