@@ -41,9 +41,7 @@ describe('simulcast: the unit takes three layers and forwards one to each viewer
     video?.remove();
   });
 
-  // A viewer that asks for no size climbing to the top layer on loopback: ./adaptive-layers.suite.ts (its
-  // unshaped viewer), in npm test's shaped-links project.
-  it('a viewer asking for a small size gets the lowest layer, then the middle one', async () => {
+  it('a viewer asking for a small size gets the lowest layer, then the middle one; a free viewer climbs to the top', async () => {
     const presenter = await openPresenter(
       browser,
       pages.url,
@@ -57,8 +55,9 @@ describe('simulcast: the unit takes three layers and forwards one to each viewer
     const small = await openViewer(browser, pages.url, unit.createViewer('small'));
     viewerPages.set('small', small.page);
     expect(unit.setViewerVideo('small', { maxWidth: 320, maxHeight: 180 })).toBe(true);
+    const free = await openViewer(browser, pages.url, unit.createViewer('free'));
     // The viewer's browser tells the unit its downlink (REMB).
-    expect(small.unitSdp).toMatch(/^a=rtcp-fb:\d+ goog-remb\r?$/m);
+    expect(free.unitSdp).toMatch(/^a=rtcp-fb:\d+ goog-remb\r?$/m);
 
     const q = await decodesAt(small.page, 320, 20_000);
     expect(q.frameHeight).toBe(180);
@@ -73,6 +72,10 @@ describe('simulcast: the unit takes three layers and forwards one to each viewer
     const after = await rtpStats(small.page);
     expect(after.videoPacketsLost).toBe(before.videoPacketsLost);
 
+    // Nothing asked: as high as its link carries; on loopback, the whole picture once the
+    // presenter sends it.
+    await decodesAt(free.page, 1280, 40_000);
+    await keepsDecoding(free.page);
     console.info(`unit layers: ${JSON.stringify(Object.fromEntries(unit.videoLayers()))}`);
   }, 90_000);
 
