@@ -14,10 +14,8 @@
  * rewritten: the payload is shared by every viewer of the source.
  */
 
-const X_BIT = 0x80;
-const I_BIT = 0x80;
-const L_BIT = 0x40;
-const M_BIT = 0x80;
+import { I_BIT, L_BIT, M_BIT, X_BIT } from './vp8-payload.js';
+
 const PICTURE_ID_15 = 0x8000;
 const PICTURE_ID_7 = 0x80;
 const TL0_RANGE = 0x100;

@@ -31,14 +31,15 @@ export interface Vp8Info {
   pictureId?: number;
 }
 
-const X_BIT = 0x80;
+/** The descriptor's bits (see above), also read by vp8-munger.ts. */
+export const X_BIT = 0x80;
 const S_BIT = 0x10;
 const PID_MASK = 0x07;
-const I_BIT = 0x80;
-const L_BIT = 0x40;
+export const I_BIT = 0x80;
+export const L_BIT = 0x40;
 const T_BIT = 0x20;
 const K_BIT = 0x10;
-const M_BIT = 0x80;
+export const M_BIT = 0x80;
 /** The frame tag (3 bytes), start code (3) and the two sizes (2 each) that open a keyframe. */
 const KEYFRAME_HEADER = 10;
 const FRAME_TAG = 3;
