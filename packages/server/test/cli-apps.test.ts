@@ -2,9 +2,22 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
-import { client, emit, eventually, expectOneLine, run, SECRET_A, serve, tempDir, writeConfig } from './cli-harness.js';
+import {
+  client,
+  cliLifecycle,
+  emit,
+  eventually,
+  expectOneLine,
+  run,
+  SECRET_A,
+  serve,
+  tempDir,
+  writeConfig,
+} from './cli-harness.js';
 import { API, send } from './helpers.js';
 import { startReceiver } from './receiver.js';
+
+cliLifecycle();
 
 describe('apps commands', () => {
   it('create, list, rotate-secret on a running server, set-webhook', async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
 import {
+  cliLifecycle,
   emit,
   expectOneLine,
   freePort,
@@ -17,6 +18,8 @@ import {
   writeConfig,
 } from './cli-harness.js';
 import type { RawAnswer } from './helpers.js';
+
+cliLifecycle();
 
 describe('bad flags and config files', () => {
   const app = { key: 'good', secret: SECRET_A };

@@ -28,12 +28,6 @@ export function tempDir(): string {
 
 /** Working folder of every child: a stray default `./data` would land here, never in the repository. */
 export let cwd: string;
-beforeAll(() => {
-  cwd = tempDir();
-});
-afterAll(() => {
-  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
-});
 
 export interface Exit {
   code: number | null;
@@ -58,11 +52,24 @@ export async function kill(children: Iterable<ChildProcess>): Promise<void> {
   await Promise.all(ends);
 }
 
-afterEach(async () => {
-  await kill(servers);
-  servers.clear();
-});
-afterAll(() => kill([...running.keys()]));
+/**
+ * Each CLI test file calls this once, at its top: its own working folder, its servers killed after
+ * each test, its children and folders gone after the file. A function, not hooks at this module's
+ * top, because the main project's workers import this module once for all the files they run.
+ */
+export function cliLifecycle(): void {
+  beforeAll(() => {
+    cwd = tempDir();
+  });
+  afterEach(async () => {
+    await kill(servers);
+    servers.clear();
+  });
+  afterAll(async () => {
+    await kill([...running.keys()]);
+    for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+}
 
 export interface Child {
   child: ChildProcess;

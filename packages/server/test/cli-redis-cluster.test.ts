@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
-import { emit, expectOneLine, logLines, run, serve } from './cli-harness.js';
+import { cliLifecycle, emit, expectOneLine, logLines, run, serve } from './cli-harness.js';
 import { startRedisCluster, type TestRedisCluster } from './redis-cluster.js';
+
+cliLifecycle();
 
 describe('on a Redis Cluster: serve --redis-cluster and the apps commands', () => {
   let cluster: TestRedisCluster;

@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
-import { emit, expectOneLine, freePort, run, serve, tempDir } from './cli-harness.js';
+import { cliLifecycle, emit, expectOneLine, freePort, run, serve, tempDir } from './cli-harness.js';
 import { startRedis, type TestRedis } from './redis-server.js';
+
+cliLifecycle();
 
 describe('on Redis: serve --redis and the apps commands', () => {
   let redis: TestRedis;

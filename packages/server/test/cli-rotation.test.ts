@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../src/index.js';
 import {
+  cliLifecycle,
   emit,
   eventually,
   expectOneLine,
@@ -11,6 +12,8 @@ import {
   tempDir,
   writeConfig,
 } from './cli-harness.js';
+
+cliLifecycle();
 
 const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/;
 

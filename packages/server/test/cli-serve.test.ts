@@ -7,6 +7,7 @@ import { FEATURES } from '@realtime/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   client,
+  cliLifecycle,
   emit,
   expectOneLine,
   logLines,
@@ -19,6 +20,8 @@ import {
   writeConfig,
 } from './cli-harness.js';
 import { API, send } from './helpers.js';
+
+cliLifecycle();
 
 describe('serve without any app', () => {
   it('prints a development app and a command line on stderr, answers a signed emit, stops on SIGTERM, keeps the app', async () => {
