@@ -56,6 +56,8 @@ describe('uplink congestion control: the unit sends transport-cc feedback to the
     expect(presenter.unitSdp).toMatch(
       /^a=extmap:\d+ http:\/\/www\.ietf\.org\/id\/draft-holmer-rmcat-transport-wide-cc-extensions-01\r?$/m,
     );
+    // And the rate its estimate starts at (packages/server/src/units/start-bitrate.ts).
+    expect(presenter.unitSdp).toMatch(/^a=fmtp:\d+ x-google-start-bitrate=800\r?$/m);
 
     // The presenter's own getStats: the bytes of video it sends, per second.
     const started = Date.now();

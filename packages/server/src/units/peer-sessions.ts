@@ -22,6 +22,7 @@ import {
 } from 'werift';
 import { candidateAddress, filterSdpCandidates } from './ice-settings.js';
 import { NoMediaPortError, SessionClosedError } from './session-errors.js';
+import { withStartBitrate } from './start-bitrate.js';
 import { TransportFeedback } from './transport-feedback.js';
 
 // Kept here too: the errors' own file holds no werift, so the unit host and signals load without it.
@@ -333,7 +334,7 @@ export class Presenter extends PeerSession implements PresenterSession {
     return this.describe(async () => {
       await this.pc.setRemoteDescription({ type: 'offer', sdp: this.remote(offerSdp) });
       await this.pc.setLocalDescription(await this.pc.createAnswer());
-      return this.sdp();
+      return withStartBitrate(this.sdp());
     });
   }
 
