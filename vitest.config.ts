@@ -62,9 +62,9 @@ const CLUSTER_NODE_SUITES = [
 /**
  * The layer each viewer gets behind real shaped links (network namespaces and tc, as root): a
  * presenter and three viewers, a group of five. Their Chromiums' encoders and decoders need both
- * cores, so they run with nothing else running: `npm run test:layers` (vitest.layers.config.ts).
- * Not in `npm test` yet: with them (last, alone) it took 460-500 s on this 2-core machine, over its
- * 8 minutes (docs/calls.md).
+ * cores, and their timings (a link's estimate, a layer's ramp) go wrong when other suites take the
+ * CPU: they run first, alone (group 0), and every other project after them (group 1).
+ * `npm run test:layers` runs them by themselves.
  */
 export const SHAPED_LINKS = 'test/browser/shaped-layers.test.ts';
 
@@ -88,6 +88,11 @@ export default defineConfig({
     // Most suites wait on sockets, Chromium and redis-server rather than compute: three files at a
     // time on the 2-core CI machine (vitest's default there is one).
     maxWorkers: 3,
+    // One module cache per worker for all the files it runs: importing the sources again for each
+    // file took a third of the workers' time. A file's own state is made in its hooks (see
+    // cliLifecycle in packages/server/test/cli-harness.ts), never left at a shared module's top.
+    isolate: false,
+    sequence: { groupOrder: 1 },
     reporters: ['default', './test/summary-reporter.ts'],
     // `npm run test:coverage`: line coverage of the service's sources (issue 18 compares it before/after).
     coverage: {
@@ -99,15 +104,22 @@ export default defineConfig({
     },
     projects: [
       {
+        extends: true,
+        test: {
+          name: 'shaped-links',
+          include: [SHAPED_LINKS],
+          maxWorkers: 1,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
         // The unit tests beside the sources: fakes and injected clocks, no process, socket or server
-        // of their own, so one module cache serves a worker's files (not isolated: about a third of
-        // their time was each file importing the same modules again).
+        // of their own.
         extends: true,
         test: {
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts'],
           exclude: [...configDefaults.exclude, REDIS_ENGINE_TESTS],
-          isolate: false,
         },
       },
       {
@@ -116,7 +128,7 @@ export default defineConfig({
           name: 'main',
           include: [REDIS_ENGINE_TESTS, 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
           // Minutes of npm ci in a clone of its own: `npm run test:fresh-clone` (vitest.fresh-clone.config.ts).
-          // The shaped-link suites run on their own (SHAPED_LINKS).
+          // The shaped-link suites run before the rest, alone (SHAPED_LINKS).
           exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts', SHAPED_LINKS],
         },
       },
