@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import base, { SHAPED_LINKS } from './vitest.config.js';
 
-/** `npm run test:layers`: the shaped-link suites alone (why not in `npm test`: SHAPED_LINKS in vitest.config.ts). */
+/** `npm run test:layers`: the shaped-link suites alone (`npm test` runs them first: SHAPED_LINKS in vitest.config.ts). */
 export default defineConfig({
   resolve: base.resolve,
   test: {
