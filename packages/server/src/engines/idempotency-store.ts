@@ -18,20 +18,28 @@ export type Reservation =
  * - `reserve` is one atomic step: of concurrent reserves of a free key exactly one answers
  *   'reserved'. A reservation holds until `holdUntilMs`, an answer until `keepUntilMs` of `complete`;
  *   past those the key is free again. Times are the caller's clock (`nowMs`).
- * - `complete` stores the answer of the key's reservation with that fingerprint; `release` frees it
- *   (the request failed and delivered nothing, so a retry may try again). Both do nothing when the
- *   key is not reserved with that fingerprint (it ended, or another holds it).
+ * - `owner` is the reserving request's own token (random, never used twice). `complete` stores the
+ *   answer of the reservation that owner made; `release` frees it (the request failed and delivered
+ *   nothing, so a retry may try again). Both do nothing when the key is not held by that owner: its
+ *   hold ended and another request, with the same body or not, holds it now or has answered.
  * - One record per key: on Redis Cluster a key's record lives in one slot.
  */
 export interface IdempotencyStore {
-  reserve(app: string, key: string, fingerprint: string, holdUntilMs: number, nowMs: number): MaybePromise<Reservation>;
-  complete(
+  reserve(
     app: string,
     key: string,
     fingerprint: string,
+    owner: string,
+    holdUntilMs: number,
+    nowMs: number,
+  ): MaybePromise<Reservation>;
+  complete(
+    app: string,
+    key: string,
+    owner: string,
     answer: string,
     keepUntilMs: number,
     nowMs: number,
   ): MaybePromise<void>;
-  release(app: string, key: string, fingerprint: string): MaybePromise<void>;
+  release(app: string, key: string, owner: string): MaybePromise<void>;
 }

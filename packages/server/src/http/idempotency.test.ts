@@ -64,6 +64,40 @@ describe('idempotent', () => {
     });
   });
 
+  it('a request that outlived its hold neither frees nor answers for the retry that took the key', async () => {
+    let now = 1_000_000;
+    const d = deps(new MemoryIdempotencyStore(), () => now);
+    let failFirst: ((error: Error) => void) | undefined;
+    const first = idempotent(
+      request('{}', 'k'),
+      d,
+      'emit',
+      () => new Promise<Record<string, unknown>>((_, reject) => (failFirst = reject)),
+    );
+    await expect.poll(() => failFirst).toBeDefined();
+    // Its hold ends; the retry takes the key and is still running when the first fails.
+    now += IDEMPOTENCY_HOLD_MS;
+    let answerRetry: ((answer: Record<string, unknown>) => void) | undefined;
+    const retry = idempotent(
+      request('{}', 'k'),
+      d,
+      'emit',
+      () => new Promise<Record<string, unknown>>((resolve) => (answerRetry = resolve)),
+    );
+    await expect.poll(() => answerRetry).toBeDefined();
+    failFirst?.(new ApiError('bad_request', 'refused late'));
+    await expect(first).rejects.toBeInstanceOf(ApiError);
+    // The retry still holds the key: a third request waits on it and is refused as in flight.
+    await expect(
+      idempotent(request('{}', 'k'), { ...d, inFlightWaitMs: 0 }, 'emit', async () => ({ ids: { r: 'third' } })),
+    ).rejects.toMatchObject({ code: 'idempotency_conflict' });
+    answerRetry?.({ ids: { r: 'retry' } });
+    expect(await retry).toEqual({ ids: { r: 'retry' } });
+    expect(await idempotent(request('{}', 'k'), d, 'emit', async () => ({ ids: { r: 'third' } }))).toEqual({
+      ids: { r: 'retry' },
+    });
+  });
+
   it('a refusal before anything was sent frees the key: the retry runs', async () => {
     const d = deps();
     await expect(

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMITS } from '@realtime/protocol';
@@ -53,9 +53,12 @@ export async function idempotent(
   if (key === undefined) return run();
   const app = request.app.key;
   const print = fingerprint(route, request.body);
+  // This request's own hold: if it outlives its hold and a retry takes the key, this request's late
+  // answer or release must not land on the retry's.
+  const owner = randomUUID();
   for (let waited = 0; ; waited += IN_FLIGHT_POLL_MS) {
     const now = deps.now();
-    const found = await deps.idempotency.reserve(app, key, print, now + IDEMPOTENCY_HOLD_MS, now);
+    const found = await deps.idempotency.reserve(app, key, print, owner, now + IDEMPOTENCY_HOLD_MS, now);
     if (found.state === 'reserved') break;
     if (found.state === 'answered') return JSON.parse(found.answer) as Record<string, unknown>;
     if (found.state === 'conflict') {
@@ -83,7 +86,7 @@ export async function idempotent(
     // in that time does not deliver it twice.
     if (!(error instanceof EmitIncomplete) && !(error instanceof StoreError)) {
       try {
-        await deps.idempotency.release(app, key, print);
+        await deps.idempotency.release(app, key, owner);
       } catch (releasing) {
         deps.log.warn({ err: releasing, app }, 'releasing an idempotency key failed: it frees itself in 30 s');
       }
@@ -92,7 +95,7 @@ export async function idempotent(
   }
   try {
     const now = deps.now();
-    await deps.idempotency.complete(app, key, print, JSON.stringify(answer), now + LIMITS.idempotencyWindowMs, now);
+    await deps.idempotency.complete(app, key, owner, JSON.stringify(answer), now + LIMITS.idempotencyWindowMs, now);
   } catch (error) {
     // Delivered: the answer stands. A retry within the hold is refused as in flight, later delivers again.
     deps.log.warn({ err: error, app }, 'storing the answer of an idempotent emit failed');

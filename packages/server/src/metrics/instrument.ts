@@ -84,8 +84,8 @@ export function countedDeliverer(deliverer: Deliverer, metrics: Metrics): Delive
 export function countedIdempotency(store: IdempotencyStore, metrics: Metrics): IdempotencyStore {
   const outcomes = metrics.idempotentEmits;
   return {
-    reserve(app, key, fingerprint, holdUntilMs, nowMs) {
-      const found = store.reserve(app, key, fingerprint, holdUntilMs, nowMs);
+    reserve(app, key, fingerprint, owner, holdUntilMs, nowMs) {
+      const found = store.reserve(app, key, fingerprint, owner, holdUntilMs, nowMs);
       if (!(found instanceof Promise)) {
         outcomes.labels(found.state).inc();
         return found;
@@ -95,8 +95,8 @@ export function countedIdempotency(store: IdempotencyStore, metrics: Metrics): I
         return reservation;
       });
     },
-    complete: (app, key, fingerprint, answer, keepUntilMs, nowMs) =>
-      store.complete(app, key, fingerprint, answer, keepUntilMs, nowMs),
-    release: (app, key, fingerprint) => store.release(app, key, fingerprint),
+    complete: (app, key, owner, answer, keepUntilMs, nowMs) =>
+      store.complete(app, key, owner, answer, keepUntilMs, nowMs),
+    release: (app, key, owner) => store.release(app, key, owner),
   };
 }

@@ -4,34 +4,35 @@ import type { RedisClient, Script } from './client.js';
 
 /**
  * Keys (after the client's prefix): `idem:<app>:<sha256 of the key>`, one hash per key (one slot on
- * a cluster, whatever characters the key holds): `f` the fingerprint, `a` the answer (absent while in
- * flight), `u` when the record ends (ms, the caller's clock); the key expires then too.
+ * a cluster, whatever characters the key holds): `f` the fingerprint, `o` the reserving request's
+ * token, `a` the answer (absent while in flight), `u` when the record ends (ms, the caller's clock);
+ * the key expires then too.
  */
 
-// KEYS: the record. ARGV: fingerprint, holdUntil, now.
+// KEYS: the record. ARGV: fingerprint, owner, holdUntil, now.
 const RESERVE_LUA = `
 local kept = redis.call('hmget', KEYS[1], 'f', 'a', 'u')
-if not kept[1] or tonumber(kept[3]) <= tonumber(ARGV[3]) then
+if not kept[1] or tonumber(kept[3]) <= tonumber(ARGV[4]) then
   redis.call('del', KEYS[1])
-  redis.call('hset', KEYS[1], 'f', ARGV[1], 'u', ARGV[2])
-  redis.call('pexpire', KEYS[1], string.format('%d', math.max(1, tonumber(ARGV[2]) - tonumber(ARGV[3]))))
+  redis.call('hset', KEYS[1], 'f', ARGV[1], 'o', ARGV[2], 'u', ARGV[3])
+  redis.call('pexpire', KEYS[1], string.format('%d', math.max(1, tonumber(ARGV[3]) - tonumber(ARGV[4]))))
   return {'reserved'}
 end
 if kept[1] ~= ARGV[1] then return {'conflict'} end
 if not kept[2] then return {'in_flight'} end
 return {'answered', kept[2]}`;
 
-// KEYS: the record. ARGV: fingerprint, answer, keepUntil, now.
+// KEYS: the record. ARGV: owner, answer, keepUntil, now.
 const COMPLETE_LUA = `
-local kept = redis.call('hmget', KEYS[1], 'f', 'a', 'u')
+local kept = redis.call('hmget', KEYS[1], 'o', 'a', 'u')
 if kept[1] ~= ARGV[1] or kept[2] or tonumber(kept[3]) <= tonumber(ARGV[4]) then return 0 end
 redis.call('hset', KEYS[1], 'a', ARGV[2], 'u', ARGV[3])
 redis.call('pexpire', KEYS[1], string.format('%d', math.max(1, tonumber(ARGV[3]) - tonumber(ARGV[4]))))
 return 1`;
 
-// KEYS: the record. ARGV: fingerprint.
+// KEYS: the record. ARGV: owner.
 const RELEASE_LUA = `
-local kept = redis.call('hmget', KEYS[1], 'f', 'a')
+local kept = redis.call('hmget', KEYS[1], 'o', 'a')
 if kept[1] == ARGV[1] and not kept[2] then redis.call('del', KEYS[1]) end
 return 0`;
 
@@ -57,10 +58,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     app: string,
     key: string,
     fingerprint: string,
+    owner: string,
     holdUntilMs: number,
     nowMs: number,
   ): Promise<Reservation> {
-    const found = (await this.#reserve([this.#record(app, key)], [fingerprint, holdUntilMs, nowMs])) as unknown[];
+    const found = (await this.#reserve(
+      [this.#record(app, key)],
+      [fingerprint, owner, holdUntilMs, nowMs],
+    )) as unknown[];
     const [state, answer] = found;
     if (state === 'reserved' || state === 'in_flight' || state === 'conflict') return { state };
     if (state === 'answered' && typeof answer === 'string') return { state, answer };
@@ -70,15 +75,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async complete(
     app: string,
     key: string,
-    fingerprint: string,
+    owner: string,
     answer: string,
     keepUntilMs: number,
     nowMs: number,
   ): Promise<void> {
-    await this.#complete([this.#record(app, key)], [fingerprint, answer, keepUntilMs, nowMs]);
+    await this.#complete([this.#record(app, key)], [owner, answer, keepUntilMs, nowMs]);
   }
 
-  async release(app: string, key: string, fingerprint: string): Promise<void> {
-    await this.#release([this.#record(app, key)], [fingerprint]);
+  async release(app: string, key: string, owner: string): Promise<void> {
+    await this.#release([this.#record(app, key)], [owner]);
   }
 }
