@@ -45,7 +45,6 @@ export class Metrics {
   readonly #answers = new Map<string, number>();
 
   constructor(sources: MetricSources) {
-    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
     const registers = [this.registry];
     const traffic = this.traffic;
     const answers = this.#answers;
@@ -166,10 +165,29 @@ export class Metrics {
     if (route === 'ask' && status === 200) this.askSeconds.observe((performance.now() - startedMs) / 1000);
   }
 
-  /** The text a Prometheus scrape gets. */
+  /** The text a Prometheus scrape gets: the process's own metrics, then this server's. */
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const own = processMetrics();
+    return {
+      contentType: this.registry.contentType,
+      body: `${await own.metrics()}\n${await this.registry.metrics()}`,
+    };
   }
+}
+
+let processRegistry: Registry | undefined;
+
+/**
+ * Node's own metrics (CPU, memory, event loop lag, GC), collected once per process: prom-client
+ * keeps what it watches them with (a GC observer, a loop-delay timer) for the life of the process,
+ * so collected per server they kept every closed server's registry, and through it the server.
+ */
+function processMetrics(): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: 20 });
+  }
+  return processRegistry;
 }
 
 export interface WebhookQueueStats {
