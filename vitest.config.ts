@@ -68,6 +68,17 @@ const CLUSTER_NODE_SUITES = [
  */
 export const SHAPED_LINKS = 'test/browser/shaped-layers.test.ts';
 
+/**
+ * Suites that count what the whole process holds (sockets, handles, async resources, heap): each
+ * runs in a fresh module cache and process of its own, where another file's leftovers cannot count.
+ */
+const PROCESS_WIDE = [
+  'packages/server/test/start-rollback.test.ts',
+  'packages/server/test/proc-sockets.test.ts',
+  'packages/server/test/media-release.test.ts',
+  'packages/server/test/gateway-slow.test.ts',
+];
+
 /** The Redis engine's suites beside its sources start redis-servers: they run in main, not with the unit tests. */
 const REDIS_ENGINE_TESTS = 'packages/server/src/engines/redis/**/*.test.ts';
 
@@ -129,8 +140,12 @@ export default defineConfig({
           include: [REDIS_ENGINE_TESTS, 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
           // Minutes of npm ci in a clone of its own: `npm run test:fresh-clone` (vitest.fresh-clone.config.ts).
           // The shaped-link suites run before the rest, alone (SHAPED_LINKS).
-          exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts', SHAPED_LINKS],
+          exclude: [...configDefaults.exclude, 'test/readme/fresh-clone.test.ts', SHAPED_LINKS, ...PROCESS_WIDE],
         },
+      },
+      {
+        extends: true,
+        test: { name: 'process-wide', include: PROCESS_WIDE, isolate: true },
       },
       {
         // The page suites that lean on the store seams, again with every store call answering on a
