@@ -14,14 +14,29 @@ export class StreamPeer {
   });
   readonly connected: Promise<void>;
 
+  /** Its ICE and DTLS states as they came, for the message when the media does not connect. */
+  readonly #states: string[] = [];
+
   constructor() {
+    this.pc.iceConnectionStateChange.subscribe((state) => this.#states.push(`ice ${state}`));
     this.connected = new Promise((resolve, reject) => {
       this.pc.connectionStateChange.subscribe((state) => {
+        if (state === 'connecting') this.#watchDtls();
         if (state === 'connected') resolve();
-        if (state === 'failed') reject(new Error('the media did not connect'));
+        if (state === 'failed') {
+          reject(
+            new Error(`the media did not connect (${this.#states.join(', ')}, at ${Math.round(performance.now())} ms)`),
+          );
+        }
       });
     });
     this.connected.catch(() => undefined);
+  }
+
+  #watchDtls(): void {
+    for (const dtls of this.pc.dtlsTransports) {
+      dtls.onStateChange.subscribe((state) => this.#states.push(`dtls ${state} (${Math.round(performance.now())} ms)`));
+    }
   }
 
   /** A presenter's offer: send-only audio and video. */
