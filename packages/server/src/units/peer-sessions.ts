@@ -20,6 +20,7 @@ import {
   useTransportWideCC,
   useTWCC,
 } from 'werift';
+import './dtls-hello-verify.js';
 import { candidateAddress, filterSdpCandidates } from './ice-settings.js';
 import { NoMediaPortError, SessionClosedError } from './session-errors.js';
 import { withStartBitrate } from './start-bitrate.js';
