@@ -3,7 +3,9 @@
  * node.mjs), so killing one is a real SIGKILL. Pages, the SDK and webhook receivers stay in the test.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Realtime } from '@realtime/node';
 import type { EngineChoice } from '../../src/engines/open-engine.js';
@@ -54,17 +56,30 @@ export async function startNode(name: string, options: NodeOptions): Promise<Clu
   if (!existsSync(BUILT)) {
     throw new Error(`${BUILT} is missing: build first (npx tsc -b packages/protocol packages/node packages/server)`);
   }
+  // Removed here once the node is gone: a node killed with SIGKILL cannot remove it itself.
+  const dataDir = mkdtempSync(join(tmpdir(), `realtime-${name}-`));
   const child = spawn(process.execPath, [FIXTURE], {
     // REALTIME_CLUSTER_LOG=debug shows more of what the nodes do in failure messages.
     env: {
       ...process.env,
-      REALTIME_CLUSTER_NODE: JSON.stringify({ name, logLevel: process.env.REALTIME_CLUSTER_LOG ?? 'warn', options }),
+      REALTIME_CLUSTER_NODE: JSON.stringify({
+        name,
+        logLevel: process.env.REALTIME_CLUSTER_LOG ?? 'warn',
+        options,
+        dataDir,
+      }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const killAtExit = () => child.kill('SIGKILL');
+  const killAtExit = () => {
+    child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  };
   process.once('exit', killAtExit);
-  void exited(child).then(() => process.removeListener('exit', killAtExit));
+  void exited(child).then(() => {
+    process.removeListener('exit', killAtExit);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
   let output = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-OUTPUT_KEPT);

@@ -9,9 +9,15 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { startServer } from '../../dist/index.js';
 
-const { name = 'node', logLevel = 'warn', options = {} } = JSON.parse(process.env.REALTIME_CLUSTER_NODE ?? '{}');
-// The Redis engine keeps nothing here; startServer still wants a folder.
-const dataDir = mkdtempSync(join(tmpdir(), `realtime-${name}-`));
+const {
+  name = 'node',
+  logLevel = 'warn',
+  options = {},
+  dataDir: given,
+} = JSON.parse(process.env.REALTIME_CLUSTER_NODE ?? '{}');
+// The Redis engine keeps nothing here; startServer still wants a folder. The test's harness gives
+// one and removes it once this process is gone (a SIGKILL leaves it no time to).
+const dataDir = given ?? mkdtempSync(join(tmpdir(), `realtime-${name}-`));
 // stdout carries only the URL line; logs go to stderr, which the test keeps for its failure messages.
 const logger = pino({ level: logLevel, base: { node: name } }, pino.destination(2));
 
